@@ -1,0 +1,1 @@
+"""Targets: one module per backend (import name rlxir.backends)."""

@@ -1,0 +1,1 @@
+"""The rlx grammar, shipped as package data (`rlx.lark`)."""

@@ -1,0 +1,466 @@
+"""The graph: SSA values in one `networkx.DiGraph`, with an explicit schedule.
+
+Node key = value name (without ``%``). Node data holds ``op`` (an op name, or ``input`` /
+``param`` / ``const``), ``operands`` (an ordered tuple; repeats allowed, which edges alone
+cannot express), ``attrs`` (only values that differ from the op's defaults), ``type``,
+``loc`` (source location) and ``provenance`` (the original values a node derives from).
+An edge ``a -> b`` exists exactly when ``a`` is an operand of ``b``; every mutation goes
+through this class so edges, operands and the schedule stay consistent.
+
+The schedule is the execution order: parse order for parsed graphs; new nodes go where a
+pass puts them (`before=` / `after=`), and untouched nodes keep their relative order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import networkx as nx
+
+from rlxir.errors import IRTypeError, Location, RlxError, VerifyError
+from rlxir.ops import LEAF_KINDS, check_attributes, get_op
+from rlxir.ops.registry import ShapeError
+from rlxir.symbolic import Dim, Expr, substitute
+from rlxir.types import TensorType
+
+_END = ""  # sentinel of the circular schedule list (never a value name)
+
+
+class GraphError(RlxError):
+    """Misuse of the graph API by a pass (erasing a used value, unknown names, ...)."""
+
+
+class Graph:
+    """One SSA graph. See the module docstring for the data model."""
+
+    def __init__(self, name: str = "main", symbols: Mapping[str, int | None] | None = None):
+        self.name = name
+        self.symbols: dict[str, int | None] = dict(symbols or {})
+        self.nx = nx.DiGraph()
+        self.outputs: list[str] = []
+        self.output_loc: Location | None = None
+        self.loc: Location | None = None
+        self._next: dict[str, str] = {_END: _END}
+        self._prev: dict[str, str] = {_END: _END}
+        self._order: list[str] | None = []
+        self._fresh: dict[str, int] = {}
+
+    # --- reading ------------------------------------------------------------------------
+    def __contains__(self, name: str) -> bool:
+        return name in self.nx
+
+    def __len__(self) -> int:
+        return self.nx.number_of_nodes()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.schedule())
+
+    def data(self, name: str) -> dict:
+        """The node's data dict (read it; change it only through the methods below)."""
+        try:
+            return self.nx.nodes[name]
+        except KeyError:
+            raise GraphError(f"no value %{name} in graph {self.name}") from None
+
+    def op(self, name: str) -> str:
+        return self.data(name)["op"]
+
+    def opdef(self, name: str):
+        return get_op(self.data(name)["op"])
+
+    def operands(self, name: str) -> tuple[str, ...]:
+        return self.data(name)["operands"]
+
+    def attrs(self, name: str) -> dict:
+        """Attributes as stored (defaults omitted)."""
+        return self.data(name)["attrs"]
+
+    def attr(self, name: str, key: str, default: Any = None) -> Any:
+        """An attribute's value with the op's schema default filled in."""
+        data = self.data(name)
+        if key in data["attrs"]:
+            return data["attrs"][key]
+        opdef = get_op(data["op"])
+        spec = opdef.attributes.get(key) if opdef else None
+        if spec is not None and not spec.required:
+            return spec.default
+        return default
+
+    def full_attrs(self, name: str) -> dict:
+        data = self.data(name)
+        opdef = get_op(data["op"])
+        if opdef is None:
+            return dict(data["attrs"])
+        return check_attributes(opdef, data["attrs"])[1]
+
+    def type(self, name: str) -> TensorType:
+        return self.data(name)["type"]
+
+    def loc(self, name: str) -> Location | None:
+        return self.data(name)["loc"]
+
+    def provenance(self, name: str) -> tuple[str, ...]:
+        return self.data(name)["provenance"]
+
+    def kind(self, name: str) -> str:
+        """``input``, ``param``, ``const`` or ``op``."""
+        op = self.data(name)["op"]
+        return op if op in LEAF_KINDS else "op"
+
+    def users(self, name: str) -> list[str]:
+        """The values that read `name`, in schedule order."""
+        users = list(self.nx.successors(name))
+        if len(users) > 1:
+            position = self.positions()
+            users.sort(key=position.__getitem__)
+        return users
+
+    def use_count(self, name: str) -> int:
+        """Reads of `name` by ops (repeats counted) plus graph outputs."""
+        count = sum(self.operands(user).count(name) for user in self.nx.successors(name))
+        return count + self.outputs.count(name)
+
+    def schedule(self) -> list[str]:
+        """Value names in execution order (a fresh list)."""
+        if self._order is None:
+            order, cursor, nxt = [], self._next[_END], self._next
+            while cursor != _END:
+                order.append(cursor)
+                cursor = nxt[cursor]
+            self._order = order
+        return list(self._order)
+
+    def positions(self) -> dict[str, int]:
+        """Schedule position of every value."""
+        return {name: index for index, name in enumerate(self.schedule())}
+
+    def values_of_kind(self, kind: str) -> list[str]:
+        return [name for name in self.schedule() if self.kind(name) == kind]
+
+    def inputs(self) -> list[str]:
+        return self.values_of_kind("input")
+
+    def params(self) -> list[str]:
+        return self.values_of_kind("param")
+
+    def consts(self) -> list[str]:
+        return self.values_of_kind("const")
+
+    def ops(self) -> list[str]:
+        return self.values_of_kind("op")
+
+    # --- building -----------------------------------------------------------------------
+    def fresh_name(self, hint: str = "t") -> str:
+        """A value name not yet in the graph, derived from `hint`."""
+        if hint not in self.nx:
+            return hint
+        counter = self._fresh.get(hint, 0)
+        while True:
+            counter += 1
+            candidate = f"{hint}.{counter}"
+            if candidate not in self.nx:
+                self._fresh[hint] = counter
+                return candidate
+
+    def _insert(self, name: str, before: str | None, after: str | None) -> None:
+        if before is not None and after is not None:
+            raise GraphError("give before= or after=, not both")
+        anchor_next = _END
+        if before is not None:
+            self.data(before)
+            anchor_next = before
+        elif after is not None:
+            self.data(after)
+            anchor_next = self._next[after]
+        anchor_prev = self._prev[anchor_next]
+        self._next[anchor_prev] = name
+        self._prev[name] = anchor_prev
+        self._next[name] = anchor_next
+        self._prev[anchor_next] = name
+        if self._order is not None and anchor_next == _END:
+            self._order.append(name)
+        else:
+            self._order = None
+
+    def _unlink(self, name: str) -> None:
+        before, after = self._prev.pop(name), self._next.pop(name)
+        self._next[before] = after
+        self._prev[after] = before
+        self._order = None
+
+    def _add_node(self, name, op, operands, attrs, type_, loc, provenance, before, after) -> str:
+        if name in self.nx:
+            raise GraphError(f"value %{name} is already defined", loc)
+        self.nx.add_node(name, op=op, operands=operands, attrs=attrs, type=type_, loc=loc, provenance=provenance)
+        for operand in operands:
+            self.nx.add_edge(operand, name)
+        self._insert(name, before, after)
+        return name
+
+    def add_input(self, name: str, type_: TensorType, loc: Location | None = None, **where) -> str:
+        return self._add_node(name, "input", (), {}, type_, loc, (name,), where.get("before"), where.get("after"))
+
+    def add_param(self, name: str, type_: TensorType, loc: Location | None = None, **where) -> str:
+        return self._add_node(name, "param", (), {}, type_, loc, (name,), where.get("before"), where.get("after"))
+
+    def add_const(self, name: str | None, type_: TensorType, value, loc: Location | None = None,
+                  provenance: tuple = (), **where) -> str:
+        """A literal: `value` is a scalar splat or a flat row-major tuple of `numel` items."""
+        name = name or self.fresh_name("c")
+        value = tuple(value) if isinstance(value, (list, tuple)) else value
+        return self._add_node(name, "const", (), {"value": value}, type_, loc, provenance or (name,),
+                              where.get("before"), where.get("after"))
+
+    def infer_type(self, op: str, operands: Iterable[str], attrs: Mapping[str, Any] | None = None) -> TensorType:
+        """The result type `op` would have on these operands (raises on bad input)."""
+        opdef = get_op(op)
+        if opdef is None:
+            raise IRTypeError(f"unknown op {op!r}")
+        operands = tuple(operands)
+        if not opdef.accepts_arity(len(operands)):
+            raise IRTypeError(f"{op} takes {opdef.arity_text()}, got {len(operands)}")
+        _, full = check_attributes(opdef, attrs or {})
+        return opdef.shape_rule(tuple(self.type(operand) for operand in operands), full)
+
+    def add_op(self, op: str, operands: Iterable[str], attrs: Mapping[str, Any] | None = None, *,
+               type: TensorType | None = None, name: str | None = None, before: str | None = None,
+               after: str | None = None, loc: Location | None = None, provenance: tuple | None = None,
+               origin: str | None = None) -> str:
+        """Add ``%name = op(operands) {attrs}`` and return its name.
+
+        The result type is inferred; a given `type` must equal it. `origin` names the value
+        this one is rewritten from: its location and provenance are inherited. New nodes go
+        at the end of the schedule unless `before`/`after` names an anchor.
+        Raises `IRTypeError` (unknown op, arity, attributes, shapes) or `GraphError`.
+        """
+        opdef = get_op(op)
+        if opdef is None:
+            raise IRTypeError(f"unknown op {op!r}", loc, expected="a registered op (see `rlxir ops`)")
+        operands = tuple(operands)
+        for operand in operands:
+            if operand not in self.nx:
+                raise GraphError(f"operand %{operand} of {op} is not defined", loc)
+        if not opdef.accepts_arity(len(operands)):
+            raise IRTypeError(f"{op} takes {opdef.arity_text()}, got {len(operands)}", loc)
+        nodes = self.nx.nodes
+        canonical, inferred = infer_result(opdef, tuple(nodes[operand]["type"] for operand in operands), attrs)
+        if type is not None and type != inferred:
+            raise IRTypeError(f"result type {type} differs from the inferred {inferred}", loc, expected=str(inferred))
+        if origin is not None:
+            origin_data = self.data(origin)
+            loc = loc or origin_data["loc"]
+            provenance = provenance or origin_data["provenance"]
+        name = name or self.fresh_name(op)
+        return self._add_node(name, op, operands, canonical, inferred, loc, tuple(provenance or ()), before, after)
+
+    # --- rewriting ----------------------------------------------------------------------
+    def set_operands(self, name: str, operands: Iterable[str]) -> None:
+        """Change a node's operands (edges follow). The caller re-checks types if needed."""
+        data = self.data(name)
+        operands = tuple(operands)
+        for operand in operands:
+            if operand not in self.nx:
+                raise GraphError(f"operand %{operand} is not defined")
+        for old in set(data["operands"]) - set(operands):
+            self.nx.remove_edge(old, name)
+        for new in operands:
+            self.nx.add_edge(new, name)
+        data["operands"] = operands
+
+    def set_attrs(self, name: str, attrs: Mapping[str, Any]) -> None:
+        """Replace a node's attributes (validated against its op's schema)."""
+        data = self.data(name)
+        opdef = get_op(data["op"])
+        data["attrs"] = check_attributes(opdef, attrs)[0] if opdef else dict(attrs)
+
+    def set_type(self, name: str, type_: TensorType) -> None:
+        self.data(name)["type"] = type_
+
+    def replace_all_uses(self, old: str, new: str) -> int:
+        """Make every reader of `old` (and the outputs) read `new`; returns uses changed."""
+        if old == new:
+            return 0
+        self.data(new)
+        changed = 0
+        for user in list(self.nx.successors(old)):
+            operands = self.operands(user)
+            changed += operands.count(old)
+            self.set_operands(user, tuple(new if operand == old else operand for operand in operands))
+        if old in self.outputs:
+            changed += self.outputs.count(old)
+            self.outputs = [new if value == old else value for value in self.outputs]
+        return changed
+
+    def erase(self, name: str) -> None:
+        """Remove a value nobody reads (raises `GraphError` when it still has users)."""
+        if self.nx.out_degree(name) or name in self.outputs:
+            readers = ", ".join("%" + user for user in self.users(name)) or "the graph outputs"
+            raise GraphError(f"cannot erase %{name}: still read by {readers}")
+        self.nx.remove_node(name)
+        self._unlink(name)
+
+    def move_before(self, name: str, anchor: str) -> None:
+        self._unlink(name)
+        self._insert(name, anchor, None)
+
+    def move_after(self, name: str, anchor: str) -> None:
+        self._unlink(name)
+        self._insert(name, None, anchor)
+
+    def set_outputs(self, outputs: Iterable[str]) -> None:
+        outputs = list(outputs)
+        for value in outputs:
+            self.data(value)
+        self.outputs = outputs
+
+    # --- whole-graph operations ---------------------------------------------------------
+    def copy(self) -> Graph:
+        clone = Graph(self.name, self.symbols)
+        clone.loc, clone.output_loc = self.loc, self.output_loc
+        for name in self.schedule():
+            data = self.nx.nodes[name]
+            clone.nx.add_node(name, **{**data, "attrs": dict(data["attrs"])})
+        clone.nx.add_edges_from(self.nx.edges)
+        clone._next, clone._prev = dict(self._next), dict(self._prev)
+        clone._order = None
+        clone.outputs = list(self.outputs)
+        clone._fresh = dict(self._fresh)
+        return clone
+
+    def bound_symbols(self, bindings: Mapping[str, int] | None = None) -> dict[str, int]:
+        """Header defaults overridden by `bindings` (only symbols the graph declares)."""
+        values = {symbol: default for symbol, default in self.symbols.items() if default is not None}
+        values.update({symbol: value for symbol, value in (bindings or {}).items() if symbol in self.symbols})
+        return values
+
+    def bind(self, bindings: Mapping[str, int] | None = None, **symbols: int) -> Graph:
+        """A specialised copy with the given symbols replaced by integers.
+
+        Every node's type is inferred again, so checks that need numbers (slice bounds,
+        reshape counts) run now; a failure is located at the node. Unknown symbols are an error.
+        """
+        values = {**(bindings or {}), **symbols}
+        unknown = sorted(set(values) - set(self.symbols))
+        if unknown:
+            declared = ", ".join(self.symbols) or "none"
+            raise RlxError(f"graph {self.name} has no symbol {', '.join(unknown)}", self.loc,
+                           expected=f"one of its symbols: {declared}")
+        for symbol, value in values.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise RlxError(f"symbol {symbol} must be bound to a non-negative integer, got {value!r}")
+        remaining = {symbol: default for symbol, default in self.symbols.items() if symbol not in values}
+        result = Graph(self.name, remaining)
+        result.loc, result.output_loc = self.loc, self.output_loc
+        for name in self.schedule():
+            data = self.nx.nodes[name]
+            _rebuild_node(result, name, data, values)
+        result.outputs = list(self.outputs)
+        return result
+
+    def equals(self, other: Graph) -> bool:
+        """Structural equality: name, symbols, schedule, every node's op, operands,
+        attributes and type, and the outputs (locations and provenance are not compared)."""
+        if (self.name, self.symbols, self.outputs) != (other.name, other.symbols, other.outputs):
+            return False
+        if self.schedule() != other.schedule():
+            return False
+        keys = ("op", "operands", "attrs", "type")
+        for name in self.schedule():
+            mine, theirs = self.nx.nodes[name], other.nx.nodes[name]
+            if any(mine[key] != theirs[key] for key in keys):
+                return False
+        return True
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.name}: {len(self)} values>"
+
+
+_INFERRED: dict = {}
+_INFERRED_LIMIT = 200_000
+
+
+def infer_result(opdef, operand_types: tuple, attrs: Mapping[str, Any] | None) -> tuple[dict, TensorType]:
+    """(canonical attributes, result type) of an op application, memoised.
+
+    Big graphs repeat the same (op, operand types, attributes) many times over (every
+    layer of a stack), so inference is cached on exactly those inputs. Rules are pure
+    functions of them, and the key holds the `OpDef` itself, so re-registering an op
+    never serves a stale answer. Errors are not cached.
+    """
+    try:
+        key = (opdef, operand_types, tuple(attrs.items()) if attrs else ())
+        hit = _INFERRED.get(key)
+    except TypeError:  # an unhashable attribute value: infer without the cache
+        key, hit = None, None
+    if hit is not None:
+        return dict(hit[0]), hit[1]
+    canonical, full = check_attributes(opdef, attrs or {})
+    inferred = opdef.shape_rule(operand_types, full)
+    if key is not None:
+        if len(_INFERRED) >= _INFERRED_LIMIT:
+            _INFERRED.clear()
+        _INFERRED[key] = (canonical, inferred)
+    return dict(canonical), inferred
+
+
+def _bind_attr(value, values: Mapping[str, int]):
+    if isinstance(value, Expr):
+        return substitute(value, values)
+    if isinstance(value, tuple) and any(isinstance(item, Expr) for item in value):
+        return tuple(substitute(item, values) if isinstance(item, Expr) else item for item in value)
+    return value
+
+
+def _rebuild_node(result: Graph, name: str, data: dict, values: Mapping[str, int]) -> None:
+    type_ = data["type"].bind(values)
+    op = data["op"]
+    if op in LEAF_KINDS:
+        result._add_node(name, op, (), dict(data["attrs"]), type_, data["loc"], data["provenance"], None, None)
+        return
+    attrs = {key: _bind_attr(value, values) for key, value in data["attrs"].items()}
+    try:
+        result.add_op(op, data["operands"], attrs, name=name, loc=data["loc"], provenance=data["provenance"])
+    except ShapeError as error:
+        raise error.with_location(data["loc"]) from None
+    except RlxError as error:
+        raise error.with_location(data["loc"]) from None
+
+
+class Module:
+    """The graphs of one file, in file order; `main` is the first."""
+
+    def __init__(self, graphs: Iterable[Graph] = (), filename: str = "<string>"):
+        self.graphs: dict[str, Graph] = {}
+        self.filename = filename
+        for graph in graphs:
+            self.add(graph)
+
+    def add(self, graph: Graph) -> None:
+        if graph.name in self.graphs:
+            raise VerifyError(f"graph {graph.name} is defined twice", graph.loc)
+        self.graphs[graph.name] = graph
+
+    @property
+    def main(self) -> Graph:
+        if not self.graphs:
+            raise RlxError(f"{self.filename} holds no graph", expected="graph NAME(...) { ... }")
+        return next(iter(self.graphs.values()))
+
+    def __getitem__(self, name: str) -> Graph:
+        try:
+            return self.graphs[name]
+        except KeyError:
+            names = ", ".join(self.graphs) or "none"
+            raise RlxError(f"no graph named {name!r} in {self.filename}", expected=f"one of: {names}") from None
+
+    def __iter__(self) -> Iterator[Graph]:
+        return iter(self.graphs.values())
+
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    def equals(self, other: Module) -> bool:
+        return list(self.graphs) == list(other.graphs) and all(
+            graph.equals(other.graphs[name]) for name, graph in self.graphs.items()
+        )

@@ -1,0 +1,25 @@
+"""Ops: the registry and the core op set of the rlx IR."""
+
+from rlxir.ops.registry import (
+    LEAF_KINDS,
+    REQUIRED,
+    AttrSpec,
+    OpDef,
+    ShapeError,
+    annotation_specs,
+    check_attributes,
+    format_attr_value,
+    get_op,
+    register_annotation,
+    register_op,
+    registered_ops,
+)
+from rlxir.ops import core as _core  # noqa: F401  (registers the core ops)
+from rlxir.ops import chain as _chain  # noqa: F401  (registers fused_elementwise)
+from rlxir.ops.core import broadcast_shapes, normalize_axis
+
+__all__ = [
+    "LEAF_KINDS", "REQUIRED", "AttrSpec", "OpDef", "ShapeError", "annotation_specs", "broadcast_shapes",
+    "check_attributes", "format_attr_value", "get_op", "normalize_axis", "register_annotation", "register_op",
+    "registered_ops",
+]

@@ -1,0 +1,651 @@
+"""Parse `.rlx` text into a `Module` of `Graph`s.
+
+Lark's LALR parser runs with the grammar in ``grammar/rlx.lark`` and ``strict=True``; the
+transformer is applied inside the parser, so each statement is added to its graph the
+moment it is reduced and no parse tree is ever built. Every error is an `RlxError` located
+at the offending token (or the exact character inside a coarse TYPE/ARGS token).
+Nothing here evaluates input as code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import gc
+import math
+import re
+import threading
+from importlib import resources
+from pathlib import Path
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from rlxir.dtypes import DType
+from rlxir.errors import IRTypeError, Location, ParseError, RlxError, SourceText, VerifyError
+from rlxir.graph import Graph, Module
+from rlxir.ops import LEAF_KINDS, get_op, registered_ops
+from rlxir.ops.chain import ChainStep
+from rlxir.ops.registry import ShapeError
+from rlxir.symbolic import DimSyntaxError, Expr, add, floordiv, mul, parse_dim, sub
+from rlxir.types import TensorType
+
+_OPERAND = re.compile(r"%[A-Za-z0-9_.]+")
+
+# What each terminal means to a user, for "expected ..." lines.
+_TERMINAL_TEXT = {
+    "VALUE": "a value like %x", "NAME": "a name", "TYPE": "a type like f32[B, 16]",
+    "ARGS": "an operand list like (%a, %b)", "INT": "an integer", "FLOAT": "a number",
+    "STRING": 'a string "..."', "TRUE": "true", "FALSE": "false", "OUTPUT": "output",
+    "RBRACE": "'}'", "LBRACE": "'{'", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'",
+    "COMMA": "','", "COLON": "':'", "EQUAL": "'='", "SEMICOLON": "';'", "PLUS": "'+'", "MINUS": "'-'",
+    "STAR": "'*'", "SLASH": "'/'", "__ANON_0": "'//'", "OPERAND_REF": "an operand like $0", "$END": "end of input",
+    "GRAPH": "graph", "INPUT": "input", "PARAM": "param", "CONST": "const",
+}
+
+
+class _Name:
+    """A bare name in an attribute; what it means (dtype, symbol) depends on the attribute."""
+
+    __slots__ = ("text", "token")
+
+    def __init__(self, token: Token):
+        self.text = str(token)
+        self.token = token
+
+
+class _Builder:
+    """Per-parse state: the module being built and the graph being filled."""
+
+    def __init__(self, source: SourceText):
+        self.source = source
+        self.module = Module(filename=source.filename)
+        self.graph: Graph | None = None
+        self.types: dict[str, TensorType] = {}
+        self.defined_at: dict[str, Location] = {}
+        self.output_seen: Location | None = None
+
+    # --- locations ----------------------------------------------------------------------
+    def loc(self, token: Token) -> Location:
+        return Location(self.source.filename, token.line, token.column, self.source)
+
+    def loc_in(self, token: Token, offset: int) -> Location:
+        """The location of character `offset` inside a (possibly multi-line) token."""
+        text = str(token)[:offset]
+        newlines = text.count("\n")
+        if not newlines:
+            return Location(self.source.filename, token.line, token.column + offset, self.source)
+        return Location(self.source.filename, token.line + newlines, offset - text.rfind("\n"), self.source)
+
+    # --- types --------------------------------------------------------------------------
+    def tensor_type(self, token: Token) -> TensorType:
+        text = str(token)
+        cached = self.types.get(text)
+        if cached is not None:
+            return cached
+        bracket = text.index("[")
+        dtype = DType.parse(text[1:bracket].strip())
+        inner = text[bracket + 1:-1]
+        dims = []
+        if inner.strip():
+            offset = bracket + 1
+            for piece in inner.split(","):
+                dims.append(self._dim(piece, token, offset))
+                offset += len(piece) + 1
+        result = TensorType(dtype, tuple(dims))
+        self.types[text] = result
+        return result
+
+    def _dim(self, text: str, token: Token, offset: int):
+        symbols = self.graph.symbols
+
+        def on_symbol(name: str, at: int):
+            if name not in symbols:
+                declared = ", ".join(symbols) or "none"
+                raise DimSyntaxError(f"unknown symbol {name!r}", at, f"a declared symbol ({declared}) or an integer")
+            return Expr.symbol(name)
+
+        if not text.strip():
+            raise ParseError("empty dim in type", self.loc_in(token, offset), "an integer, a symbol or an expression")
+        try:
+            dim = parse_dim(text, on_symbol)
+        except DimSyntaxError as error:
+            raise ParseError(error.message, self.loc_in(token, offset + error.offset), error.expected) from None
+        if isinstance(dim, int) and dim < 0:
+            lead = len(text) - len(text.lstrip())
+            raise ParseError(f"dim {dim} is negative", self.loc_in(token, offset + lead), "a non-negative dim")
+        return dim
+
+    # --- values -------------------------------------------------------------------------
+    def define(self, token: Token, name: str | None = None) -> str:
+        """Record the definition of a value (SSA: once per graph); returns its name."""
+        name = name or str(token)[1:]
+        previous = self.defined_at.get(name)
+        if previous is not None:
+            raise VerifyError(f"%{name} is already defined (at line {previous.line})", self.loc(token),
+                              "a fresh value name (SSA: each value is defined once)")
+        if self.output_seen is not None:
+            raise VerifyError("statement after the output statement", self.loc(token),
+                              "output to be the last statement of the graph")
+        self.defined_at[name] = Location(self.source.filename, token.line, token.column, self.source)
+        return name
+
+    def use(self, name: str, loc: Location) -> str:
+        if name in self.defined_at:
+            return name
+        if self._defined_later(name, loc):
+            raise VerifyError(f"%{name} is used before its definition", loc, "a value defined on an earlier line")
+        known = difflib.get_close_matches(name, list(self.defined_at), n=1)
+        hint = f" (did you mean %{known[0]}?)" if known else ""
+        raise VerifyError(f"use of undefined value %{name}{hint}", loc, "a value defined earlier in this graph")
+
+    def _defined_later(self, name: str, loc: Location) -> bool:
+        """Whether the rest of this graph's text defines `name` (for a better message)."""
+        lines = self.source.text.split("\n")
+        rest = "\n".join([lines[loc.line - 1][loc.col:]] + lines[loc.line:])
+        next_graph = re.search(r"^\s*graph\s", rest, re.MULTILINE)
+        if next_graph is not None:
+            rest = rest[: next_graph.start()]
+        pattern = r"(?<![A-Za-z0-9_.])%" + re.escape(name) + r"(?![A-Za-z0-9_.])\s*[=:]"
+        return re.search(pattern, rest) is not None
+
+    # --- attributes ---------------------------------------------------------------------
+    def resolve_attr(self, op: str, key: Token, value):
+        """Turn bare names into what the attribute's kind wants (a dtype, a symbol)."""
+        opdef = get_op(op)
+        spec = opdef.attributes.get(str(key)) if opdef else None
+        if spec is None:
+            from rlxir.ops import annotation_specs
+
+            spec = annotation_specs().get(str(key))
+        kind = spec.kind if spec else None
+        return self._resolve(value, kind)
+
+    def _resolve(self, value, kind):
+        if isinstance(value, _Name):
+            if kind == "dtype" and DType.parse(value.text) is not None:
+                return DType.parse(value.text)
+            if kind in ("float", "floats") and value.text in ("inf", "nan"):
+                return float(value.text)
+            if kind in ("dims", "int") or value.text in self.graph.symbols:
+                return self.symbol(value.token)
+            expected = "a dtype name" if kind == "dtype" else "a number, a string in quotes, true/false or a list"
+            raise ParseError(f"unexpected name {value.text!r}", self.loc(value.token), expected)
+        if isinstance(value, tuple):
+            item_kind = {"ints": "int", "floats": "float", "strs": "str", "dims": "dims"}.get(kind)
+            return tuple(self._resolve(item, item_kind) for item in value)
+        return value
+
+    def symbol(self, token: Token) -> Expr:
+        name = str(token)
+        if name not in self.graph.symbols:
+            declared = ", ".join(self.graph.symbols) or "none"
+            raise ParseError(f"unknown symbol {name!r}", self.loc(token), f"a declared symbol ({declared}) or an integer")
+        return Expr.symbol(name)
+
+
+class _Callbacks(Transformer):
+    """Grammar callbacks; they forward to the `_Builder` of the parse under way."""
+
+    def __init__(self):
+        super().__init__(visit_tokens=False)
+        self.builder: _Builder | None = None
+
+    # --- graphs -------------------------------------------------------------------------
+    def start(self, graphs):
+        return self.builder.module
+
+    def graph_header(self, children):
+        builder = self.builder
+        name_token = children[0]
+        symbols: dict[str, int | None] = {}
+        for item in (children[1] if len(children) > 1 else []):
+            if item is None:
+                continue
+            token, default = item
+            if str(token) in symbols:
+                raise ParseError(f"symbol {token} is declared twice", builder.loc(token), "distinct symbol names")
+            if DType.parse(str(token)) is not None:
+                raise ParseError(f"{token} is a dtype name, not a symbol", builder.loc(token), "a symbol name")
+            symbols[str(token)] = default
+        graph = Graph(str(name_token), symbols)
+        graph.loc = builder.loc(name_token)
+        if graph.name in builder.module.graphs:
+            raise VerifyError(f"graph {graph.name} is defined twice", graph.loc, "distinct graph names")
+        builder.graph = graph
+        builder.types = {}
+        builder.defined_at = {}
+        builder.output_seen = None
+        return graph
+
+    def symbols(self, children):
+        return children
+
+    def symbol(self, children):
+        token = children[0]
+        default = int(children[1]) if len(children) > 1 else None
+        return token, default
+
+    def graph(self, children):
+        builder = self.builder
+        graph = builder.graph
+        if builder.output_seen is None:
+            raise VerifyError(f"graph {graph.name} has no output statement", builder.loc(children[-1]),
+                              "output %VALUE, ... as the last statement")
+        builder.module.add(graph)
+        builder.graph = None
+        return graph
+
+    # --- statements ---------------------------------------------------------------------
+    def input_stmt(self, children):
+        builder = self.builder
+        value, type_token = children
+        name = builder.define(value)
+        builder.graph.add_input(name, builder.tensor_type(type_token), builder.defined_at[name])
+
+    def param_stmt(self, children):
+        builder = self.builder
+        value, type_token = children
+        name = builder.define(value)
+        builder.graph.add_param(name, builder.tensor_type(type_token), builder.defined_at[name])
+
+    def const_stmt(self, children):
+        builder = self.builder
+        value, type_token, literal = children
+        name = builder.define(value)
+        type_ = builder.tensor_type(type_token)
+        payload = _check_literal(literal, type_, builder, type_token)
+        builder.graph.add_const(name, type_, payload, builder.defined_at[name])
+
+    def op_stmt(self, children):
+        builder = self.builder
+        head, args = children[0], children[1]
+        attrs, result = None, None
+        for extra in children[2:]:
+            if isinstance(extra, list):
+                attrs = extra
+            elif extra is not None:
+                result = extra
+        text = str(head)
+        equals = text.index("=")
+        name = builder.define(head, text[:equals].rstrip()[1:])
+        op = text[equals + 1:].lstrip()
+        if get_op(op) is None:
+            raise _unknown_op(op, builder.loc_in(head, len(text) - len(op)))
+        operands, offsets = [], []
+        for match in _OPERAND.finditer(str(args)):
+            operand = match.group()[1:]
+            if operand not in builder.defined_at:
+                builder.use(operand, builder.loc_in(args, match.start()))
+            operands.append(operand)
+            offsets.append(match.start())
+        attr_values, attr_keys = {}, {}
+        for key, raw in attrs or ():
+            if str(key) in attr_values:
+                raise ParseError(f"attribute {key} is given twice", builder.loc(key), "each attribute once")
+            attr_values[str(key)] = builder.resolve_attr(op, key, raw)
+            attr_keys[str(key)] = key
+        type_ = builder.tensor_type(result) if result is not None else None
+        try:
+            builder.graph.add_op(op, operands, attr_values, type=type_, name=name, loc=builder.defined_at[name])
+        except ShapeError as error:
+            index = error.operand
+            if index is not None and index < len(offsets):
+                where = builder.loc_in(args, offsets[index])
+            else:
+                where = builder.loc_in(head, len(text) - len(op))
+            raise IRTypeError(error.message, where, error.expected) from None
+        except IRTypeError as error:
+            attribute = getattr(error, "attribute", None)
+            if attribute in attr_keys:
+                error.loc = builder.loc(attr_keys[attribute])
+            elif error.message.startswith("result type") and result is not None:
+                error.loc = builder.loc(result)
+            elif " takes " in error.message:
+                error.loc = builder.loc(args)
+            else:
+                error.loc = builder.loc_in(head, len(text) - len(op))
+            raise error from None
+
+    def output_stmt(self, children):
+        builder = self.builder
+        keyword = children[0]
+        if builder.output_seen is not None:
+            raise VerifyError("second output statement", builder.loc(keyword),
+                              f"one output statement per graph (the first is at line {builder.output_seen.line})")
+        outputs = [builder.use(str(token)[1:], builder.loc(token)) for token in children[1:]]
+        builder.graph.set_outputs(outputs)
+        builder.graph.output_loc = builder.loc(keyword)
+        builder.output_seen = builder.loc(keyword)
+
+    # --- attributes ---------------------------------------------------------------------
+    def attr_block(self, children):
+        return [child for child in children if child is not None and not isinstance(child, Token)]
+
+    def attr(self, children):
+        key, value = children
+        return key, _attr_value(value)
+
+    def list(self, children):
+        return tuple(_attr_value(child) for child in children if child is not None)
+
+    def add(self, children):
+        return self._arith(children, add)
+
+    def sub(self, children):
+        return self._arith(children, sub)
+
+    def mul(self, children):
+        return self._arith(children, mul)
+
+    def floordiv(self, children):
+        left, right = children
+        if _attr_value(right) == 0:
+            raise ParseError("division by zero in a dim", self.builder.loc(_first_token(right)), "a non-zero divisor")
+        return self._arith(children, floordiv)
+
+    def neg(self, children):
+        value = _attr_value(children[0])
+        if isinstance(value, _Name):
+            if value.text in ("inf", "nan"):
+                return -float(value.text)
+            value = self.builder.symbol(value.token)
+        if isinstance(value, (int, float, Expr)) and not isinstance(value, bool):
+            return -value
+        raise ParseError("'-' applies to numbers and dims only", self.builder.loc(_first_token(children[0])), "a number")
+
+    def _arith(self, children, operation):
+        left, right = (self._dim_operand(child) for child in children)
+        return operation(left, right)
+
+    def _dim_operand(self, child):
+        value = _attr_value(child)
+        if isinstance(value, _Name):
+            return self.builder.symbol(value.token)
+        if isinstance(value, int) and not isinstance(value, bool) or isinstance(value, Expr):
+            return value
+        raise ParseError("dim arithmetic takes integers and symbols", self.builder.loc(_first_token(child)),
+                         "an integer or a symbol")
+
+    # --- const literals -----------------------------------------------------------------
+    def literal_list(self, children):
+        return [child for child in children if child is not None]
+
+    def int_scalar(self, children):
+        return ("int", int(children[0]), children[0])
+
+    def neg_int_scalar(self, children):
+        return ("int", -int(children[0]), children[0])
+
+    def float_scalar(self, children):
+        return ("float", float(children[0]), children[0])
+
+    def neg_float_scalar(self, children):
+        return ("float", -float(children[0]), children[0])
+
+    def name_scalar(self, children):
+        return ("name", str(children[0]), children[0])
+
+    def neg_name_scalar(self, children):
+        return ("-name", str(children[0]), children[0])
+
+    def true_scalar(self, children):
+        return ("bool", True, children[0])
+
+    def false_scalar(self, children):
+        return ("bool", False, children[0])
+
+    # --- fused_elementwise chains -------------------------------------------------------
+    def chain(self, steps):
+        return tuple(steps)
+
+    def step(self, children):
+        op = str(children[0])
+        args, attrs = [], ()
+        for child in children[1:]:
+            if child is None:
+                continue
+            if isinstance(child, Token):
+                args.append((str(child)[0], int(str(child)[1:]) if str(child)[1:].isdigit() else -1))
+            else:
+                attrs = tuple((str(key), _chain_attr_value(value)) for key, value in child)
+        if any(index < 0 for _, index in args):
+            raise ShapeError(f"chain step {op} reads a step by name; use %N with N a step number")
+        return ChainStep(op, tuple(args), attrs)
+
+
+def _first_token(child) -> Token:
+    if isinstance(child, _Name):
+        return child.token
+    return child if isinstance(child, Token) else Token("NAME", "", 0, 1, 1)
+
+
+def _attr_value(child):
+    """Convert a leaf token of an attribute value to Python; computed values pass through."""
+    if not isinstance(child, Token):
+        return child
+    kind = child.type
+    if kind == "INT":
+        return int(child)
+    if kind == "FLOAT":
+        return float(child)
+    if kind == "TRUE":
+        return True
+    if kind == "FALSE":
+        return False
+    if kind == "STRING":
+        return _unescape(str(child)[1:-1])
+    return _Name(child)
+
+
+def _chain_attr_value(value):
+    if isinstance(value, _Name):
+        dtype = DType.parse(value.text)
+        if dtype is not None:
+            return dtype
+        if value.text in ("inf", "nan"):
+            return float(value.text)
+        raise ShapeError(f"unexpected name {value.text!r} in a chain attribute")
+    if isinstance(value, tuple):
+        return tuple(_chain_attr_value(item) for item in value)
+    return value
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", lambda match: "\n" if match.group(1) == "n" else match.group(1), text)
+
+
+def _unknown_op(op: str, loc: Location) -> IRTypeError:
+    if op in LEAF_KINDS:
+        return IRTypeError(f"{op!r} is a statement, not an op", loc, f"{op} %NAME : TYPE")
+    close = difflib.get_close_matches(op, list(registered_ops()), n=3)
+    hint = ("did you mean " + " or ".join(close) + "?") if close else "a registered op (`rlxir ops` lists them)"
+    return IRTypeError(f"unknown op {op!r}", loc, hint)
+
+
+def _check_literal(literal, type_: TensorType, builder: _Builder, type_token: Token):
+    """The const payload (scalar or tuple) after checking it against the declared type."""
+    items = literal if isinstance(literal, list) else None
+    if items is None:
+        return _scalar_value(literal, type_.dtype, builder)
+    numel = type_.numel
+    if not isinstance(numel, int):
+        raise ParseError(f"a const list needs a static type, got {type_}", builder.loc(type_token),
+                         "a type without symbols, or a scalar splat")
+    if len(items) != numel:
+        raise IRTypeError(f"const list has {len(items)} elements, but {type_} holds {numel}", builder.loc(type_token),
+                          f"{numel} elements")
+    return tuple(_scalar_value(item, type_.dtype, builder) for item in items)
+
+
+_INT_RANGES = {
+    DType.i8: (-(2**7), 2**7 - 1), DType.i16: (-(2**15), 2**15 - 1), DType.i32: (-(2**31), 2**31 - 1),
+    DType.i64: (-(2**63), 2**63 - 1), DType.u8: (0, 2**8 - 1), DType.u32: (0, 2**32 - 1),
+}
+
+
+def _scalar_value(item, dtype: DType, builder: _Builder):
+    kind, value, token = item
+    loc = builder.loc(token)
+    if kind in ("name", "-name"):
+        if value not in ("inf", "nan") or not dtype.is_float:
+            raise ParseError(f"unexpected {value!r} in a const", loc, f"a {dtype.value} literal")
+        number = float(value)
+        return -number if kind == "-name" else number
+    if dtype is DType.bool:
+        if kind != "bool":
+            raise IRTypeError(f"a bool const takes true or false, got {value}", loc, "true or false")
+        return value
+    if kind == "bool":
+        raise IRTypeError(f"a {dtype.value} const cannot hold {str(value).lower()}", loc, f"a {dtype.value} number")
+    if dtype.is_integer:
+        if kind != "int":
+            raise IRTypeError(f"an integer const cannot hold {value}", loc, f"an integer in {dtype.value}'s range")
+        low, high = _INT_RANGES[dtype]
+        if not low <= value <= high:
+            raise IRTypeError(f"{value} does not fit in {dtype.value}", loc, f"an integer in [{low}, {high}]")
+        return value
+    number = float(value)
+    if math.isinf(number) and kind == "float":
+        raise IRTypeError(f"{token} overflows a float", loc, "a finite number, inf or -inf")
+    return number
+
+
+# --- the parser -------------------------------------------------------------------------
+_LOCK = threading.Lock()
+_PARSER: Lark | None = None
+_CALLBACKS = _Callbacks()
+
+
+def grammar_text() -> str:
+    return resources.files("rlxir.grammar").joinpath("rlx.lark").read_text(encoding="utf-8")
+
+
+def _lark() -> Lark:
+    global _PARSER
+    if _PARSER is None:
+        _PARSER = Lark(grammar_text(), parser="lalr", strict=True, start=["start", "chain"],
+                       transformer=_CALLBACKS, maybe_placeholders=True)
+    return _PARSER
+
+
+def parse(text: str, filename: str = "<string>") -> Module:
+    """Parse rlx text into a `Module`; raises a located `RlxError` on any bad input."""
+    source = SourceText(filename, text)
+    with _LOCK:
+        _CALLBACKS.builder = _Builder(source)
+        # The parse allocates millions of small objects and frees none of them; raising
+        # the collector's thresholds for its duration roughly halves parse time.
+        thresholds = gc.get_threshold()
+        gc.set_threshold(1_000_000, 100, 100)
+        try:
+            return _lark().parse(text, start="start")
+        except UnexpectedInput as error:
+            raise _syntax_error(error, source) from None
+        finally:
+            gc.set_threshold(*thresholds)
+            _CALLBACKS.builder = None
+
+
+def parse_file(path: str | Path) -> Module:
+    """Parse a `.rlx` file. An unreadable file is an `RlxError`, not an OSError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise RlxError(f"cannot read {path}: {reason}") from None
+    return parse(text, str(path))
+
+
+def parse_chain_text(text: str) -> tuple[ChainStep, ...]:
+    """Parse a fused_elementwise chain; errors are `ShapeError`s quoting the chain."""
+    with _LOCK:
+        previous = _CALLBACKS.builder
+        _CALLBACKS.builder = _Builder(SourceText("<chain>", text))
+        try:
+            return _lark().parse(text, start="chain")
+        except UnexpectedInput as error:
+            column = getattr(error, "column", 0)
+            raise ShapeError(f"bad chain {text!r} at column {column}", expected="steps like mul($0, $1); gelu(%0)") from None
+        finally:
+            _CALLBACKS.builder = previous
+
+
+def _syntax_error(error: UnexpectedInput, source: SourceText) -> RlxError:
+    if isinstance(error, UnexpectedEOF) or (isinstance(error, UnexpectedToken) and error.token.type == "$END"):
+        lines = source.text.splitlines() or [""]
+        line = len(lines)
+        loc = Location(source.filename, line, len(lines[-1]) + 1, source)
+        expected = getattr(error, "expected", None) or getattr(error, "accepts", None) or ()
+        return ParseError("unexpected end of input", loc, _expected_text(expected))
+    loc = Location(source.filename, error.line, error.column, source)
+    if isinstance(error, UnexpectedCharacters):
+        allowed = error.allowed or ()
+        if "ARGS" in allowed and source.text[error.pos_in_stream] == "(":
+            return _operand_list_error(source, error.pos_in_stream, loc)
+        if "TYPE" in allowed:
+            return _type_token_error(source, error.pos_in_stream, loc)
+        char = source.text[error.pos_in_stream]
+        return ParseError(f"unexpected character {char!r}", loc, _expected_text(allowed))
+    token = error.token
+    expected = error.accepts or error.expected
+    return ParseError(f"unexpected {_token_text(token)}", loc, _expected_text(expected))
+
+
+def _token_text(token: Token) -> str:
+    if token.type in ("NAME", "VALUE", "INT", "FLOAT", "STRING", "TYPE", "ARGS"):
+        return f"{_TERMINAL_TEXT.get(token.type, token.type).split(' like')[0]} {str(token)!r}"
+    return repr(str(token))
+
+
+def _expected_text(names) -> str:
+    texts = sorted({_TERMINAL_TEXT.get(name, name.lower()) for name in names})
+    return " or ".join(texts) if texts else "something else"
+
+
+def _operand_list_error(source: SourceText, start: int, loc: Location) -> ParseError:
+    """Find the exact bad character inside an operand list ``(%a, %b)``."""
+    text, pos = source.text, start + 1
+    expect_value = True
+    while pos < len(text):
+        char = text[pos]
+        if char in " \t\r\n":
+            pos += 1
+            continue
+        if expect_value and char == ")" and text[start + 1:pos].strip() == "":
+            break
+        if expect_value:
+            match = _OPERAND.match(text, pos)
+            if match is None:
+                return ParseError(f"unexpected {char!r} in operand list", _loc_at(source, pos), "a value like %x")
+            pos, expect_value = match.end(), False
+            continue
+        if char == ",":
+            pos, expect_value = pos + 1, True
+            continue
+        if char == ")":
+            break
+        return ParseError(f"unexpected {char!r} in operand list", _loc_at(source, pos), "',' or ')'")
+    if pos >= len(text):
+        return ParseError("unclosed operand list", loc, "')'")
+    return ParseError("malformed operand list", loc, "an operand list like (%a, %b)")
+
+
+def _type_token_error(source: SourceText, start: int, loc: Location) -> ParseError:
+    text = source.text
+    match = re.match(r"[A-Za-z_][A-Za-z0-9_]*", text[start:])
+    word = match.group() if match else text[start]
+    if match and DType.parse(word) is None:
+        close = difflib.get_close_matches(word, [d.value for d in DType], n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return ParseError(f"unknown dtype {word!r}{hint}", loc, "a dtype: " + ", ".join(d.value for d in DType))
+    after = start + len(word)
+    if after >= len(text) or text[after] != "[":
+        return ParseError(f"type {word} needs a shape in brackets", _loc_at(source, after), "'[', as in f32[B, 16] or f32[]")
+    return ParseError("unclosed '[' in type", _loc_at(source, after), "']'")
+
+
+def _loc_at(source: SourceText, offset: int) -> Location:
+    line = source.text.count("\n", 0, offset) + 1
+    col = offset - (source.text.rfind("\n", 0, offset) + 1) + 1
+    return Location(source.filename, line, col, source)

@@ -1,0 +1,1 @@
+"""Helpers for testing rlxir and code built on it (hypothesis strategies)."""

@@ -1,0 +1,92 @@
+"""Check a graph's invariants; every failure is a `VerifyError` at the node's location.
+
+Checked: the schedule lists every value once; operands are defined before use in the
+schedule (SSA, no cycles); edges mirror operands; every attribute is valid for its op;
+every result type equals the type its op's rule infers; outputs exist and are defined.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from rlxir.errors import RlxError, VerifyError
+from rlxir.graph import Graph
+from rlxir.ops import LEAF_KINDS, check_attributes, get_op
+
+
+def find_errors(graph: Graph, limit: int | None = None) -> list[VerifyError]:
+    """All invariant violations found (at most `limit`), in schedule order."""
+    errors: list[VerifyError] = []
+    schedule = graph.schedule()
+    if len(schedule) != len(graph) or set(schedule) != set(graph.nx.nodes):
+        errors.append(VerifyError(f"graph {graph.name}: the schedule does not list every value exactly once", graph.loc))
+        return errors
+    seen: set[str] = set()
+    for name in schedule:
+        error = _check_node(graph, name, seen)
+        if error is not None:
+            errors.append(error)
+            if limit is not None and len(errors) >= limit:
+                return errors
+        seen.add(name)
+    errors.extend(_check_outputs(graph))
+    if not errors and not nx.is_directed_acyclic_graph(graph.nx):
+        cycle = " -> ".join("%" + edge[0] for edge in nx.find_cycle(graph.nx))
+        errors.append(VerifyError(f"graph {graph.name} has a cycle: {cycle}", graph.loc))
+    return errors[:limit] if limit is not None else errors
+
+
+def verify(graph: Graph) -> None:
+    """Raise the first `VerifyError` of `graph`, if any."""
+    errors = find_errors(graph, limit=1)
+    if errors:
+        raise errors[0]
+
+
+def _check_node(graph: Graph, name: str, seen: set[str]) -> VerifyError | None:
+    data = graph.nx.nodes[name]
+    loc, op, operands = data["loc"], data["op"], data["operands"]
+    for operand in operands:
+        if operand not in graph.nx:
+            return VerifyError(f"%{name} reads undefined value %{operand}", loc)
+        if operand not in seen:
+            return VerifyError(f"%{name} reads %{operand} before its definition in the schedule", loc)
+    if set(graph.nx.predecessors(name)) != set(operands):
+        return VerifyError(f"%{name}: graph edges disagree with its operands", loc)
+    if op in LEAF_KINDS:
+        return _check_leaf(graph, name, data)
+    opdef = get_op(op)
+    if opdef is None:
+        return VerifyError(f"%{name} uses unknown op {op!r}", loc)
+    if not opdef.accepts_arity(len(operands)):
+        return VerifyError(f"%{name}: {op} takes {opdef.arity_text()}, got {len(operands)}", loc)
+    try:
+        _, full = check_attributes(opdef, data["attrs"])
+        inferred = opdef.shape_rule(tuple(graph.nx.nodes[operand]["type"] for operand in operands), full)
+    except RlxError as error:
+        return VerifyError(f"%{name} = {op}: {error.message}", loc, error.expected)
+    if inferred != data["type"]:
+        return VerifyError(f"%{name} = {op} has type {data['type']}, but its operands give {inferred}", loc,
+                           str(inferred))
+    return None
+
+
+def _check_leaf(graph: Graph, name: str, data: dict) -> VerifyError | None:
+    if data["operands"]:
+        return VerifyError(f"{data['op']} %{name} cannot have operands", data["loc"])
+    if data["op"] != "const":
+        return None
+    value = data["attrs"].get("value")
+    numel = data["type"].numel
+    if isinstance(value, tuple) and isinstance(numel, int) and len(value) != numel:
+        return VerifyError(f"const %{name} has {len(value)} elements for {numel}", data["loc"])
+    if value is None:
+        return VerifyError(f"const %{name} has no value", data["loc"])
+    return None
+
+
+def _check_outputs(graph: Graph) -> list[VerifyError]:
+    where = graph.output_loc or graph.loc
+    if not graph.outputs:
+        return [VerifyError(f"graph {graph.name} has no outputs", where, "output %VALUE, ...")]
+    return [VerifyError(f"output %{value} is not defined", where) for value in graph.outputs if value not in graph.nx]
