@@ -23,10 +23,10 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from rlxir.dtypes import DType
 from rlxir.errors import IRTypeError, Location, ParseError, RlxError, SourceText, VerifyError
 from rlxir.graph import Graph, Module
-from rlxir.ops import LEAF_KINDS, get_op, registered_ops
+from rlxir.ops import LEAF_KINDS, annotation_specs, get_op, registered_ops
 from rlxir.ops.chain import ChainStep
 from rlxir.ops.registry import ShapeError
-from rlxir.symbolic import DimSyntaxError, Expr, add, floordiv, mul, parse_dim, sub
+from rlxir.symbolic import DimSyntaxError, Expr, add, floordiv, free_symbols, mul, parse_dim, sub
 from rlxir.types import TensorType
 
 _OPERAND = re.compile(r"%[A-Za-z0-9_.]+")
@@ -149,31 +149,65 @@ class _Builder:
         return re.search(pattern, rest) is not None
 
     # --- attributes ---------------------------------------------------------------------
-    def resolve_attr(self, op: str, key: Token, value):
+    def attributes(self, op: str, token: Token) -> tuple[dict, dict]:
+        """The attributes of one ATTRS token, resolved for `op`: (values, key locations)."""
+        raw = _ATTR_CACHE.get(str(token))
+        if raw is None:
+            raw = self._read_attributes(token)
+        values, keys = {}, {}
+        for key, offset, value in raw:
+            if key in values:
+                raise ParseError(f"attribute {key} is given twice", self.loc_in(token, offset), "each attribute once")
+            kind = _attr_kind(op, key)
+            values[key] = self._resolve(value, kind, token)
+            keys[key] = offset
+            self._check_symbols(values[key], token, offset)
+        return values, keys
+
+    def _read_attributes(self, token: Token) -> list:
+        text = str(token)
+        try:
+            raw = _parse_with(_AttrReader(SourceText("<attributes>", text)), text, "attr_block")
+        except UnexpectedInput as error:
+            relative = _syntax_error(error, SourceText("<attributes>", text))
+            raise ParseError(relative.message, self.loc_in(token, _offset_of(text, relative.loc)), relative.expected) from None
+        except RlxError as error:
+            error.loc = self.loc_in(token, _offset_of(text, error.loc)) if error.loc else self.loc(token)
+            raise
+        entries = [(str(key), key.start_pos, value) for key, value in raw]
+        if len(_ATTR_CACHE) > 100_000:
+            _ATTR_CACHE.clear()
+        _ATTR_CACHE[text] = entries
+        return entries
+
+    def _resolve(self, value, kind, token: Token):
         """Turn bare names into what the attribute's kind wants (a dtype, a symbol)."""
-        opdef = get_op(op)
-        spec = opdef.attributes.get(str(key)) if opdef else None
-        if spec is None:
-            from rlxir.ops import annotation_specs
-
-            spec = annotation_specs().get(str(key))
-        kind = spec.kind if spec else None
-        return self._resolve(value, kind)
-
-    def _resolve(self, value, kind):
         if isinstance(value, _Name):
             if kind == "dtype" and DType.parse(value.text) is not None:
                 return DType.parse(value.text)
             if kind in ("float", "floats") and value.text in ("inf", "nan"):
                 return float(value.text)
             if kind in ("dims", "int") or value.text in self.graph.symbols:
-                return self.symbol(value.token)
+                return Expr.symbol(value.text)
             expected = "a dtype name" if kind == "dtype" else "a number, a string in quotes, true/false or a list"
-            raise ParseError(f"unexpected name {value.text!r}", self.loc(value.token), expected)
+            raise ParseError(f"unexpected name {value.text!r}", self.loc_in(token, value.token.start_pos), expected)
         if isinstance(value, tuple):
             item_kind = {"ints": "int", "floats": "float", "strs": "str", "dims": "dims"}.get(kind)
-            return tuple(self._resolve(item, item_kind) for item in value)
+            return tuple(self._resolve(item, item_kind, token) for item in value)
         return value
+
+    def _check_symbols(self, value, token: Token, offset: int) -> None:
+        """Every symbol an attribute mentions must be declared by the graph."""
+        dims = value if isinstance(value, tuple) else (value,)
+        for dim in dims:
+            if not isinstance(dim, Expr):
+                continue
+            for name in sorted(free_symbols(dim) - set(self.graph.symbols)):
+                match = re.search(r"(?<![A-Za-z0-9_.])" + re.escape(name) + r"(?![A-Za-z0-9_.])", str(token)[offset:])
+                where = offset + match.start() if match else offset
+                declared = ", ".join(self.graph.symbols) or "none"
+                raise ParseError(f"unknown symbol {name!r}", self.loc_in(token, where),
+                                 f"a declared symbol ({declared}) or an integer")
 
     def symbol(self, token: Token) -> Expr:
         name = str(token)
@@ -181,6 +215,30 @@ class _Builder:
             declared = ", ".join(self.graph.symbols) or "none"
             raise ParseError(f"unknown symbol {name!r}", self.loc(token), f"a declared symbol ({declared}) or an integer")
         return Expr.symbol(name)
+
+
+class _AttrReader(_Builder):
+    """Reads one attribute block on its own; symbols are checked later, per graph."""
+
+    def symbol(self, token: Token) -> Expr:
+        return Expr.symbol(str(token))
+
+
+_ATTR_CACHE: dict[str, list] = {}
+
+
+def _attr_kind(op: str, key: str) -> str | None:
+    opdef = get_op(op)
+    spec = opdef.attributes.get(key) if opdef else None
+    if spec is None:
+        spec = annotation_specs().get(key)
+    return spec.kind if spec else None
+
+
+def _offset_of(text: str, loc: Location) -> int:
+    """The 0-based offset in `text` of a 1-based (line, col) position."""
+    lines = text.split("\n")
+    return sum(len(line) + 1 for line in lines[: loc.line - 1]) + loc.col - 1
 
 
 class _Callbacks(Transformer):
@@ -261,7 +319,7 @@ class _Callbacks(Transformer):
         head, args = children[0], children[1]
         attrs, result = None, None
         for extra in children[2:]:
-            if isinstance(extra, list):
+            if extra is not None and extra.type == "ATTRS":
                 attrs = extra
             elif extra is not None:
                 result = extra
@@ -278,12 +336,7 @@ class _Callbacks(Transformer):
                 builder.use(operand, builder.loc_in(args, match.start()))
             operands.append(operand)
             offsets.append(match.start())
-        attr_values, attr_keys = {}, {}
-        for key, raw in attrs or ():
-            if str(key) in attr_values:
-                raise ParseError(f"attribute {key} is given twice", builder.loc(key), "each attribute once")
-            attr_values[str(key)] = builder.resolve_attr(op, key, raw)
-            attr_keys[str(key)] = key
+        attr_values, attr_keys = builder.attributes(op, attrs) if attrs is not None else ({}, {})
         type_ = builder.tensor_type(result) if result is not None else None
         try:
             builder.graph.add_op(op, operands, attr_values, type=type_, name=name, loc=builder.defined_at[name])
@@ -297,7 +350,7 @@ class _Callbacks(Transformer):
         except IRTypeError as error:
             attribute = getattr(error, "attribute", None)
             if attribute in attr_keys:
-                error.loc = builder.loc(attr_keys[attribute])
+                error.loc = builder.loc_in(attrs, attr_keys[attribute])
             elif error.message.startswith("result type") and result is not None:
                 error.loc = builder.loc(result)
             elif " takes " in error.message:
@@ -511,7 +564,7 @@ def _scalar_value(item, dtype: DType, builder: _Builder):
 
 
 # --- the parser -------------------------------------------------------------------------
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
 _PARSER: Lark | None = None
 _CALLBACKS = _Callbacks()
 
@@ -523,27 +576,35 @@ def grammar_text() -> str:
 def _lark() -> Lark:
     global _PARSER
     if _PARSER is None:
-        _PARSER = Lark(grammar_text(), parser="lalr", strict=True, start=["start", "chain"],
+        _PARSER = Lark(grammar_text(), parser="lalr", strict=True, start=["start", "chain", "attr_block"],
                        transformer=_CALLBACKS, maybe_placeholders=True)
     return _PARSER
+
+
+def _parse_with(builder: _Builder, text: str, start: str):
+    """Run the LALR parser on `text` from rule `start`, with `builder` receiving callbacks."""
+    with _LOCK:
+        previous = _CALLBACKS.builder
+        _CALLBACKS.builder = builder
+        try:
+            return _lark().parse(text, start=start)
+        finally:
+            _CALLBACKS.builder = previous
 
 
 def parse(text: str, filename: str = "<string>") -> Module:
     """Parse rlx text into a `Module`; raises a located `RlxError` on any bad input."""
     source = SourceText(filename, text)
-    with _LOCK:
-        _CALLBACKS.builder = _Builder(source)
-        # The parse allocates millions of small objects and frees none of them; raising
-        # the collector's thresholds for its duration roughly halves parse time.
-        thresholds = gc.get_threshold()
-        gc.set_threshold(1_000_000, 100, 100)
-        try:
-            return _lark().parse(text, start="start")
-        except UnexpectedInput as error:
-            raise _syntax_error(error, source) from None
-        finally:
-            gc.set_threshold(*thresholds)
-            _CALLBACKS.builder = None
+    # The parse allocates millions of small objects and frees none of them; raising
+    # the collector's thresholds for its duration roughly halves parse time.
+    thresholds = gc.get_threshold()
+    gc.set_threshold(1_000_000, 100, 100)
+    try:
+        return _parse_with(_Builder(source), text, "start")
+    except UnexpectedInput as error:
+        raise _syntax_error(error, source) from None
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def parse_file(path: str | Path) -> Module:
@@ -559,16 +620,11 @@ def parse_file(path: str | Path) -> Module:
 
 def parse_chain_text(text: str) -> tuple[ChainStep, ...]:
     """Parse a fused_elementwise chain; errors are `ShapeError`s quoting the chain."""
-    with _LOCK:
-        previous = _CALLBACKS.builder
-        _CALLBACKS.builder = _Builder(SourceText("<chain>", text))
-        try:
-            return _lark().parse(text, start="chain")
-        except UnexpectedInput as error:
-            column = getattr(error, "column", 0)
-            raise ShapeError(f"bad chain {text!r} at column {column}", expected="steps like mul($0, $1); gelu(%0)") from None
-        finally:
-            _CALLBACKS.builder = previous
+    try:
+        return _parse_with(_AttrReader(SourceText("<chain>", text)), text, "chain")
+    except UnexpectedInput as error:
+        column = getattr(error, "column", 0)
+        raise ShapeError(f"bad chain {text!r} at column {column}", expected="steps like mul($0, $1); gelu(%0)") from None
 
 
 def _syntax_error(error: UnexpectedInput, source: SourceText) -> RlxError:

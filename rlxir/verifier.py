@@ -10,8 +10,8 @@ from __future__ import annotations
 import networkx as nx
 
 from rlxir.errors import RlxError, VerifyError
-from rlxir.graph import Graph
-from rlxir.ops import LEAF_KINDS, check_attributes, get_op
+from rlxir.graph import Graph, infer_result
+from rlxir.ops import LEAF_KINDS, get_op
 
 
 def find_errors(graph: Graph, limit: int | None = None) -> list[VerifyError]:
@@ -61,8 +61,8 @@ def _check_node(graph: Graph, name: str, seen: set[str]) -> VerifyError | None:
     if not opdef.accepts_arity(len(operands)):
         return VerifyError(f"%{name}: {op} takes {opdef.arity_text()}, got {len(operands)}", loc)
     try:
-        _, full = check_attributes(opdef, data["attrs"])
-        inferred = opdef.shape_rule(tuple(graph.nx.nodes[operand]["type"] for operand in operands), full)
+        canonical, inferred = infer_result(opdef, tuple(graph.nx.nodes[operand]["type"] for operand in operands),
+                                           data["attrs"])
     except RlxError as error:
         return VerifyError(f"%{name} = {op}: {error.message}", loc, error.expected)
     if inferred != data["type"]:

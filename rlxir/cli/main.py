@@ -1,0 +1,82 @@
+"""Command dispatch, error rendering and exit codes.
+
+Exit codes: 0 success; 1 the input was bad or the compile was refused (one diagnostic on
+stderr, never a traceback); 2 usage errors (argparse's own convention). Set
+``RLXIR_DEBUG=1`` to see the traceback of an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+from rlxir import __version__
+from rlxir.errors import RlxError
+
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+
+_DESCRIPTION = """\
+rlxir runs the exact pass pipeline and memory planner of a backend on a model graph, so
+the question "does this graph fit on that device, and at what batch?" gets a compiled
+answer, not an estimate. Graphs are .rlx text files (see docs/language.md)."""
+
+
+def _command_modules():
+    # Each module adds its subcommands with `register(subparsers)`; order is help order.
+    from rlxir.cli import ir_commands
+
+    modules = [ir_commands]
+    for name in ("pass_commands", "plan_commands", "target_commands", "training_commands", "import_commands"):
+        try:
+            modules.append(__import__(f"rlxir.cli.{name}", fromlist=["register"]))
+        except ModuleNotFoundError as error:
+            if error.name != f"rlxir.cli.{name}":
+                raise
+    return modules
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlxir", description=_DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"rlxir {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for module in _command_modules():
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args) or EXIT_OK
+    except RlxError as error:
+        print(error.render(), file=sys.stderr)
+        return EXIT_REFUSED
+    except UsageError as error:
+        parser.exit(EXIT_USAGE, f"rlxir {args.command}: error: {error}\n")
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `rlxir print big.rlx | head` closes the pipe early; that is not an error.
+        sys.stderr.close()
+        return EXIT_OK
+    except Exception as error:  # a bug in rlxir, not bad input: say so briefly
+        if os.environ.get("RLXIR_DEBUG"):
+            traceback.print_exc()
+        else:
+            print(f"rlxir: internal error: {type(error).__name__}: {error}\n"
+                  "(this is a bug in rlxir; run again with RLXIR_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 3
+
+
+class UsageError(Exception):
+    """A command-line mistake argparse cannot see (exit code 2)."""
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Options shared by several commands: graph selection and symbol bindings."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from rlxir.errors import RlxError
+from rlxir.graph import Graph, Module
+from rlxir.parser import parse_file
+
+
+def symbol_binding(text: str) -> tuple[str, int]:
+    """argparse type for ``-D SYM=VALUE``."""
+    match = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(\d+)\s*", text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"expected SYM=VALUE with a non-negative integer value, got {text!r}")
+    return match.group(1), int(match.group(2))
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def add_input_options(parser: argparse.ArgumentParser, batch: bool = True) -> None:
+    """FILE, --graph, -D and --batch/--batch-dim."""
+    parser.add_argument("file", metavar="FILE", help="an .rlx file")
+    parser.add_argument("--graph", metavar="NAME", help="the graph to use (default: the file's first graph)")
+    parser.add_argument("-D", dest="define", metavar="SYM=VALUE", action="append", type=symbol_binding, default=[],
+                        help="bind a symbol to an integer (repeatable), e.g. -D S=1024")
+    if batch:
+        parser.add_argument("--batch", metavar="N", type=positive_int,
+                            help="bind the batch symbol (B, or the one --batch-dim names) to N")
+        parser.add_argument("--batch-dim", metavar="SYM", default="B", help="the batch symbol (default: B)")
+
+
+def bindings_from(args: argparse.Namespace) -> dict[str, int]:
+    bindings = dict(args.define)
+    if getattr(args, "batch", None) is not None:
+        bindings[args.batch_dim] = args.batch
+    return bindings
+
+
+def load_module(args: argparse.Namespace) -> Module:
+    return parse_file(args.file)
+
+
+def selected_graphs(module: Module, args: argparse.Namespace) -> list[Graph]:
+    return [module[args.graph]] if args.graph else list(module)
+
+
+def bind_graphs(graphs: list[Graph], bindings: dict[str, int]) -> list[Graph]:
+    """Bind each graph to the symbols it declares; a symbol no graph declares is an error."""
+    declared = set().union(*(graph.symbols for graph in graphs)) if graphs else set()
+    unknown = sorted(set(bindings) - declared)
+    if unknown:
+        names = ", ".join(sorted(declared)) or "none"
+        raise RlxError(f"no graph declares symbol {', '.join(unknown)}", expected=f"one of the declared symbols: {names}")
+    return [graph.bind({k: v for k, v in bindings.items() if k in graph.symbols}) if bindings else graph
+            for graph in graphs]
+
+
+def load_graph(args: argparse.Namespace) -> Graph:
+    """The one graph a command works on, bound as the options say."""
+    module = load_module(args)
+    graph = module[args.graph] if args.graph else module.main
+    return bind_graphs([graph], bindings_from(args))[0]
