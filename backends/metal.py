@@ -1,0 +1,18 @@
+"""metal: reuse-planned arena with 128-byte alignment; scratch at the aligned tail."""
+
+from rlxir.dtypes import DType
+from rlxir.target import FUSED_KERNELS, PRIMITIVES, Target, register_target
+
+METAL = register_target(Target(
+    name="metal",
+    pipeline="legalize-or-rewrite{target=metal},dce,const-fold,fuse{target=metal},dce,lower{target=metal}",
+    claimed_ops=PRIMITIVES | FUSED_KERNELS | {"attention", "selective_scan"},
+    dtypes=frozenset(DType) - {DType.f64},  # Metal has no double precision
+    planner="liveness",
+    alignment=128,
+    sizing="dtype",
+    arena_ceiling=None,
+    probe="metal",
+    fuse_patterns=("bias_act", "residual_norm", "shared_input_matmul", "swiglu", "regions"),
+    description="Apple GPUs: liveness planner, 128-byte alignment, dtype-sized buffers",
+))

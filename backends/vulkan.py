@@ -1,0 +1,11 @@
+"""vulkan: as gpu (wgpu), with a capacity probe on the device-local heap."""
+
+from rlxir.backends.gpu import GPU
+from rlxir.target import register_target
+
+VULKAN = register_target(GPU.derive(
+    "vulkan",
+    pipeline=GPU.pipeline.replace("target=gpu", "target=vulkan"),
+    probe="vulkan",
+    description="Vulkan: as gpu, with the device-local heap as capacity",
+))

@@ -1,0 +1,185 @@
+"""What a pass is, and where passes are found by name.
+
+A pass is a small frozen attrs class deriving from `Pass`:
+
+    @register_pass
+    @attrs.frozen
+    class Fuse(Pass):
+        \"\"\"Fuse matmul+bias+activation chains and elementwise regions.\"\"\"
+
+        name = "fuse"
+        max_region: int = option(32, "most steps in one fused_elementwise region")
+
+        def run(self, graph, ctx) -> bool:
+            ...
+
+`name` is the kebab-case name pipelines and the CLI use; each option is an attrs field
+made with `option(default, doc)` and is written ``max-region=32`` in pipeline text. `run`
+changes the graph in place and returns whether it changed anything (it must not claim a
+change it did not make; the verify-each instrument checks that in tests).
+
+Passes are found by name: the built-in ones are the modules of `rlxir.passes` (one module
+per pass, imported on first use), out-of-tree ones register through the ``rlxir.passes``
+entry-point group or by importing a plugin module (`load_plugin`, ``--plugin MODULE``).
+Two passes of one name are refused.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+import pkgutil
+import typing
+from collections.abc import Mapping
+from importlib import metadata
+from typing import Any, ClassVar
+
+import attrs
+
+from rlxir.errors import RlxError
+from rlxir.graph import Graph
+
+
+class PassError(RlxError):
+    """A pass could not do its job on this graph (a refusal, with the reason)."""
+
+
+def option(default: Any, doc: str):
+    """Declare a pass option with its default and a one-line description."""
+    return attrs.field(default=default, metadata={"doc": doc})
+
+
+@attrs.define
+class PassContext:
+    """What passes share during one pipeline run.
+
+    `target` is the backend declaration when a backend runs the pipeline (passes that
+    depend on a target take it from their own `target` option first); `bindings` the
+    symbol values; `stats` collects one row per pass run (the pass manager fills it).
+    """
+
+    target: Any = None
+    bindings: dict = attrs.field(factory=dict)
+    stats: list = attrs.field(factory=list)
+
+
+class Pass(abc.ABC):
+    """Base of all passes. Subclasses are frozen attrs classes; see the module docstring."""
+
+    name: ClassVar[str] = ""
+    requires: ClassVar[tuple[str, ...]] = ()
+    """Passes that must appear earlier in any pipeline that contains this one."""
+    must_precede: ClassVar[tuple[str, ...]] = ()
+    """Passes that, when present, must appear later than this one."""
+
+    @abc.abstractmethod
+    def run(self, graph: Graph, ctx: PassContext) -> bool:
+        """Transform `graph` in place; return True exactly when it changed."""
+
+    # --- options ------------------------------------------------------------------------
+    @classmethod
+    def option_fields(cls) -> list:
+        return [field for field in attrs.fields(cls)] if attrs.has(cls) else []
+
+    @classmethod
+    def option_types(cls) -> dict[str, Any]:
+        hints = typing.get_type_hints(cls)
+        return {field.name: hints.get(field.name, str) for field in cls.option_fields()}
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first line of the pass's docstring."""
+        return (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+
+    def non_default_options(self) -> dict[str, Any]:
+        """Options whose value differs from the default, in declaration order."""
+        values = {}
+        for field in self.option_fields():
+            value = getattr(self, field.name)
+            if value != field.default:
+                values[field.name] = value
+        return values
+
+
+def option_text_name(field_name: str) -> str:
+    return field_name.replace("_", "-")
+
+
+_PASSES: dict[str, type[Pass]] = {}
+_SCANNED = {"builtin": False, "entry_points": False}
+
+
+def register_pass(cls: type[Pass]) -> type[Pass]:
+    """Class decorator: make `cls` findable by its `name`. Duplicate names are refused."""
+    if not cls.name or cls.name != cls.name.lower() or "_" in cls.name or " " in cls.name:
+        raise ValueError(f"pass name {cls.name!r} must be kebab-case, e.g. 'fuse-regions'")
+    existing = _PASSES.get(cls.name)
+    if existing is not None and existing is not cls:
+        where = f"{existing.__module__}.{existing.__qualname__}"
+        raise ValueError(f"a pass named {cls.name!r} is already registered (by {where})")
+    _PASSES[cls.name] = cls
+    return cls
+
+
+def _import_builtin(name: str) -> None:
+    module = "rlxir.passes." + name.replace("-", "_")
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name != module:
+            raise
+
+
+def _scan_builtins() -> None:
+    if _SCANNED["builtin"]:
+        return
+    import rlxir.passes as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"rlxir.passes.{info.name}")
+    _SCANNED["builtin"] = True
+
+
+def _scan_entry_points() -> None:
+    if _SCANNED["entry_points"]:
+        return
+    _SCANNED["entry_points"] = True
+    for entry in metadata.entry_points(group="rlxir.passes"):
+        loaded = entry.load()
+        if isinstance(loaded, type) and issubclass(loaded, Pass) and loaded.name not in _PASSES:
+            register_pass(loaded)
+
+
+def get_pass(name: str) -> type[Pass] | None:
+    """The pass class registered as `name` (built-in modules and plugins are loaded lazily)."""
+    if name in _PASSES:
+        return _PASSES[name]
+    _import_builtin(name)
+    if name not in _PASSES:
+        _scan_entry_points()
+    return _PASSES.get(name)
+
+
+def available_passes() -> dict[str, type[Pass]]:
+    """Every pass: built-in, from entry points, and from loaded plugins, sorted by name."""
+    _scan_builtins()
+    _scan_entry_points()
+    return dict(sorted(_PASSES.items()))
+
+
+def load_plugin(module_name: str) -> list[str]:
+    """Import a plugin module (its passes register on import); returns the new pass names."""
+    before = set(_PASSES)
+    try:
+        importlib.import_module(module_name)
+    except ImportError as error:
+        raise RlxError(f"cannot load plugin {module_name!r}: {error}", expected="an importable module name") from None
+    return sorted(set(_PASSES) - before)
+
+
+def make_pass(name: str, options: Mapping[str, Any] | None = None) -> Pass:
+    """An instance of pass `name` with `options` (keyed by field name, values typed)."""
+    cls = get_pass(name)
+    if cls is None:
+        raise RlxError(f"unknown pass {name!r}")
+    return cls(**dict(options or {}))

@@ -1,0 +1,85 @@
+"""Before/expected golden tests for passes.
+
+Each file under ``tests/golden/passes/`` (one folder per pass) holds:
+
+    # RUN: cse,dce                 the pipeline to run
+    # BIND: B=2 S=4                (optional) symbol values for the semantic check
+    # SEMANTICS: off               (optional) skip the interpreter comparison
+    graph before(...) { ... }
+    graph expected(...) { ... }
+
+The test runs the pipeline on `before` with verification and change-claim checks after
+every pass, renames the result `expected`, and compares its canonical text with the file's
+`expected` graph. When the interpreter is available it also checks that `before` and the
+result compute the same outputs. ``RLXIR_UPDATE_GOLDEN=1`` rewrites `expected` from the
+actual result.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rlxir
+from rlxir.instruments import VerifyEach
+from rlxir.pipeline import run_pipeline
+
+FOLDER = Path(__file__).parent / "passes"
+FILES = sorted(FOLDER.rglob("*.rlx"))
+
+
+def _directive(text: str, key: str) -> str | None:
+    match = re.search(rf"^#\s*{key}:\s*(.*)$", text, re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
+def _renamed(graph: rlxir.Graph, name: str) -> rlxir.Graph:
+    graph.name = name
+    return graph
+
+
+def _bindings(text: str, graph: rlxir.Graph) -> dict[str, int]:
+    values = {symbol: 2 for symbol, default in graph.symbols.items() if default is None}
+    for item in (_directive(text, "BIND") or "").split():
+        symbol, _, value = item.partition("=")
+        values[symbol] = int(value)
+    return values
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(path.relative_to(FOLDER)) for path in FILES])
+def test_golden(path: Path):
+    text = path.read_text()
+    spec = _directive(text, "RUN")
+    assert spec, f"{path} has no '# RUN: <pipeline>' line"
+    module = rlxir.parse(text, str(path))
+    before = module["before"]
+    result = _renamed(run_pipeline(before, spec, instruments=[VerifyEach(strict_claims=True)]), "expected")
+    actual = rlxir.print_graph(result)
+    if os.environ.get("RLXIR_UPDATE_GOLDEN"):
+        head = text[: text.index("graph expected")]
+        path.write_text(head + actual)
+        return
+    assert actual == rlxir.print_graph(module["expected"])
+    if _directive(text, "SEMANTICS") != "off":
+        _check_semantics(before, result, _bindings(text, before))
+
+
+def _check_semantics(before: rlxir.Graph, after: rlxir.Graph, bindings: dict[str, int]) -> None:
+    interpreter = pytest.importorskip("rlxir.interpreter")
+    expected = interpreter.interpret(before, bindings=bindings, seed=1)
+    actual = interpreter.interpret(after, bindings=bindings, seed=1)
+    assert set(expected) == set(actual)
+    for name, value in expected.items():
+        np.testing.assert_allclose(actual[name], value, rtol=1e-4, atol=1e-5, err_msg=f"output %{name}")
+
+
+def test_every_builtin_pass_has_a_golden():
+    from rlxir.pass_base import available_passes
+
+    covered = {path.parent.name for path in FILES}
+    builtin = {name for name, cls in available_passes().items() if cls.__module__.startswith("rlxir.passes.")}
+    assert builtin <= covered, f"passes without golden tests: {sorted(builtin - covered)}"
