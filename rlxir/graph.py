@@ -251,7 +251,9 @@ class Graph:
             origin_data = self.data(origin)
             loc = loc or origin_data["loc"]
             provenance = provenance or origin_data["provenance"]
-        name = name or self.fresh_name(op)
+        # New values are named after the value they are rewritten from (%h -> %h.1), so
+        # rewritten IR stays readable; otherwise after their op.
+        name = name or self.fresh_name(origin if origin is not None else op)
         return self._add_node(name, op, operands, canonical, inferred, loc, tuple(provenance or ()), before, after)
 
     # --- rewriting ----------------------------------------------------------------------

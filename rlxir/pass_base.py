@@ -88,8 +88,9 @@ class Pass(abc.ABC):
 
     @classmethod
     def summary(cls) -> str:
-        """The first line of the pass's docstring."""
-        return (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        """The first paragraph of the pass's docstring, on one line."""
+        paragraph = (cls.__doc__ or "").strip().split("\n\n")[0]
+        return " ".join(paragraph.split())
 
     def non_default_options(self) -> dict[str, Any]:
         """Options whose value differs from the default, in declaration order."""

@@ -57,7 +57,7 @@ def _index_rules(rules: Sequence[Rule]) -> tuple[dict, list]:
 
 def _try_rules(graph: Graph, node: str, by_op: dict, general: list):
     """Apply the first rule that rewrites `node`; returns (rule, revisit) or (None, None)."""
-    for rule in by_op.get(graph.op(node), ()) + general:
+    for rule in [*by_op.get(graph.op(node), ()), *general]:
         if not rule.matches(graph, node):
             continue
         result = rule.apply(graph, node)
