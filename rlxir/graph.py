@@ -97,7 +97,8 @@ class Graph:
     def type(self, name: str) -> TensorType:
         return self.data(name)["type"]
 
-    def loc(self, name: str) -> Location | None:
+    def location(self, name: str) -> Location | None:
+        """Where value `name` is defined. (`graph.loc` is the graph header's location.)"""
         return self.data(name)["loc"]
 
     def provenance(self, name: str) -> tuple[str, ...]:
