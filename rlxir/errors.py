@@ -18,10 +18,14 @@ class SourceText:
     text: str = attrs.field(repr=False)
 
     def line(self, number: int) -> str:
-        """Return source line `number` (1-based) without its newline, or '' past the end."""
-        lines = self.text.splitlines()
+        """Return source line `number` (1-based) without its newline, or '' past the end.
+
+        Lines end at "\n" only, as they do for the lexer's line numbers (``str.splitlines``
+        would also break at form feeds and other separators and shift the quoted line).
+        """
+        lines = self.text.split("\n")
         if 1 <= number <= len(lines):
-            return lines[number - 1]
+            return lines[number - 1].removesuffix("\r")
         return ""
 
 

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedInput
 
 from rlxir.dtypes import DType
 from rlxir.errors import IRTypeError, Location, ParseError, RlxError, SourceText, VerifyError
@@ -27,22 +27,13 @@ from rlxir.ops import LEAF_KINDS, annotation_specs, get_op, registered_ops
 from rlxir.ops.chain import ChainStep
 from rlxir.ops.registry import ShapeError
 from rlxir.symbolic import DimSyntaxError, Expr, add, floordiv, free_symbols, mul, parse_dim, sub
+from rlxir.syntax_errors import end_of, loc_at as _loc_at, syntax_error
 from rlxir.types import TensorType
 
 _OPERAND = re.compile(r"%[A-Za-z0-9_.]+")
-
-# What each terminal means to a user, for "expected ..." lines.
-_TERMINAL_TEXT = {
-    "VALUE": "a value like %x", "NAME": "a name", "TYPE": "a type like f32[B, 16]",
-    "ARGS": "an operand list like (%a, %b)", "INT": "an integer", "FLOAT": "a number",
-    "STRING": 'a string "..."', "TRUE": "true", "FALSE": "false", "OUTPUT": "output",
-    "RBRACE": "'}'", "LBRACE": "'{'", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'",
-    "COMMA": "','", "COLON": "':'", "EQUAL": "'='", "SEMICOLON": "';'", "PLUS": "'+'", "MINUS": "'-'",
-    "STAR": "'*'", "SLASH": "'/'", "__ANON_0": "'//'", "OPERAND_REF": "an operand like $0", "$END": "end of input",
-    "GRAPH": "graph", "INPUT": "input", "PARAM": "param", "CONST": "const",
-}
-
-
+_NOT_IN_DIMS = re.compile(r"[%:={}]")  # characters that cannot occur between a type's brackets
+_MAX_DIM = 2**63 - 1
+_MAX_INT_DIGITS = 1000  # far past any int64; keeps int() clear of Python's digit limit
 class _Name:
     """A bare name in an attribute; what it means (dtype, symbol) depends on the attribute."""
 
@@ -85,6 +76,9 @@ class _Builder:
         bracket = text.index("[")
         dtype = DType.parse(text[1:bracket].strip())
         inner = text[bracket + 1:-1]
+        if "\n" in inner and _NOT_IN_DIMS.search(inner):
+            # The TYPE token ran on to a ']' of a later statement: this '[' was never closed.
+            raise ParseError("unclosed '[' in type", self.loc_in(token, bracket), "']' to close this '['")
         dims = []
         if inner.strip():
             offset = bracket + 1
@@ -95,6 +89,23 @@ class _Builder:
         self.types[text] = result
         return result
 
+    def type_loc(self, token: Token) -> Location:
+        """The location of a TYPE token's dtype (the token itself starts at its ':')."""
+        text = str(token)
+        return self.loc_in(token, len(text) - len(text[1:].lstrip()))
+
+    def type_difference(self, token: Token, written: TensorType, inferred: TensorType) -> Location:
+        """Where the TYPE token `written` first departs from `inferred`: its dtype or a dim."""
+        text = str(token)
+        if written.dtype != inferred.dtype or written.rank != inferred.rank or not written.rank:
+            return self.type_loc(token)
+        offset = text.index("[") + 1
+        for piece, mine, theirs in zip(text[offset:-1].split(","), written.shape, inferred.shape):
+            if mine != theirs:
+                return self.loc_in(token, offset + len(piece) - len(piece.lstrip()))
+            offset += len(piece) + 1
+        return self.type_loc(token)
+
     def _dim(self, text: str, token: Token, offset: int):
         symbols = self.graph.symbols
 
@@ -104,15 +115,19 @@ class _Builder:
                 raise DimSyntaxError(f"unknown symbol {name!r}", at, f"a declared symbol ({declared}) or an integer")
             return Expr.symbol(name)
 
-        if not text.strip():
-            raise ParseError("empty dim in type", self.loc_in(token, offset), "an integer, a symbol or an expression")
+        lead = len(text) - len(text.lstrip())
+        if not text.strip():  # the caret goes under the ',' or ']' that ends the empty dim
+            raise ParseError("empty dim in type", self.loc_in(token, offset + lead), "an integer, a symbol or an expression")
         try:
             dim = parse_dim(text, on_symbol)
         except DimSyntaxError as error:
             raise ParseError(error.message, self.loc_in(token, offset + error.offset), error.expected) from None
-        if isinstance(dim, int) and dim < 0:
-            lead = len(text) - len(text.lstrip())
-            raise ParseError(f"dim {dim} is negative", self.loc_in(token, offset + lead), "a non-negative dim")
+        except (ValueError, RecursionError):  # an integer of thousands of digits, or parentheses as deep
+            raise ParseError("dim is too large or too deeply nested", self.loc_in(token, offset + lead),
+                             "an integer, a symbol or an expression") from None
+        if isinstance(dim, int) and not 0 <= dim <= _MAX_DIM:
+            problem = "is negative" if dim < 0 else "does not fit in 64 bits"
+            raise ParseError(f"dim {dim} {problem}", self.loc_in(token, offset + lead), f"a dim in [0, {_MAX_DIM}]")
         return dim
 
     # --- values -------------------------------------------------------------------------
@@ -169,7 +184,7 @@ class _Builder:
         try:
             raw = _parse_with(_AttrReader(SourceText("<attributes>", text)), text, "attr_block")
         except UnexpectedInput as error:
-            relative = _syntax_error(error, SourceText("<attributes>", text))
+            relative = syntax_error(error, SourceText("<attributes>", text))
             raise ParseError(relative.message, self.loc_in(token, _offset_of(text, relative.loc)), relative.expected) from None
         except RlxError as error:
             error.loc = self.loc_in(token, _offset_of(text, error.loc)) if error.loc else self.loc(token)
@@ -189,8 +204,12 @@ class _Builder:
                 return float(value.text)
             if kind in ("dims", "int") or value.text in self.graph.symbols:
                 return Expr.symbol(value.text)
-            expected = "a dtype name" if kind == "dtype" else "a number, a string in quotes, true/false or a list"
-            raise ParseError(f"unexpected name {value.text!r}", self.loc_in(token, value.token.start_pos), expected)
+            where = self.loc_in(token, value.token.start_pos)
+            if kind == "dtype":
+                close = difflib.get_close_matches(value.text, [dtype.value for dtype in DType], n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise ParseError(f"unknown dtype {value.text!r}{hint}", where, "a dtype name")
+            raise ParseError(f"unexpected name {value.text!r}", where, "a number, a string in quotes, true/false or a list")
         if isinstance(value, tuple):
             item_kind = {"ints": "int", "floats": "float", "strs": "str", "dims": "dims"}.get(kind)
             return tuple(self._resolve(item, item_kind, token) for item in value)
@@ -280,7 +299,12 @@ class _Callbacks(Transformer):
 
     def symbol(self, children):
         token = children[0]
-        default = int(children[1]) if len(children) > 1 else None
+        if len(children) < 2:
+            return token, None
+        default = _int(children[1], self.builder.loc(children[1]))
+        if default > _MAX_DIM:
+            raise ParseError(f"symbol default {default} does not fit in 64 bits", self.builder.loc(children[1]),
+                             f"a default in [0, {_MAX_DIM}]")
         return token, default
 
     def graph(self, children):
@@ -339,7 +363,7 @@ class _Callbacks(Transformer):
         attr_values, attr_keys = builder.attributes(op, attrs) if attrs is not None else ({}, {})
         type_ = builder.tensor_type(result) if result is not None else None
         try:
-            builder.graph.add_op(op, operands, attr_values, type=type_, name=name, loc=builder.defined_at[name])
+            builder.graph.add_op(op, operands, attr_values, name=name, loc=builder.defined_at[name])
         except ShapeError as error:
             index = error.operand
             if index is not None and index < len(offsets):
@@ -351,13 +375,16 @@ class _Callbacks(Transformer):
             attribute = getattr(error, "attribute", None)
             if attribute in attr_keys:
                 error.loc = builder.loc_in(attrs, attr_keys[attribute])
-            elif error.message.startswith("result type") and result is not None:
-                error.loc = builder.loc(result)
             elif " takes " in error.message:
                 error.loc = builder.loc(args)
             else:
                 error.loc = builder.loc_in(head, len(text) - len(op))
             raise error from None
+        if type_ is not None:
+            inferred = builder.graph.nx.nodes[name]["type"]
+            if inferred != type_:
+                raise IRTypeError(f"result type {type_} differs from the inferred {inferred}",
+                                  builder.type_difference(result, type_, inferred), str(inferred))
 
     def output_stmt(self, children):
         builder = self.builder
@@ -379,7 +406,12 @@ class _Callbacks(Transformer):
         return key, _attr_value(value)
 
     def list(self, children):
-        return tuple(_attr_value(child) for child in children if child is not None)
+        items = tuple(_attr_value(child) for child in children if child is not None)
+        # No attribute takes nested lists; one level still reaches the kind check (and its
+        # message), deeper ones stop here rather than in a recursion limit.
+        if any(isinstance(item, tuple) and any(isinstance(inner, tuple) for inner in item) for item in items):
+            raise ParseError("attribute lists nest too deeply", None, "a flat list [1, 2, ...]")
+        return items
 
     def add(self, children):
         return self._arith(children, add)
@@ -401,6 +433,8 @@ class _Callbacks(Transformer):
         if isinstance(value, _Name):
             if value.text in ("inf", "nan"):
                 return -float(value.text)
+            if value.text in ("true", "false") or DType.parse(value.text) is not None:
+                raise ParseError("'-' applies to numbers and dims only", self.builder.loc(value.token), "a number")
             value = self.builder.symbol(value.token)
         if isinstance(value, (int, float, Expr)) and not isinstance(value, bool):
             return -value
@@ -424,10 +458,10 @@ class _Callbacks(Transformer):
         return [child for child in children if child is not None]
 
     def int_scalar(self, children):
-        return ("int", int(children[0]), children[0])
+        return ("int", _int(children[0], self.builder.loc(children[0])), children[0])
 
     def neg_int_scalar(self, children):
-        return ("int", -int(children[0]), children[0])
+        return ("int", -_int(children[0], self.builder.loc(children[0])), children[0])
 
     def float_scalar(self, children):
         return ("float", float(children[0]), children[0])
@@ -458,11 +492,12 @@ class _Callbacks(Transformer):
             if child is None:
                 continue
             if isinstance(child, Token):
-                args.append((str(child)[0], int(str(child)[1:]) if str(child)[1:].isdigit() else -1))
+                digits = str(child)[1:]
+                if not digits.isdigit() or len(digits) > 9:
+                    raise ShapeError(f"chain step {op} reads {child}", expected="$N (operand N) or %N (step N)")
+                args.append((str(child)[0], int(digits)))
             else:
                 attrs = tuple((str(key), _chain_attr_value(value)) for key, value in child)
-        if any(index < 0 for _, index in args):
-            raise ShapeError(f"chain step {op} reads a step by name; use %N with N a step number")
         return ChainStep(op, tuple(args), attrs)
 
 
@@ -472,13 +507,20 @@ def _first_token(child) -> Token:
     return child if isinstance(child, Token) else Token("NAME", "", 0, 1, 1)
 
 
+def _int(token: Token, loc: Location) -> int:
+    if len(token) > _MAX_INT_DIGITS:
+        raise ParseError(f"an integer of {len(token)} digits is too large", loc, "an integer that fits in 64 bits")
+    return int(token)
+
+
 def _attr_value(child):
     """Convert a leaf token of an attribute value to Python; computed values pass through."""
     if not isinstance(child, Token):
         return child
     kind = child.type
     if kind == "INT":
-        return int(child)
+        # Attribute blocks are parsed on their own; the caller moves this location into the file.
+        return _int(child, Location("<attributes>", child.line, child.column))
     if kind == "FLOAT":
         return float(child)
     if kind == "TRUE":
@@ -522,10 +564,12 @@ def _check_literal(literal, type_: TensorType, builder: _Builder, type_token: To
         return _scalar_value(literal, type_.dtype, builder)
     numel = type_.numel
     if not isinstance(numel, int):
-        raise ParseError(f"a const list needs a static type, got {type_}", builder.loc(type_token),
+        raise ParseError(f"a const list needs a static type, got {type_}", builder.type_loc(type_token),
                          "a type without symbols, or a scalar splat")
     if len(items) != numel:
-        raise IRTypeError(f"const list has {len(items)} elements, but {type_} holds {numel}", builder.loc(type_token),
+        bracket = builder.source.text.find("[", type_token.end_pos)
+        where = end_of(builder.source) if bracket < 0 else _loc_at(builder.source, bracket)
+        raise IRTypeError(f"const list has {len(items)} elements, but {type_} holds {numel}", where,
                           f"{numel} elements")
     return tuple(_scalar_value(item, type_.dtype, builder) for item in items)
 
@@ -536,12 +580,17 @@ _INT_RANGES = {
 }
 
 
+def _a(dtype: DType) -> str:
+    """The dtype's name with its article, as it is read aloud: "an f32", "a u8"."""
+    return ("an " if dtype.value[0] in "fi" else "a ") + dtype.value
+
+
 def _scalar_value(item, dtype: DType, builder: _Builder):
     kind, value, token = item
     loc = builder.loc(token)
     if kind in ("name", "-name"):
         if value not in ("inf", "nan") or not dtype.is_float:
-            raise ParseError(f"unexpected {value!r} in a const", loc, f"a {dtype.value} literal")
+            raise ParseError(f"unexpected {value!r} in a const", loc, f"{_a(dtype)} literal")
         number = float(value)
         return -number if kind == "-name" else number
     if dtype is DType.bool:
@@ -549,7 +598,7 @@ def _scalar_value(item, dtype: DType, builder: _Builder):
             raise IRTypeError(f"a bool const takes true or false, got {value}", loc, "true or false")
         return value
     if kind == "bool":
-        raise IRTypeError(f"a {dtype.value} const cannot hold {str(value).lower()}", loc, f"a {dtype.value} number")
+        raise IRTypeError(f"{_a(dtype)} const cannot hold {str(value).lower()}", loc, f"{_a(dtype)} number")
     if dtype.is_integer:
         if kind != "int":
             raise IRTypeError(f"an integer const cannot hold {value}", loc, f"an integer in {dtype.value}'s range")
@@ -600,11 +649,14 @@ def parse(text: str, filename: str = "<string>") -> Module:
     thresholds = gc.get_threshold()
     gc.set_threshold(1_000_000, 100, 100)
     try:
-        return _parse_with(_Builder(source), text, "start")
+        module = _parse_with(_Builder(source), text, "start")
     except UnexpectedInput as error:
-        raise _syntax_error(error, source) from None
+        raise syntax_error(error, source) from None
     finally:
         gc.set_threshold(*thresholds)
+    if not module.graphs:
+        raise ParseError("no graph in this file", end_of(source), "graph NAME(SYMBOLS) { ... }")
+    return module
 
 
 def parse_file(path: str | Path) -> Module:
@@ -625,83 +677,7 @@ def parse_chain_text(text: str) -> tuple[ChainStep, ...]:
     except UnexpectedInput as error:
         column = getattr(error, "column", 0)
         raise ShapeError(f"bad chain {text!r} at column {column}", expected="steps like mul($0, $1); gelu(%0)") from None
-
-
-def _syntax_error(error: UnexpectedInput, source: SourceText) -> RlxError:
-    if isinstance(error, UnexpectedEOF) or (isinstance(error, UnexpectedToken) and error.token.type == "$END"):
-        lines = source.text.splitlines() or [""]
-        line = len(lines)
-        loc = Location(source.filename, line, len(lines[-1]) + 1, source)
-        expected = getattr(error, "expected", None) or getattr(error, "accepts", None) or ()
-        return ParseError("unexpected end of input", loc, _expected_text(expected))
-    loc = Location(source.filename, error.line, error.column, source)
-    if isinstance(error, UnexpectedCharacters):
-        allowed = error.allowed or ()
-        if "ARGS" in allowed and source.text[error.pos_in_stream] == "(":
-            return _operand_list_error(source, error.pos_in_stream, loc)
-        if "TYPE" in allowed:
-            return _type_token_error(source, error.pos_in_stream, loc)
-        char = source.text[error.pos_in_stream]
-        return ParseError(f"unexpected character {char!r}", loc, _expected_text(allowed))
-    token = error.token
-    expected = error.accepts or error.expected
-    return ParseError(f"unexpected {_token_text(token)}", loc, _expected_text(expected))
-
-
-def _token_text(token: Token) -> str:
-    if token.type in ("NAME", "VALUE", "INT", "FLOAT", "STRING", "TYPE", "ARGS"):
-        return f"{_TERMINAL_TEXT.get(token.type, token.type).split(' like')[0]} {str(token)!r}"
-    return repr(str(token))
-
-
-def _expected_text(names) -> str:
-    texts = sorted({_TERMINAL_TEXT.get(name, name.lower()) for name in names})
-    return " or ".join(texts) if texts else "something else"
-
-
-def _operand_list_error(source: SourceText, start: int, loc: Location) -> ParseError:
-    """Find the exact bad character inside an operand list ``(%a, %b)``."""
-    text, pos = source.text, start + 1
-    expect_value = True
-    while pos < len(text):
-        char = text[pos]
-        if char in " \t\r\n":
-            pos += 1
-            continue
-        if expect_value and char == ")" and text[start + 1:pos].strip() == "":
-            break
-        if expect_value:
-            match = _OPERAND.match(text, pos)
-            if match is None:
-                return ParseError(f"unexpected {char!r} in operand list", _loc_at(source, pos), "a value like %x")
-            pos, expect_value = match.end(), False
-            continue
-        if char == ",":
-            pos, expect_value = pos + 1, True
-            continue
-        if char == ")":
-            break
-        return ParseError(f"unexpected {char!r} in operand list", _loc_at(source, pos), "',' or ')'")
-    if pos >= len(text):
-        return ParseError("unclosed operand list", loc, "')'")
-    return ParseError("malformed operand list", loc, "an operand list like (%a, %b)")
-
-
-def _type_token_error(source: SourceText, start: int, loc: Location) -> ParseError:
-    text = source.text
-    match = re.match(r"[A-Za-z_][A-Za-z0-9_]*", text[start:])
-    word = match.group() if match else text[start]
-    if match and DType.parse(word) is None:
-        close = difflib.get_close_matches(word, [d.value for d in DType], n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        return ParseError(f"unknown dtype {word!r}{hint}", loc, "a dtype: " + ", ".join(d.value for d in DType))
-    after = start + len(word)
-    if after >= len(text) or text[after] != "[":
-        return ParseError(f"type {word} needs a shape in brackets", _loc_at(source, after), "'[', as in f32[B, 16] or f32[]")
-    return ParseError("unclosed '[' in type", _loc_at(source, after), "']'")
-
-
-def _loc_at(source: SourceText, offset: int) -> Location:
-    line = source.text.count("\n", 0, offset) + 1
-    col = offset - (source.text.rfind("\n", 0, offset) + 1) + 1
-    return Location(source.filename, line, col, source)
+    except ShapeError:
+        raise
+    except RlxError as error:  # e.g. an over-long integer in a step's attributes
+        raise ShapeError(f"bad chain {text!r}: {error.message}", expected=error.expected) from None
