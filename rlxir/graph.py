@@ -231,7 +231,8 @@ class Graph:
         """Add ``%name = op(operands) {attrs}`` and return its name.
 
         The result type is inferred; a given `type` must equal it. `origin` names the value
-        this one is rewritten from: its location and provenance are inherited. New nodes go
+        this one is rewritten from: its location and provenance are inherited (a node with
+        neither `origin` nor `provenance` is its own provenance, as inputs are). New nodes go
         at the end of the schedule unless `before`/`after` names an anchor.
         Raises `IRTypeError` (unknown op, arity, attributes, shapes) or `GraphError`.
         """
@@ -251,11 +252,11 @@ class Graph:
         if origin is not None:
             origin_data = self.data(origin)
             loc = loc or origin_data["loc"]
-            provenance = provenance or origin_data["provenance"]
+            provenance = provenance or origin_data["provenance"] or (origin,)
         # New values are named after the value they are rewritten from (%h -> %h.1), so
         # rewritten IR stays readable; otherwise after their op.
         name = name or self.fresh_name(origin if origin is not None else op)
-        return self._add_node(name, op, operands, canonical, inferred, loc, tuple(provenance or ()), before, after)
+        return self._add_node(name, op, operands, canonical, inferred, loc, tuple(provenance or (name,)), before, after)
 
     # --- rewriting ----------------------------------------------------------------------
     def set_operands(self, name: str, operands: Iterable[str]) -> None:
