@@ -413,6 +413,9 @@ def conv2d_rule(types, attrs) -> TensorType:
             f"conv2d weight has {_dim(w.shape[1])} input channels per group for {_dim(channels)} channels in {groups} group(s)",
             operand=1,
         )
+    if isinstance(w.shape[0], int) and w.shape[0] % groups:
+        raise ShapeError(f"conv2d has {w.shape[0]} output channels, not a multiple of its {groups} groups", operand=1,
+                         expected=f"an output channel count divisible by {groups}")
     kernel_h, kernel_w = w.shape[2], w.shape[3]
     if not isinstance(kernel_h, int) or not isinstance(kernel_w, int):
         raise ShapeError("conv2d kernel sizes must be integers", operand=1)
