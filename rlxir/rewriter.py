@@ -82,7 +82,7 @@ def rewrite_greedy(graph: Graph, rules: Sequence[Rule], max_rewrites: int | None
         queued.discard(node)
         if node not in graph:
             continue
-        users_before = graph.users(node)
+        users_before = list(graph.nx.successors(node))
         rule, revisit = _try_rules(graph, node, by_op, general)
         if rule is None:
             continue
@@ -91,7 +91,7 @@ def rewrite_greedy(graph: Graph, rules: Sequence[Rule], max_rewrites: int | None
         if rewrites > cap:
             raise RewriteDidNotConverge(
                 f"rewriting did not converge after {cap} rewrites; rules applied last: {', '.join(recent)}",
-                graph.loc(node) if node in graph else None,
+                graph.location(node) if node in graph else None,
                 "rules that reach a fixed point (each rewrite must make progress)",
             )
         _enqueue(graph, worklist, queued, [node, *users_before, *revisit])
@@ -102,7 +102,9 @@ def _enqueue(graph: Graph, worklist: deque, queued: set, names: Iterable[str]) -
     for name in names:
         if name not in graph:
             continue
-        for candidate in (name, *graph.users(name)):
+        # Successors in edge order (deterministic); `graph.users` would sort them by
+        # schedule position, an O(n) walk per call that makes big rewrites quadratic.
+        for candidate in (name, *graph.nx.successors(name)):
             if candidate not in queued:
                 queued.add(candidate)
                 worklist.append(candidate)
