@@ -10,6 +10,7 @@ Public API (the CLI is a thin layer over it):
 from rlxir.dtypes import DType
 from rlxir.errors import IRTypeError, Location, ParseError, RlxError, UnboundSymbolError, VerifyError
 from rlxir.graph import Graph, GraphError, Module
+from rlxir.interpreter import interpret
 from rlxir.ops import AttrSpec, OpDef, ShapeError, get_op, register_annotation, register_op, registered_ops
 from rlxir.parser import parse, parse_file
 from rlxir.printer import print_graph, print_module

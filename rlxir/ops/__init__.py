@@ -7,6 +7,7 @@ from rlxir.ops.registry import (
     OpDef,
     ShapeError,
     annotation_specs,
+    attach,
     check_attributes,
     format_attr_value,
     get_op,
@@ -16,10 +17,12 @@ from rlxir.ops.registry import (
 )
 from rlxir.ops import core as _core  # noqa: F401  (registers the core ops)
 from rlxir.ops import chain as _chain  # noqa: F401  (registers fused_elementwise)
+from rlxir.ops import reference as _reference  # noqa: F401  (attaches the NumPy references)
+from rlxir.ops import decompositions as _decompositions  # noqa: F401  (attaches the decompositions)
 from rlxir.ops.core import broadcast_shapes, normalize_axis
 
 __all__ = [
-    "LEAF_KINDS", "REQUIRED", "AttrSpec", "OpDef", "ShapeError", "annotation_specs", "broadcast_shapes",
+    "LEAF_KINDS", "REQUIRED", "AttrSpec", "OpDef", "ShapeError", "annotation_specs", "attach", "broadcast_shapes",
     "check_attributes", "format_attr_value", "get_op", "normalize_axis", "register_annotation", "register_op",
     "registered_ops",
 ]

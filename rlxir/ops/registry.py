@@ -64,8 +64,10 @@ class OpDef:
 
     `shape_rule(operand_types, attrs)` returns the result type or raises `ShapeError`;
     `attrs` holds every schema attribute, defaults filled in.
-    `decompose(builder, node)` (optional) rewrites the op into primitives for `unfuse`.
-    `reference(inputs, attrs)` (optional) computes the op with NumPy for the interpreter.
+    `decompose(graph, name) -> str` (optional) inserts primitives computing node `name`
+    before it and returns the value that replaces it (the caller rewires uses and erases).
+    `reference(inputs, attrs) -> ndarray` (optional) computes the op with NumPy for the
+    interpreter from its operand arrays and its full attributes (stage annotations included).
     """
 
     name: str
@@ -108,6 +110,21 @@ def register_op(opdef: OpDef, replace: bool = False) -> OpDef:
         raise ValueError(f"{opdef.name!r} is a statement keyword, not an op name")
     _OPS[opdef.name] = opdef
     return opdef
+
+
+def attach(op_name: str, *, reference: Callable | None = None, decompose: Callable | None = None) -> OpDef:
+    """Give a registered op its NumPy reference and/or decomposition; returns the new `OpDef`.
+
+    `OpDef` is frozen, so the op is re-registered as a copy with only the given hooks
+    changed (a hook left as None keeps its current value). Raises `ValueError` for an
+    unknown op. Re-registering the op later with `register_op(..., replace=True)` drops them.
+    """
+    opdef = _OPS.get(op_name)
+    if opdef is None:
+        raise ValueError(f"cannot attach to {op_name!r}: no such op is registered")
+    hooks = {key: hook for key, hook in (("reference", reference), ("decompose", decompose)) if hook is not None}
+    _OPS[op_name] = attrs.evolve(opdef, **hooks)
+    return _OPS[op_name]
 
 
 def register_annotation(key: str, spec: AttrSpec) -> None:

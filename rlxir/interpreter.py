@@ -1,0 +1,251 @@
+"""The reference interpreter: run a graph with NumPy, one node at a time in schedule order.
+
+Each op runs its NumPy reference (`rlxir.ops.reference`; custom ops bring their own), so
+any stage runs — a parsed graph, the graph after `unfuse`, or a lowered graph whose nodes
+carry stage annotations. Values are held as NumPy arrays of their dtype's NumPy type
+(`DType.numpy`; bf16 as float32 rounded to bf16 precision). Floating-point exceptions
+follow IEEE rules silently (overflow gives inf, 0/0 gives nan) instead of warning.
+
+Inputs and params that are not given are filled deterministically: each from its own
+generator seeded by ``(seed, crc32(name))``, so a value does not change when another is
+given. By the value's dtype and its readers:
+
+- integer indices read by ``gather`` (directly or through ops that only move or pick
+  values: layout ops, casts, max/min, where): uniform in ``[0, dim)`` of the smallest
+  table dim they index; other integers uniform in ``[0, 16)``;
+- bool: true or false with equal odds;
+- floats: normal with standard deviation 0.5, except where the math wants a sign —
+  positive (uniform in [0.5, 1.5]) for batchnorm's variance, log/sqrt/rsqrt operands and
+  selective_scan's delta; negative (the same, negated) for selective_scan's A.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import defaultdict
+from collections.abc import Mapping
+
+import numpy as np
+
+from rlxir.dtypes import DType
+from rlxir.errors import RlxError, UnboundSymbolError
+from rlxir.graph import Graph
+from rlxir.ops.reference import to_dtype
+from rlxir.symbolic import Expr, free_symbols
+
+FLOAT_STDDEV = 0.5
+INTEGER_FILL_LIMIT = 16
+SIGNED_FILL_RANGE = (0.5, 1.5)
+
+# Operand positions whose random fill must be positive or negative for the math to make sense.
+POSITIVE_OPERANDS = {"batchnorm": (4,), "log": (0,), "sqrt": (0,), "rsqrt": (0,), "selective_scan": (1,)}
+NEGATIVE_OPERANDS = {"selective_scan": (2,)}
+
+
+def interpret(graph: Graph, inputs: Mapping | None = None, params: Mapping | None = None,
+              bindings: Mapping[str, int] | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+    """Run `graph` and return its outputs, keyed by output value name (no ``%``).
+
+    `inputs` / `params` map value names (``%`` optional) to arrays of exactly the value's
+    shape and NumPy dtype (float32 for bf16); missing ones are filled from `seed` (see the
+    module docstring). Symbols take the graph's defaults overridden by `bindings`.
+    Raises `UnboundSymbolError` when a symbol the graph uses has no value, and `RlxError`
+    for an unknown name, a wrong-shaped or wrong-dtype array, or an op without a reference.
+    """
+    if not isinstance(seed, int) or seed < 0:
+        raise RlxError(f"the seed must be a non-negative integer, got {seed!r}")
+    bound = bind_for_run(graph, bindings)
+    feeds = {**_checked_feeds(bound, inputs, "input"), **_checked_feeds(bound, params, "param")}
+    releases = _release_plan(bound)
+    values: dict[str, np.ndarray] = {}
+    with np.errstate(all="ignore"):
+        for name in bound.schedule():
+            values[name] = _evaluate(bound, name, values, feeds, seed)
+            for finished in releases.get(name, ()):
+                del values[finished]
+    return {name: values[name] for name in bound.outputs}
+
+
+def bind_for_run(graph: Graph, bindings: Mapping[str, int] | None = None) -> Graph:
+    """`graph` with every symbol bound (defaults, then `bindings`); raises
+    `UnboundSymbolError` naming the symbols that still have no value."""
+    values = {symbol: default for symbol, default in graph.symbols.items() if default is not None}
+    values.update(bindings or {})
+    bound = graph.bind(values) if values else graph
+    missing = _symbols_in_use(bound)
+    if missing:
+        raise UnboundSymbolError(missing, bound.loc, context=f"needed to run graph {bound.name}")
+    return bound
+
+
+def _symbols_in_use(graph: Graph) -> frozenset[str]:
+    names: frozenset[str] = frozenset()
+    for name in graph.schedule():
+        names |= graph.type(name).symbols
+        for value in graph.attrs(name).values():
+            items = value if isinstance(value, tuple) else (value,)
+            for item in items:
+                if isinstance(item, Expr):
+                    names |= free_symbols(item)
+    return names
+
+
+# --- given arrays ----------------------------------------------------------------------
+def _checked_feeds(graph: Graph, given: Mapping | None, kind: str) -> dict[str, np.ndarray]:
+    feeds = {}
+    for key, value in (given or {}).items():
+        name = key.removeprefix("%")
+        if name not in graph or graph.kind(name) != kind:
+            known = ", ".join("%" + value_name for value_name in graph.values_of_kind(kind)) or "none"
+            raise RlxError(f"graph {graph.name} has no {kind} %{name}", expected=f"one of its {kind}s: {known}")
+        feeds[name] = _checked_array(graph, name, value)
+    return feeds
+
+
+def _checked_array(graph: Graph, name: str, value) -> np.ndarray:
+    """`value` as the array for `name`; its shape and NumPy dtype must match the type."""
+    type_ = graph.type(name)
+    array = np.asarray(value)
+    shape = type_.static_shape()
+    kind = graph.kind(name)
+    if array.shape != shape:
+        raise RlxError(f"{kind} %{name} was given an array of shape {list(array.shape)}, but its type is {type_}",
+                       graph.location(name), expected=f"an array of shape {list(shape)}")
+    if array.dtype != type_.dtype.numpy:
+        raise RlxError(f"{kind} %{name} was given {array.dtype} data, but its type is {type_}", graph.location(name),
+                       expected=f"{type_.dtype.numpy} data" + (" (bf16 is passed as float32)" if
+                                                               type_.dtype is DType.bf16 else ""))
+    return to_dtype(array, type_.dtype)
+
+
+def _release_plan(graph: Graph) -> dict[str, list[str]]:
+    """For each node, the values it reads last (graph outputs are kept to the end)."""
+    last_reader = {}
+    for name in graph.schedule():
+        for operand in graph.operands(name):
+            last_reader[operand] = name
+    plan: dict[str, list[str]] = defaultdict(list)
+    for value, reader in last_reader.items():
+        if value not in graph.outputs:
+            plan[reader].append(value)
+    return plan
+
+
+# --- evaluation ------------------------------------------------------------------------
+def _evaluate(graph: Graph, name: str, values: dict, feeds: dict, seed: int) -> np.ndarray:
+    kind = graph.kind(name)
+    if kind == "op":
+        return _run_op(graph, name, values)
+    if kind == "const":
+        return _const_array(graph, name)
+    if name in feeds:
+        return feeds[name]
+    return random_fill(graph, name, seed)
+
+
+def _run_op(graph: Graph, name: str, values: dict) -> np.ndarray:
+    op, loc = graph.op(name), graph.location(name)
+    opdef = graph.opdef(name)
+    if opdef is None or opdef.reference is None:
+        raise RlxError(f"%{name} = {op}: the op has no NumPy reference, so the interpreter cannot run it", loc,
+                       "an op with a reference (OpDef.reference, or rlxir.ops.attach(op, reference=...))")
+    arguments = [values[operand] for operand in graph.operands(name)]
+    try:
+        result = opdef.reference(arguments, graph.full_attrs(name))
+    except RlxError as error:
+        raise error.with_location(loc) from None
+    except (ArithmeticError, ValueError, TypeError, IndexError) as error:
+        raise RlxError(f"%{name} = {op} failed in its NumPy reference: {error}", loc) from error
+    return _conform(graph, name, result)
+
+
+def _conform(graph: Graph, name: str, result) -> np.ndarray:
+    """The reference's result in the node's dtype; its shape must be the node's."""
+    type_ = graph.type(name)
+    array = to_dtype(result, type_.dtype)
+    if array.shape != type_.static_shape():
+        raise RlxError(f"the reference of {graph.op(name)} gave shape {list(array.shape)} for %{name} : {type_}",
+                       graph.location(name), "the shape the op's shape rule infers")
+    return array
+
+
+def _const_array(graph: Graph, name: str) -> np.ndarray:
+    type_ = graph.type(name)
+    literal = graph.attrs(name)["value"]
+    shape = type_.static_shape()
+    if isinstance(literal, tuple):
+        array = np.array(literal, dtype=type_.dtype.numpy).reshape(shape)
+    else:
+        array = np.full(shape, literal, dtype=type_.dtype.numpy)
+    return to_dtype(array, type_.dtype)
+
+
+# --- random fills ----------------------------------------------------------------------
+def random_feeds(graph: Graph, bindings: Mapping[str, int] | None = None,
+                 seed: int = 0) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(inputs, params): the arrays `interpret` would fill in for `graph` with this seed.
+
+    The fill depends on a value's readers, so a rewrite can change it; to compare a graph
+    before and after a rewrite, make the feeds once from the original and pass them to both.
+    """
+    bound = bind_for_run(graph, bindings)
+    inputs = {name: random_fill(bound, name, seed) for name in bound.inputs()}
+    params = {name: random_fill(bound, name, seed) for name in bound.params()}
+    return inputs, params
+
+
+def random_fill(graph: Graph, name: str, seed: int = 0) -> np.ndarray:
+    """The deterministic stand-in for input or param `name` (see the module docstring)."""
+    type_ = graph.type(name)
+    shape, dtype = type_.static_shape(), type_.dtype
+    generator = np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
+    if dtype is DType.bool:
+        return generator.random(shape) < 0.5
+    if dtype.is_integer:
+        limit = index_limit(graph, name) or INTEGER_FILL_LIMIT
+        return generator.integers(0, max(limit, 1), size=shape).astype(dtype.numpy)
+    sign = _required_sign(graph, name)
+    if sign:
+        return to_dtype(sign * generator.uniform(*SIGNED_FILL_RANGE, size=shape), dtype)
+    if dtype.is_complex:
+        real, imaginary = generator.standard_normal((2,) + shape) * FLOAT_STDDEV
+        return to_dtype(real + 1j * imaginary, dtype)
+    return to_dtype(generator.standard_normal(shape, dtype=np.float32) * np.float32(FLOAT_STDDEV), dtype)
+
+
+def _required_sign(graph: Graph, name: str) -> int:
+    """+1 or -1 when a reader needs `name` positive or negative, else 0."""
+    for user in graph.users(name):
+        positions = [index for index, operand in enumerate(graph.operands(user)) if operand == name]
+        op = graph.op(user)
+        if any(index in POSITIVE_OPERANDS.get(op, ()) for index in positions):
+            return 1
+        if any(index in NEGATIVE_OPERANDS.get(op, ()) for index in positions):
+            return -1
+    return 0
+
+
+def index_limit(graph: Graph, name: str) -> int | None:
+    """The smallest table dim that `name` indexes as gather's indices, following it through
+    layout ops (reshape, slice, ...) and casts; None when it reaches no gather."""
+    limits, frontier, seen = [], [name], {name}
+    while frontier:
+        value = frontier.pop()
+        for user in graph.users(value):
+            table, *indices = graph.operands(user)
+            if graph.op(user) == "gather" and value in indices:
+                axis = graph.attr(user, "axis") % graph.type(table).rank
+                limits.append(graph.type(table).shape[axis])
+            elif _carries_indices(graph, user) and user not in seen:
+                seen.add(user)
+                frontier.append(user)
+    return min(limits) if limits else None
+
+
+def _carries_indices(graph: Graph, name: str) -> bool:
+    """Whether `name`'s op passes index values through unchanged (it moves or picks them)."""
+    opdef = graph.opdef(name)
+    return opdef is not None and (opdef.has("layout") or opdef.has("view") or opdef.name in _INDEX_PRESERVING)
+
+
+_INDEX_PRESERVING = frozenset({"cast", "reduce_max", "reduce_min", "maximum", "minimum", "where"})
