@@ -28,7 +28,7 @@ def _command_modules():
     from rlxir.cli import ir_commands
 
     modules = [ir_commands]
-    for name in ("pass_commands", "plan_commands", "target_commands", "training_commands", "import_commands"):
+    for name in ("pass_commands", "plan_commands", "target_commands", "training_commands", "import_commands", "run_commands"):
         try:
             modules.append(__import__(f"rlxir.cli.{name}", fromlist=["register"]))
         except ModuleNotFoundError as error:
