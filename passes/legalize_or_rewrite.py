@@ -1,0 +1,209 @@
+"""legalize-or-rewrite: rewrite ops a target does not run into ones it does, then check."""
+
+from __future__ import annotations
+
+import attrs
+
+from rlxir.errors import RlxError
+from rlxir.graph import Graph
+from rlxir.ops.core import normalize_axis
+from rlxir.ops.decompositions import unfuse_node
+from rlxir.pass_base import Pass, PassContext, PassError, option, register_pass
+from rlxir.rewriter import Rule, rewrite_greedy
+from rlxir.symbolic import mul
+from rlxir.target import REDUCE, Target, get_target
+
+AXIS_OPS = ("softmax", "cumsum")
+"""Ops with one `axis` that a last-axis target runs only on the last axis."""
+
+
+def resolve_target(pass_name: str, option_value: str, ctx: PassContext) -> Target:
+    """The pass's `target` option, else the pipeline's target; a `PassError` when neither is set."""
+    chosen = option_value or ctx.target
+    if not chosen:
+        raise PassError(f"{pass_name} needs a target", expected=f"{pass_name}{{target=NAME}} or a backend's pipeline")
+    try:
+        return get_target(chosen)
+    except RlxError as error:
+        raise PassError(f"{pass_name}: {error.message}", expected=error.expected) from None
+
+
+# --- what a target cannot run ------------------------------------------------------------
+def reduced_axes(graph: Graph, node: str) -> list[int]:
+    rank = graph.type(graph.operands(node)[0]).rank
+    return sorted(normalize_axis(axis, rank) for axis in graph.attr(node, "axes"))
+
+
+def off_last_axis(graph: Graph, node: str) -> bool:
+    """A reduction, softmax or cumsum that works on anything but exactly the last axis."""
+    op = graph.op(node)
+    rank = graph.type(graph.operands(node)[0]).rank
+    if op in REDUCE:
+        return reduced_axes(graph, node) != [rank - 1]
+    if op in AXIS_OPS:
+        return normalize_axis(graph.attr(node, "axis"), rank) != rank - 1
+    return False
+
+
+def offence(target: Target, graph: Graph, node: str) -> str | None:
+    """Why `target` cannot run `node` as it stands, or None when it can."""
+    reasons = []
+    if graph.kind(node) == "op":
+        if not target.claims(graph.op(node)):
+            reasons.append(f"not in the {target.name} op set")
+        elif target.last_axis_reductions and off_last_axis(graph, node):
+            reasons.append("not on the last axis")
+    dtype = graph.type(node).dtype
+    if dtype not in target.dtypes:
+        reasons.append(f"{dtype.value} not supported")
+    return "; ".join(reasons) or None
+
+
+# --- rewrites ----------------------------------------------------------------------------
+def reduce_on_last_axis(graph: Graph, node: str) -> list[str]:
+    """reduce(x, axes) -> transpose the reduced axes last, merge them (reshape), reduce the
+    last axis, and reshape back to the kept dims when `keepdims`."""
+    op, (source,) = graph.op(node), graph.operands(node)
+    shape = graph.type(source).shape
+    axes = reduced_axes(graph, node)
+    kept = [axis for axis in range(len(shape)) if axis not in axes]
+    value = source
+    if kept + axes != list(range(len(shape))):
+        value = graph.add_op("transpose", [value], {"perm": kept + axes}, before=node, origin=node)
+    if len(axes) > 1:
+        merged = 1
+        for axis in axes:
+            merged = mul(merged, shape[axis])
+        value = graph.add_op("reshape", [value], {"shape": [shape[axis] for axis in kept] + [merged]},
+                             before=node, origin=node)
+    value = graph.add_op(op, [value], {"axes": [-1]}, before=node, origin=node)
+    if graph.attr(node, "keepdims"):
+        value = graph.add_op("reshape", [value], {"shape": list(graph.type(node).shape)}, before=node, origin=node)
+    graph.replace_all_uses(node, value)
+    graph.erase(node)
+    return [value]
+
+
+def axis_op_on_last_axis(graph: Graph, node: str) -> list[str]:
+    """softmax/cumsum on axis a -> swap a with the last axis, run on the last, swap back."""
+    (source,) = graph.operands(node)
+    rank = graph.type(source).rank
+    axis = normalize_axis(graph.attr(node, "axis"), rank)
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]  # a swap is its own inverse
+    moved = graph.add_op("transpose", [source], {"perm": perm}, before=node, origin=node)
+    attributes = {**graph.attrs(node), "axis": -1}
+    computed = graph.add_op(graph.op(node), [moved], attributes, before=node, origin=node)
+    back = graph.add_op("transpose", [computed], {"perm": perm}, before=node, origin=node)
+    graph.replace_all_uses(node, back)
+    graph.erase(node)
+    return [back]
+
+
+def decomposed_nodes(graph: Graph, replacement: str, stop: set[str]) -> list[str]:
+    """The nodes a decomposition added: everything `replacement` reads back to `stop`
+    (the fused node's operands; a decomposition reads nothing else that existed before)."""
+    found, frontier = [], [replacement]
+    seen = set(stop)
+    while frontier:
+        value = frontier.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        found.append(value)
+        frontier.extend(graph.operands(value))
+    return found
+
+
+@attrs.define
+class _Legalizer:
+    """The rules for one target, and the unfuse refusals met on the way (for the report)."""
+
+    target: Target
+    refusals: dict = attrs.field(factory=dict)
+
+    def rules(self) -> list[Rule]:
+        return [
+            Rule("reduce-on-last-axis", tuple(REDUCE), self._reduce),
+            Rule("axis-op-on-last-axis", AXIS_OPS, self._axis_op),
+            Rule("unfuse-unclaimed", self._unclaimed_with_decomposition, self._unfuse),
+        ]
+
+    def _needs_last_axis(self, graph: Graph, node: str) -> bool:
+        return (self.target.last_axis_reductions and self.target.claims(graph.op(node))
+                and off_last_axis(graph, node))
+
+    def _reduce(self, graph: Graph, node: str):
+        return reduce_on_last_axis(graph, node) if self._needs_last_axis(graph, node) else None
+
+    def _axis_op(self, graph: Graph, node: str):
+        return axis_op_on_last_axis(graph, node) if self._needs_last_axis(graph, node) else None
+
+    def _unclaimed_with_decomposition(self, graph: Graph, node: str) -> bool:
+        if graph.kind(node) != "op" or self.target.claims(graph.op(node)) or node in self.refusals:
+            return False
+        opdef = graph.opdef(node)
+        return opdef is not None and opdef.decompose is not None
+
+    def _unfuse(self, graph: Graph, node: str):
+        operands = set(graph.operands(node))
+        try:
+            replacement = unfuse_node(graph, node)
+        except RlxError as error:  # e.g. a scan whose length is unbound: reported below
+            self.refusals[node] = error.message
+            return None
+        return decomposed_nodes(graph, replacement, operands)
+
+
+def legalize(graph: Graph, target: Target) -> bool:
+    """Rewrite `graph` for `target`, then raise one `PassError` listing every node it still
+    cannot run. Returns whether anything was rewritten."""
+    legalizer = _Legalizer(target)
+    rewrites = rewrite_greedy(graph, legalizer.rules())
+    offenders = []
+    for node in graph.schedule():
+        reason = offence(target, graph, node)
+        if reason is None:
+            continue
+        if node in legalizer.refusals:
+            reason += f"; {legalizer.refusals[node]}"
+        offenders.append((node, reason))
+    if offenders:
+        raise _refusal(graph, target, offenders)
+    return rewrites > 0
+
+
+def _refusal(graph: Graph, target: Target, offenders: list) -> PassError:
+    items = []
+    for node, reason in offenders:
+        loc = graph.location(node)
+        where = f" at {loc}" if loc is not None else ""
+        items.append(f"%{node} = {graph.op(node)} ({reason}){where}")
+    noun = "ops" if all(graph.kind(node) == "op" for node, _ in offenders) else "values"
+    count = len(offenders)
+    message = f"{count} {noun if count > 1 else noun[:-1]} cannot run on {target.name}: " + ", ".join(items)
+    dtypes = ", ".join(sorted(dtype.value for dtype in target.dtypes))
+    expected = f"ops in the {target.name} op set (`rlxir targets`), reductions on the last axis, dtypes {dtypes}"
+    return PassError(message, graph.location(offenders[0][0]), expected)
+
+
+@register_pass
+@attrs.frozen
+class LegalizeOrRewrite(Pass):
+    """Rewrite every op the target does not run into ones it does, then check that none is left.
+
+    Rewrites, to a fixed point (the rewriter's greedy driver, with its cap): on targets with
+    `last_axis_reductions`, a reduction over other or several axes becomes transpose (reduced
+    axes last) + reshape (merge them) + a last-axis reduce (+ reshape back for keepdims), and
+    softmax/cumsum on another axis becomes transpose + last-axis op + transpose back; an op
+    outside the target's claimed set that has a decomposition (attention, selective_scan,
+    batchnorm, linear, ...) is unfused. Then every value is checked: an op still unclaimed,
+    an axis op still off the last axis, or a dtype outside the target's dtypes is an offender,
+    and one `PassError` lists them all with their source lines.
+    """
+
+    name = "legalize-or-rewrite"
+    target: str = option("", "target whose op set to legalize for (empty: the pipeline's target)")
+
+    def run(self, graph: Graph, ctx: PassContext) -> bool:
+        return legalize(graph, resolve_target(self.name, self.target, ctx))
