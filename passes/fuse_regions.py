@@ -1,0 +1,116 @@
+"""Elementwise regions for `fuse`: maximal single-consumer chains -> one `fused_elementwise`.
+
+A region grows backwards from its root (the value the rest of the graph reads): an operand
+joins when it is an elementwise op (an existing `fused_elementwise` counts with all its
+steps, inlined), every read of it comes from one region member and it is not a graph
+output — so no intermediate has to exist outside the kernel — and the region stays within
+the caps (steps; distinct inputs). Regions of one step are left alone.
+
+The region replaces its root where the root stood. That is always valid: members form a
+tree under the root (each has one consumer, inside the region), and every region input is
+defined before the member reading it, hence before the root.
+
+Chain order: members in schedule order. Input order: first use, scanning the chain's
+steps in order and each step's arguments left to right — the same graph always gives the
+same text.
+"""
+
+from __future__ import annotations
+
+from rlxir.graph import Graph
+from rlxir.ops.chain import ChainStep, format_chain, parse_chain
+
+
+def fusible(graph: Graph, node: str) -> bool:
+    if graph.kind(node) != "op":
+        return False
+    opdef = graph.opdef(node)
+    return opdef is not None and opdef.has("elementwise")
+
+
+def step_count(graph: Graph, node: str) -> int:
+    if graph.op(node) == "fused_elementwise":
+        return len(parse_chain(graph.attr(node, "chain")))
+    return 1
+
+
+def _sole_reader_in(graph: Graph, value: str, region: set[str]) -> bool:
+    """Every read of `value` is by one node of `region`, and `value` is no graph output."""
+    if graph.nx.out_degree(value) != 1 or value in graph.outputs:
+        return False
+    (reader,) = graph.nx.successors(value)
+    return reader in region
+
+
+def grow_region(graph: Graph, root: str, max_steps: int, max_inputs: int) -> set[str]:
+    """The members of the region rooted at `root` (greedy, operands left to right, depth first)."""
+    region = {root}
+    steps = step_count(graph, root)
+    inputs = set(graph.operands(root))
+    pending = list(reversed(graph.operands(root)))
+    while pending:
+        candidate = pending.pop()
+        if candidate in region or not fusible(graph, candidate) or not _sole_reader_in(graph, candidate, region):
+            continue
+        grown_steps = steps + step_count(graph, candidate)
+        grown_inputs = (inputs - {candidate}) | set(graph.operands(candidate))
+        if grown_steps > max_steps or len(grown_inputs) > max_inputs:
+            continue
+        region.add(candidate)
+        steps, inputs = grown_steps, grown_inputs
+        pending.extend(reversed(graph.operands(candidate)))
+    return region
+
+
+def region_chain(graph: Graph, members: list[str]) -> tuple[list[str], str]:
+    """(inputs, chain text) computing the last of `members` (given in schedule order)."""
+    inputs: list[str] = []
+    input_index: dict[str, int] = {}
+    result_step: dict[str, int] = {}  # member -> index of the step holding its result
+    steps: list[ChainStep] = []
+
+    def argument(value: str) -> tuple:
+        if value in result_step:
+            return ("%", result_step[value])
+        if value not in input_index:
+            input_index[value] = len(inputs)
+            inputs.append(value)
+        return ("$", input_index[value])
+
+    for member in members:
+        operands = [argument(value) for value in graph.operands(member)]
+        if graph.op(member) == "fused_elementwise":
+            offset = len(steps)
+            for step in parse_chain(graph.attr(member, "chain")):
+                args = tuple(operands[ref] if kind == "$" else ("%", offset + ref) for kind, ref in step.args)
+                steps.append(ChainStep(step.op, args, step.attrs))
+        else:
+            schema = graph.opdef(member).attributes
+            attrs = tuple((key, value) for key, value in graph.attrs(member).items() if key in schema)
+            steps.append(ChainStep(graph.op(member), tuple(operands), attrs))
+        result_step[member] = len(steps) - 1
+    return inputs, format_chain(steps)
+
+
+def fuse_regions(graph: Graph, max_steps: int, max_inputs: int) -> int:
+    """Replace every maximal region of two or more steps by one `fused_elementwise` node;
+    returns how many regions were made. One walk from the end of the schedule."""
+    schedule = graph.schedule()
+    position = {name: index for index, name in enumerate(schedule)}
+    made = 0
+    for root in reversed(schedule):
+        if root not in graph or not fusible(graph, root):
+            continue
+        region = grow_region(graph, root, max_steps, max_inputs)
+        if len(region) < 2:
+            continue
+        members = sorted(region, key=position.__getitem__)
+        inputs, chain = region_chain(graph, members)
+        provenance = tuple(dict.fromkeys(item for member in members for item in graph.provenance(member)))
+        fused = graph.add_op("fused_elementwise", inputs, {"chain": chain}, before=root, origin=root,
+                             provenance=provenance)
+        graph.replace_all_uses(root, fused)
+        for member in reversed(members):
+            graph.erase(member)
+        made += 1
+    return made
