@@ -282,9 +282,11 @@ def _operand_text(dim: Dim) -> str:
     return f"({format_dim(dim)})"
 
 
-def _monomial_text(monomial: Monomial, coef: int) -> str:
+def _monomial_text(monomial: Monomial, coef: int, after_unary_minus: bool = False) -> str:
     factors = [atom for atom, power in monomial for _ in range(power)]
-    alone = len(factors) == 1 and coef == 1
+    # A lone floor-division atom goes bare, except after a leading '-': the reader (like
+    # Python) binds unary minus tighter than '//', so "-B//2" would read back as (-B)//2.
+    alone = len(factors) == 1 and coef == 1 and not after_unary_minus
     texts = [_atom_text(atom, alone) for atom in factors]
     if coef != 1 or not texts:
         texts.insert(0, str(coef))
@@ -298,7 +300,7 @@ def format_dim(dim: Dim) -> str:
     out = []
     for index, (monomial, coef) in enumerate(dim.terms):
         if index == 0:
-            out.append("-" + _monomial_text(monomial, -coef) if coef < 0 else _monomial_text(monomial, coef))
+            out.append("-" + _monomial_text(monomial, -coef, True) if coef < 0 else _monomial_text(monomial, coef))
         elif coef < 0:
             out.append(" - " + _monomial_text(monomial, -coef))
         else:
