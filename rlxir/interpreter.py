@@ -14,13 +14,16 @@ given. By the value's dtype and its readers:
   values: layout ops, casts, max/min, where): uniform in ``[0, dim)`` of the smallest
   table dim they index; other integers uniform in ``[0, 16)``;
 - bool: true or false with equal odds;
-- floats: normal with standard deviation 0.5, except where the math wants a sign —
-  positive (uniform in [0.5, 1.5]) for batchnorm's variance, log/sqrt/rsqrt operands and
-  selective_scan's delta; negative (the same, negated) for selective_scan's A.
+- floats: normal with standard deviation 0.5; the weight operand of matmul, linear,
+  fused_matmul_bias_act and conv2d gets 1/sqrt(fan-in) instead (LeCun initialisation, so a
+  deep model's activations stay near unit scale). Where the math wants a sign the fill is
+  uniform in [0.5, 1.5]: positive for batchnorm's variance, log/sqrt/rsqrt operands and
+  selective_scan's delta; negated for selective_scan's A.
 """
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections import defaultdict
 from collections.abc import Mapping
@@ -207,10 +210,36 @@ def random_fill(graph: Graph, name: str, seed: int = 0) -> np.ndarray:
     sign = _required_sign(graph, name)
     if sign:
         return to_dtype(sign * generator.uniform(*SIGNED_FILL_RANGE, size=shape), dtype)
+    stddev = weight_stddev(graph, name) or FLOAT_STDDEV
     if dtype.is_complex:
-        real, imaginary = generator.standard_normal((2,) + shape) * FLOAT_STDDEV
+        real, imaginary = generator.standard_normal((2,) + shape) * stddev
         return to_dtype(real + 1j * imaginary, dtype)
-    return to_dtype(generator.standard_normal(shape, dtype=np.float32) * np.float32(FLOAT_STDDEV), dtype)
+    values = generator.standard_normal(shape, dtype=np.float32)
+    values *= np.float32(stddev)
+    return to_dtype(values, dtype)
+
+
+def weight_stddev(graph: Graph, name: str) -> float | None:
+    """1/sqrt(fan-in) when `name` is the weight of a matmul, linear or conv2d (so a deep
+    stack keeps activations near unit scale), else None."""
+    for user in graph.users(name):
+        operands = graph.operands(user)
+        if len(operands) < 2 or operands[1] != name or operands[0] == name:
+            continue
+        fan_in = _fan_in(graph.op(user), graph.type(name).shape, graph.attr(user, "transpose_b"))
+        if fan_in:
+            return 1.0 / math.sqrt(fan_in)
+    return None
+
+
+def _fan_in(op: str, shape: tuple, transposed: bool | None) -> int | None:
+    if op in ("linear", "fused_matmul_bias_act") and len(shape) == 2:
+        return shape[0]
+    if op == "matmul" and len(shape) >= 2:
+        return shape[-1] if transposed else shape[-2]
+    if op == "conv2d" and len(shape) == 4:
+        return math.prod(shape[1:])
+    return None
 
 
 def _required_sign(graph: Graph, name: str) -> int:

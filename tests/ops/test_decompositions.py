@@ -254,11 +254,18 @@ def test_unfusing_random_fused_ops_preserves_outputs(graph, seed):
 
 def _random_graph_strategy():
     try:
-        from rlxir.testing.strategies import SUPPORTED_OPS, graphs
+        from rlxir.testing.strategies import SUPPORTED_OPS, bindings_for, graphs
     except ImportError:
         return None
-    # conv2d has no decomposition: leaving it out loses nothing for this property.
-    return graphs(max_ops=12, dtypes=(DType.f32, DType.i32), ops=[op for op in SUPPORTED_OPS if op != "conv2d"])
+
+    @st.composite
+    def bound_graphs(draw) -> Graph:
+        # conv2d has no decomposition: leaving it out loses nothing for this property.
+        ops = [op for op in SUPPORTED_OPS if op != "conv2d"]
+        graph = draw(graphs(max_ops=12, dtypes=(DType.f32, DType.i32), symbols=("B", "S"), ops=ops))
+        return graph.bind(draw(bindings_for(graph)))  # selective_scan unrolls only with S bound
+
+    return bound_graphs()
 
 
 RANDOM_GRAPHS = _random_graph_strategy()
