@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from rlxir import Graph, RlxError, TensorType, interpret, parse, print_graph, verify
+from rlxir import Graph, RlxError, TensorType, interpret, parse, parse_file, print_graph, verify
 from rlxir.dtypes import DType
 from rlxir.interpreter import random_feeds
 from rlxir.ops import get_op
@@ -186,6 +188,38 @@ def test_unfusing_an_op_without_a_decomposition_is_an_error():
     graph = parse(one_op("", {"x": "f32[4]"}, "exp(%x)")).main
     with pytest.raises(RlxError, match="no decomposition"):
         unfuse_node(graph, "y")
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+QUICK_EXAMPLE_PARAMS = 8_000_000  # run twice in well under a second each
+
+
+def _quick_examples():
+    quick = []
+    for path in sorted(EXAMPLES.glob("*.rlx")) if EXAMPLES.is_dir() else []:
+        graph = parse_file(path).main
+        graph = graph.bind(small_sizes(graph))
+        sizes = [graph.type(name).numel for name in graph.params()]
+        if all(isinstance(size, int) for size in sizes) and sum(sizes) <= QUICK_EXAMPLE_PARAMS:
+            quick.append(pytest.param(path, id=path.stem))
+    return quick or [pytest.param(None, marks=pytest.mark.skip(reason="no small examples/*.rlx"))]
+
+
+def small_sizes(graph: Graph) -> dict[str, int]:
+    """B = 2 and S = 8, for the graph's symbols of those names."""
+    return {symbol: value for symbol, value in {"B": 2, "S": 8}.items() if symbol in graph.symbols}
+
+
+@pytest.mark.parametrize("path", _quick_examples())
+def test_unfusing_an_example_preserves_its_outputs(path):
+    graph = parse_file(path).main
+    graph = graph.bind(small_sizes(graph))
+    feeds = random_feeds(graph)
+    before = outputs_in_order(graph, feeds)
+    unfuse_all(graph)
+    verify(graph)
+    for expected, actual in zip(before, outputs_in_order(graph, feeds)):
+        np.testing.assert_allclose(actual, expected, **TOLERANCE["f32"])
 
 
 # --- properties ------------------------------------------------------------------------
