@@ -184,7 +184,7 @@ def softmax_reference(inputs: Arrays, attrs: Mapping) -> np.ndarray:
 def cumsum_reference(inputs: Arrays, attrs: Mapping) -> np.ndarray:
     x, axis = inputs[0], attrs["axis"]
     total = np.cumsum(x, axis=axis, dtype=_accumulator(x))
-    if not attrs["exclusive"]:
+    if not attrs["exclusive"] or x.shape[axis] == 0:
         return total
     # Shift by one along the axis: position i holds the sum of positions < i.
     zero_shape = list(x.shape)
