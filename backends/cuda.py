@@ -9,6 +9,7 @@ CUDA = register_target(Target(
     pipeline=("backend-unfuse,legalize-or-rewrite{target=cuda},dce,const-fold,fuse{target=cuda},dce,"
               "backend-unfuse,lower{target=cuda}"),
     claimed_ops=PRIMITIVES | FUSED_KERNELS | {"attention", "selective_scan"},
+    conv_im2col=True,  # conv2d lowers through an im2col buffer in the arena (docs/lir.md)
     planner="bump",
     alignment=16,
     sizing="f32",

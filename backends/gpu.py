@@ -7,6 +7,7 @@ GPU = register_target(Target(
     pipeline=("legalize-or-rewrite{target=gpu},dce,const-fold,fuse{target=gpu},dce,backend-unfuse,"
               "lower{target=gpu}"),
     claimed_ops=PRIMITIVES | FUSED_KERNELS,
+    conv_im2col=True,  # conv2d lowers through an im2col buffer in the arena (docs/lir.md)
     planner="liveness",
     alignment=16,
     sizing="f32",

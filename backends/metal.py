@@ -8,6 +8,7 @@ METAL = register_target(Target(
     pipeline="legalize-or-rewrite{target=metal},dce,const-fold,fuse{target=metal},dce,lower{target=metal}",
     claimed_ops=PRIMITIVES | FUSED_KERNELS | {"attention", "selective_scan"},
     dtypes=frozenset(DType) - {DType.f64},  # Metal has no double precision
+    conv_im2col=True,  # conv2d lowers through an im2col buffer in the arena (docs/lir.md)
     planner="liveness",
     alignment=128,
     sizing="dtype",

@@ -10,6 +10,7 @@ ROCM = register_target(Target(
               "simplify,cse,dce,const-fold,legalize-broadcast,fuse{target=rocm},"
               "legalize-or-rewrite{target=rocm},f32-exec,lower{target=rocm}"),
     claimed_ops=PRIMITIVES | FUSED_KERNELS | {"selective_scan"},
+    conv_im2col=True,  # conv2d lowers through an im2col buffer in the arena (docs/lir.md)
     planner="bump",
     alignment=16,
     sizing="f32",

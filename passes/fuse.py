@@ -194,7 +194,7 @@ PATTERNS: dict[str, tuple[Callable[[Graph, int, int], int], tuple[str, ...]]] = 
 @register_pass
 @attrs.frozen
 class Fuse(Pass):
-    """Fuse the target's patterns: bias+activation GEMMs, residual norms, shared-input matmuls, SwiGLU, elementwise regions.
+    """Fuse the target's patterns: bias-activation GEMMs, residual norms, shared-input matmuls, SwiGLU, regions.
 
     Patterns run one after another in the list's order (the target's `fuse_patterns`, or
     `patterns`), each one walk over the graph; a pattern is skipped on a target that does not

@@ -47,7 +47,7 @@ class Target:
     - `region_max_steps`, `region_max_inputs`: caps on fused elementwise regions.
     - `side_buffers`: fixed side buffers outside the arena, name -> bytes.
     - `shadow_f16_fraction`: an f16 shadow of this fraction of the arena, outside it.
-    - `workspace_bytes`: per-kernel workspace rule name used by `lower`.
+    - `conv_im2col`: conv2d lowers through an im2col workspace in the arena (docs/lir.md).
     """
 
     name: str
@@ -65,6 +65,7 @@ class Target:
     region_max_inputs: int = 16
     side_buffers: tuple = ()
     shadow_f16_fraction: float = 0.0
+    conv_im2col: bool = False
     description: str = ""
 
     def claims(self, op: str) -> bool:

@@ -26,7 +26,7 @@ import pytest
 
 import rlxir
 from rlxir.instruments import VerifyEach
-from rlxir.pipeline import run_pipeline
+from rlxir.pipeline import parse_pipeline, run_pipeline
 
 FOLDER = Path(__file__).parent / "passes"
 FILES = sorted(FOLDER.rglob("*.rlx"))
@@ -55,9 +55,12 @@ def test_golden(path: Path):
     text = path.read_text()
     spec = _directive(text, "RUN")
     assert spec, f"{path} has no '# RUN: <pipeline>' line"
+    # Build the pipeline first: importing its passes registers the stage annotations
+    # (lower's `kernel`, `scan_kernel`, ...) that the file's graphs may already carry.
+    pipeline = parse_pipeline(spec)
     module = rlxir.parse(text, str(path))
     before = module["before"]
-    result = _renamed(run_pipeline(before, spec, instruments=[VerifyEach(strict_claims=True)]), "expected")
+    result = _renamed(run_pipeline(before, pipeline, instruments=[VerifyEach(strict_claims=True)]), "expected")
     actual = rlxir.print_graph(result)
     if os.environ.get("RLXIR_UPDATE_GOLDEN"):
         head = text[: text.index("graph expected")]
