@@ -230,3 +230,32 @@ def test_every_example_runs_at_small_sizes(path):
             assert array.shape == bound.type(name).static_shape(), name
             assert array.dtype == bound.type(name).dtype.numpy, name
             assert np.isfinite(array).all() if array.dtype.kind in "fc" else True, name
+
+
+PIPELINE_EXAMPLES = ("mlp", "gpt2_block", "mamba_block")
+
+
+def _pipeline_cases():
+    try:
+        from rlxir.target import available_targets
+    except ImportError:
+        return [pytest.param(None, None, marks=pytest.mark.skip(reason="no targets yet"))]
+    present = [name for name in PIPELINE_EXAMPLES if (EXAMPLES / f"{name}.rlx").exists()]
+    return [pytest.param(example, target, id=f"{example}-{target}")
+            for example in present for target in sorted(available_targets())] or [
+        pytest.param(None, None, marks=pytest.mark.skip(reason="no examples yet"))]
+
+
+@pytest.mark.parametrize("example, target", _pipeline_cases())
+def test_a_targets_lowered_graph_computes_what_its_source_computes(example, target):
+    from rlxir.pipeline import run_pipeline
+    from rlxir.target import get_target
+
+    graph = parse_file(EXAMPLES / f"{example}.rlx").main
+    graph = graph.bind({symbol: value for symbol, value in SMALL_SIZES.items() if symbol in graph.symbols})
+    inputs, params = random_feeds(graph)
+    lowered = run_pipeline(graph, get_target(target).pipeline)
+    expected = interpret(graph, inputs, params).values()
+    actual = interpret(lowered, inputs, params).values()  # outputs keep their order through rewrites
+    for want, got in zip(expected, actual):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
