@@ -31,9 +31,16 @@ from rlxir.syntax_errors import end_of, loc_at as _loc_at, syntax_error
 from rlxir.types import TensorType
 
 _OPERAND = re.compile(r"%[A-Za-z0-9_.]+")
+_COMMENT = re.compile(r"#[^\n]*")
+_TRAILING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*$")
 _NOT_IN_DIMS = re.compile(r"[%:={}]")  # characters that cannot occur between a type's brackets
 _MAX_DIM = 2**63 - 1
 _MAX_INT_DIGITS = 1000  # far past any int64; keeps int() clear of Python's digit limit
+def _blank_comments(text: str) -> str:
+    """`text` with each comment replaced by as many spaces (offsets into it stay valid)."""
+    return _COMMENT.sub(lambda match: " " * len(match.group()), text)
+
+
 class _Name:
     """A bare name in an attribute; what it means (dtype, symbol) depends on the attribute."""
 
@@ -73,6 +80,8 @@ class _Builder:
         cached = self.types.get(text)
         if cached is not None:
             return cached
+        if "#" in text:
+            text = _blank_comments(text)
         bracket = text.index("[")
         dtype = DType.parse(text[1:bracket].strip())
         inner = text[bracket + 1:-1]
@@ -348,13 +357,19 @@ class _Callbacks(Transformer):
             elif extra is not None:
                 result = extra
         text = str(head)
-        equals = text.index("=")
-        name = builder.define(head, text[:equals].rstrip()[1:])
-        op = text[equals + 1:].lstrip()
+        if "#" in text:  # a comment inside the head may itself hold '='
+            name = _OPERAND.match(text).group()[1:]
+            op = _TRAILING_NAME.search(text).group()
+        else:
+            equals = text.index("=")
+            name = text[:equals].rstrip()[1:]
+            op = text[equals + 1:].lstrip()
+        name = builder.define(head, name)
         if get_op(op) is None:
             raise _unknown_op(op, builder.loc_in(head, len(text) - len(op)))
         operands, offsets = [], []
-        for match in _OPERAND.finditer(str(args)):
+        args_text = str(args)
+        for match in _OPERAND.finditer(_blank_comments(args_text) if "#" in args_text else args_text):
             operand = match.group()[1:]
             if operand not in builder.defined_at:
                 builder.use(operand, builder.loc_in(args, match.start()))

@@ -144,9 +144,15 @@ def _definition_error(source: SourceText, token: Token) -> ParseError:
 
 
 def _skip_space(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\r\n":
-        pos += 1
+    """The offset of the first character at or after `pos` that is neither space nor comment."""
+    while pos < len(text) and text[pos] in " \t\r\n#":
+        pos = _line_end(text, pos) if text[pos] == "#" else pos + 1
     return pos
+
+
+def _line_end(text: str, pos: int) -> int:
+    end = text.find("\n", pos)
+    return len(text) if end < 0 else end
 
 
 # --- operand lists ----------------------------------------------------------------------
@@ -158,6 +164,9 @@ def _operand_list_error(source: SourceText, start: int) -> ParseError:
         char = text[pos]
         if char in " \t\r\n":
             pos += 1
+            continue
+        if char == "#":
+            pos = _line_end(text, pos)
             continue
         if expect_value and char == ")" and not text[start + 1:pos].strip():
             break
@@ -202,7 +211,7 @@ def _type_error(source: SourceText, colon: int) -> ParseError:
         return ParseError(f"unknown dtype {word!r}{hint}", loc_at(source, start),
                           "a dtype: " + ", ".join(dtype.value for dtype in DType))
     after = match.end()
-    if after < len(text) and text[after] in " \t" and text[_skip_space(text, after)] == "[":
+    if after < len(text) and text[after] in " \t" and text.startswith("[", _skip_space(text, after)):
         return ParseError(f"space between {word} and '['", loc_at(source, after), f"{word}[...] with no space")
     if after >= len(text) or text[after] != "[":
         return ParseError(f"type {word} needs a shape in brackets", loc_at(source, after) if after < len(text)
@@ -221,6 +230,9 @@ def _attribute_block_error(source: SourceText, start: int) -> ParseError:
             if error is not None:
                 return error
             pos = _string_end(text, pos)
+            continue
+        if char == "#":
+            pos = _line_end(text, pos)
             continue
         if char == "}":
             break
