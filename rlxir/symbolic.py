@@ -11,6 +11,7 @@ Floor division by something that does not divide exactly stays symbolic as an op
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Union
 
@@ -216,8 +217,35 @@ def floordiv(a: Dim, b: Dim) -> Dim:
     exact = exact_div(a, b)
     if exact is not None:
         return exact
+    if isinstance(b, int) and b > 0:
+        return _floordiv_by_positive_int(a, b)
+    return _floordiv_atom(a, b)
+
+
+def _floordiv_atom(a: Dim, b: Dim) -> Expr:
     monomial = ((FloorDiv(a, b), 1),)
     return Expr(((monomial, 1),))
+
+
+def _floordiv_by_positive_int(a: Expr, divisor: int) -> Dim:
+    """``a // divisor`` in one form per value: whole multiples of `divisor` come out of the
+    floor and a factor common to what stays and the divisor cancels, so ``(H - 2)//2 + 1``
+    and ``H//2`` are one dim, as are ``(H - 1)//2 + 1`` and ``(H + 1)//2``.
+
+    Sound because every monomial takes integer values: ``(q*d + r)*m // d == q*m + r*m // d``.
+    """
+    whole: dict = {}
+    rest: dict = {}
+    for monomial, coef in a.terms:
+        quotient, remainder = divmod(coef, divisor)
+        whole[monomial] = quotient
+        if remainder:
+            rest[monomial] = remainder
+    common = math.gcd(divisor, *rest.values())
+    inner = _make({monomial: coef // common for monomial, coef in rest.items()})
+    # Not exact, so some remainder is left, and it is not a multiple of the divisor.
+    divisor //= common
+    return add(_make(whole), inner // divisor if isinstance(inner, int) else _floordiv_atom(inner, divisor))
 
 
 def free_symbols(dim: Dim) -> frozenset[str]:

@@ -80,7 +80,7 @@ def test_different_polynomials_differ():
         ("6//B", "6//B"),
         ("-(B//2)", "-(B//2)"),
         ("-(B//2) + S", "S - B//2"),
-        ("(-B)//2", "(-B)//2"),
+        ("(-B)//2", "-B + B//2"),
         ("h.dim * 2", "2*h.dim"),
     ],
 )
@@ -162,6 +162,28 @@ def test_inexact_floor_division_is_an_opaque_atom():
     assert half == parse_dim("(1 + L)//2")
     assert mul(half, 2) != add(L, 1)  # (L+1)//2*2 is not L+1 for even L
     assert [evaluate(half, {"L": value}) for value in (0, 1, 4, 5)] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "text, canonical",
+    [
+        ("(H - 2)//2 + 1", "H//2"),
+        ("(H - 1)//2 + 1", "(H + 1)//2"),
+        ("(H + 2 - 3)//2 + 1", "(H + 1)//2"),
+        ("(2*H)//4", "H//2"),
+        ("(6*H + 3)//4", "H + (2*H + 3)//4"),
+        ("(2*H + 2*S + 1)//2", "H + S"),
+        ("(3*H - 7)//3", "H - 3"),
+    ],
+)
+def test_floor_division_by_an_integer_has_one_form_per_value(text, canonical):
+    # Whole multiples of the divisor leave the floor and common factors cancel, so spellings
+    # of one value (a conv's (H + 2*pad - k)//stride + 1 among them) compare equal.
+    dim = parse_dim(text)
+    assert format_dim(dim) == canonical
+    assert dim == parse_dim(canonical)
+    for value in (-3, 0, 1, 2, 7, 10):
+        assert evaluate(dim, {"H": value, "S": 5}) == eval(text.replace("H", f"({value})").replace("S", "5"))
 
 
 def test_floor_division_atoms_combine_like_symbols():
