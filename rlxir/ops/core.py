@@ -48,13 +48,26 @@ def broadcast_shapes(*shapes) -> tuple:
     return tuple(result)
 
 
-def _same_dtype(types, opname: str) -> DType:
+def _broadcasts_to(shape, target) -> bool:
+    """Whether `shape` broadcasts to exactly `target` (a bias, a mask, a norm parameter).
+
+    Callers raise their own error, naming the operand at fault: `broadcast_shapes` only
+    knows positions in its own argument list, not the op's operand indices.
+    """
+    try:
+        return broadcast_shapes(tuple(target), tuple(shape)) == tuple(target)
+    except ShapeError:
+        return False
+
+
+def _same_dtype(types, opname: str, first_operand: int = 0) -> DType:
+    """The one dtype of `types`, which are the op's operands from index `first_operand` on."""
     first = types[0].dtype
     for index, operand in enumerate(types[1:], start=1):
         if operand.dtype is not first:
             raise ShapeError(
                 f"{opname} mixes {first.value} and {operand.dtype.value}",
-                operand=index,
+                operand=first_operand + index,
                 expected=f"every operand {first.value} (insert a cast)",
             )
     return first
@@ -79,7 +92,7 @@ def where_rule(types, attrs) -> TensorType:
     cond, left, right = types
     if cond.dtype is not DType.bool:
         raise ShapeError(f"where's condition is {cond.dtype.value}", operand=0, expected="a bool condition")
-    dtype = _same_dtype((left, right), "where")
+    dtype = _same_dtype((left, right), "where", first_operand=1)
     return TensorType(dtype, broadcast_shapes(cond.shape, left.shape, right.shape))
 
 
@@ -119,6 +132,11 @@ def axis_rule(types, attrs) -> TensorType:
 def _matmul_shape(a: TensorType, b: TensorType, transpose_a: bool, transpose_b: bool) -> tuple:
     if a.rank == 0 or b.rank == 0:
         raise ShapeError("matmul operands must have rank at least 1", operand=0 if a.rank == 0 else 1)
+    # A vector has no second axis to swap with; reading [K] as [1, K] first and then
+    # transposing would contract over the unit axis, which no caller means.
+    if transpose_a and a.rank == 1 or transpose_b and b.rank == 1:
+        raise ShapeError("matmul cannot transpose a rank-1 operand", operand=0 if transpose_a and a.rank == 1 else 1,
+                         expected="transpose_a/transpose_b only on operands of rank >= 2")
     a_shape, b_shape = list(a.shape), list(b.shape)
     squeeze_front = a.rank == 1
     squeeze_back = b.rank == 1
@@ -152,11 +170,9 @@ def matmul_rule(types, attrs) -> TensorType:
 
 
 def _bias_check(result: TensorType, bias: TensorType, operand: int) -> None:
-    last = result.shape[-1] if result.rank else 1
-    if bias.shape not in ((last,), ()) and bias.shape != (1,):
-        broadcast_shapes(result.shape, bias.shape)
-        if broadcast_shapes(result.shape, bias.shape) != result.shape:
-            raise ShapeError(f"bias {_shape(bias.shape)} does not broadcast to {_shape(result.shape)}", operand=operand)
+    if not _broadcasts_to(bias.shape, result.shape):
+        raise ShapeError(f"bias {_shape(bias.shape)} does not broadcast to {_shape(result.shape)}", operand=operand,
+                         expected=f"[{_dim(result.shape[-1])}]")
 
 
 def linear_rule(types, attrs) -> TensorType:
@@ -179,7 +195,7 @@ def _norm_params(x: TensorType, params, first_operand: int, axis: int) -> None:
     start = normalize_axis(axis, x.rank)
     normalized = x.shape[start:]
     for offset, param in enumerate(params):
-        if param.shape != normalized and broadcast_shapes(normalized, param.shape) != normalized:
+        if not _broadcasts_to(param.shape, normalized):
             raise ShapeError(
                 f"norm parameter {_shape(param.shape)} does not match the normalised dims {_shape(normalized)}",
                 operand=first_operand + offset,
@@ -239,8 +255,9 @@ def attention_rule(types, attrs) -> TensorType:
     batch = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     if len(types) == 4:
         scores = batch + (q.shape[-2], k.shape[-2])
-        if broadcast_shapes(scores, types[3].shape) != scores:
-            raise ShapeError(f"mask {_shape(types[3].shape)} does not broadcast to {_shape(scores)}", operand=3)
+        if not _broadcasts_to(types[3].shape, scores):
+            raise ShapeError(f"mask {_shape(types[3].shape)} does not broadcast to {_shape(scores)}", operand=3,
+                             expected="a mask that broadcasts to [..., Sq, Sk]")
     return TensorType(q.dtype, batch + (q.shape[-2], v.shape[-1]))
 
 
@@ -322,7 +339,7 @@ def transpose_rule(types, attrs) -> TensorType:
 def expand_rule(types, attrs) -> TensorType:
     operand = types[0]
     target = tuple(attrs["shape"])
-    if len(target) < operand.rank or broadcast_shapes(operand.shape, target) != target:
+    if len(target) < operand.rank or not _broadcasts_to(operand.shape, target):
         raise ShapeError(
             f"cannot expand {_shape(operand.shape)} to {_shape(target)}",
             expected="a shape the operand broadcasts to",
