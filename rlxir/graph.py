@@ -393,7 +393,7 @@ def infer_result(opdef, operand_types: tuple, attrs: Mapping[str, Any] | None) -
     never serves a stale answer. Errors are not cached.
     """
     try:
-        key = (opdef, operand_types, tuple(attrs.items()) if attrs else ())
+        key = (opdef, operand_types, tuple((name, _typed(value)) for name, value in attrs.items()) if attrs else ())
         hit = _INFERRED.get(key)
     except TypeError:  # an unhashable attribute value: infer without the cache
         key, hit = None, None
@@ -406,6 +406,16 @@ def infer_result(opdef, operand_types: tuple, attrs: Mapping[str, Any] | None) -
             _INFERRED.clear()
         _INFERRED[key] = (canonical, inferred)
     return dict(canonical), inferred
+
+
+def _typed(value):
+    """`value` as a cache key that keeps apart what Python calls equal: ``True == 1 == 1.0``
+    (a bool given for an int attribute must not hit the int's entry) and ``-0.0 == 0.0``."""
+    if isinstance(value, tuple):
+        return tuple(_typed(item) for item in value)
+    if isinstance(value, float):
+        return float, value.hex()
+    return type(value), value
 
 
 def _bind_attr(value, values: Mapping[str, int]):

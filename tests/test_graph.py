@@ -1,0 +1,39 @@
+"""Graph: the memoised type inference must not mix up values Python calls equal."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import rlxir
+
+
+def _graph(*statements: str) -> str:
+    body = "\n".join(f"  {statement}" for statement in statements)
+    return f"graph g {{\n  input %x : f32[4, 3]\n{body}\n  output %x\n}}\n"
+
+
+@pytest.mark.parametrize(
+    "accepted, refused, words",
+    [
+        ("softmax(%x) {axis = 1}", "softmax(%x) {axis = true}", "must be an integer, got true"),
+        ("gelu(%x) {approximate = true}", "gelu(%x) {approximate = 1}", "must be true or false, got 1"),
+        ("slice(%x) {axis = 0, start = 1, len = 2}", "slice(%x) {axis = 0, start = 1.0, len = 2}", "must be an integer"),
+        ("transpose(%x) {perm = [1, 0]}", "transpose(%x) {perm = [true, false]}", "must be a list of integers"),
+    ],
+)
+def test_an_inferred_op_does_not_vouch_for_an_equal_looking_bad_attribute(accepted, refused, words):
+    # True == 1 == 1.0 in Python; the second statement must be checked, not served from the cache.
+    with pytest.raises(rlxir.IRTypeError, match=words) as caught:
+        rlxir.parse(_graph(f"%a = {accepted}", f"%b = {refused}"))
+    assert caught.value.line == 4
+
+
+def test_negative_zero_keeps_its_sign():
+    graph = rlxir.Graph("g")
+    graph.add_input("x", rlxir.TensorType(rlxir.DType.f32, (4, 3)))
+    positive = graph.add_op("layernorm", ["x", "x", "x"], {"axis": 0, "eps": 0.0})
+    negative = graph.add_op("layernorm", ["x", "x", "x"], {"axis": 0, "eps": -0.0})
+    assert math.copysign(1.0, graph.attrs(positive)["eps"]) == 1.0
+    assert math.copysign(1.0, graph.attrs(negative)["eps"]) == -1.0
