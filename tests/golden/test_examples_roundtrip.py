@@ -3,8 +3,8 @@
 For each ``examples/*.rlx``: the printed form reads back to an equal module and prints to
 the same bytes again; it matches the committed golden ``tests/golden/examples/<name>.rlx``
 (``RLXIR_UPDATE_GOLDEN=1`` rewrites the goldens); and binding B=2 (S=16 where declared)
-gives a graph that verifies. The files examples/generate.py writes must be exactly what
-it writes today.
+gives a graph that verifies and round-trips too. The files examples/generate.py writes
+must be exactly what it writes today.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ def test_bound_example_verifies(example):
         rlxir.verify(bound)
         assert not bound.symbols
         assert all(bound.type(name).is_static for name in bound.schedule())
+        assert rlxir.parse(rlxir.print_graph(bound)).main.equals(bound)
 
 
 def _generator():
