@@ -2,7 +2,9 @@
 
 Checked: the schedule lists every value once; operands are defined before use in the
 schedule (SSA, no cycles); edges mirror operands; every attribute is valid for its op;
-every result type equals the type its op's rule infers; outputs exist and are defined.
+every result type equals the type its op's rule infers; every symbol a type mentions is
+declared by the graph (so the printed graph parses again; a core op's dims attributes
+reach its result type, so their symbols are checked there); outputs exist and are defined.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import networkx as nx
 from rlxir.errors import RlxError, VerifyError
 from rlxir.graph import Graph, infer_result
 from rlxir.ops import LEAF_KINDS, get_op
+from rlxir.types import TensorType
 
 
 def find_errors(graph: Graph, limit: int | None = None) -> list[VerifyError]:
@@ -22,8 +25,11 @@ def find_errors(graph: Graph, limit: int | None = None) -> list[VerifyError]:
         errors.append(VerifyError(f"graph {graph.name}: the schedule does not list every value exactly once", graph.loc))
         return errors
     seen: set[str] = set()
+    nodes = graph.nx.nodes
+    undeclared = _UndeclaredSymbols(graph)
     for name in schedule:
-        error = _check_node(graph, name, seen)
+        data = nodes[name]
+        error = _check_node(graph, name, data, seen) or undeclared.check(name, data)
         if error is not None:
             errors.append(error)
             if limit is not None and len(errors) >= limit:
@@ -43,8 +49,7 @@ def verify(graph: Graph) -> None:
         raise errors[0]
 
 
-def _check_node(graph: Graph, name: str, seen: set[str]) -> VerifyError | None:
-    data = graph.nx.nodes[name]
+def _check_node(graph: Graph, name: str, data: dict, seen: set[str]) -> VerifyError | None:
     loc, op, operands = data["loc"], data["op"], data["operands"]
     for operand in operands:
         if operand not in graph.nx:
@@ -69,6 +74,27 @@ def _check_node(graph: Graph, name: str, seen: set[str]) -> VerifyError | None:
         return VerifyError(f"%{name} = {op} has type {data['type']}, but its operands give {inferred}", loc,
                            str(inferred))
     return None
+
+
+class _UndeclaredSymbols:
+    """Finds symbols a node's type mentions that its graph does not declare (memoised by
+    type: big graphs share a handful of type objects)."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.declared = frozenset(graph.symbols)
+        self.by_type: dict[TensorType, frozenset] = {}
+
+    def check(self, name: str, data: dict) -> VerifyError | None:
+        type_ = data["type"]
+        unknown = self.by_type.get(type_)
+        if unknown is None:
+            unknown = self.by_type[type_] = type_.symbols - self.declared
+        if not unknown:
+            return None
+        declared = ", ".join(self.graph.symbols) or "none"
+        return VerifyError(f"%{name}: type {type_} mentions undeclared symbol {', '.join(sorted(unknown))}",
+                           data["loc"], f"a symbol of graph {self.graph.name} ({declared})")
 
 
 def _check_leaf(graph: Graph, name: str, data: dict) -> VerifyError | None:

@@ -491,7 +491,7 @@ def _conv2d(b: _GraphDrawing, op: str) -> str:
     groups = 1
     if isinstance(channels, int) and channels % 2 == 0 and b.draw(st.booleans()):
         groups = 2
-    out_channels = b.dim()
+    out_channels = mul(b.dim(), groups)  # each group makes the same number of channels
     dtype = b.type(x).dtype
     weight = b.of_type(TensorType(dtype, (out_channels, floordiv(channels, groups), kernel_h, kernel_w)), "param")
     operands = [x, weight]
