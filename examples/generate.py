@@ -146,7 +146,8 @@ def resnet18_graph() -> str:
     hidden, channels = "maxpool", 64
     for stage, stage_channels, stride in RESNET_STAGES:
         for index in range(2):
-            body, hidden = basic_block(hidden, f"{stage}.{index}", channels, stage_channels, stride if index == 0 else 1)
+            block_stride = stride if index == 0 else 1
+            body, hidden = basic_block(hidden, f"{stage}.{index}", channels, stage_channels, block_stride)
             lines += body
             channels = stage_channels
     lines += [
