@@ -1,0 +1,26 @@
+"""unfuse-regions: regions only, steps as written, claims."""
+
+import rlxir
+from rlxir.instruments import VerifyEach
+from rlxir.pipeline import run_pipeline
+
+
+def run(text: str) -> rlxir.Graph:
+    return run_pipeline(rlxir.parse(text).main, "unfuse-regions", instruments=[VerifyEach(strict_claims=True)])
+
+
+def test_regions_are_inlined_in_chain_order():
+    graph = run("""graph g {
+      input %x : f32[4]
+      input %y : f32[4]
+      %r = fused_elementwise(%x, %y) {chain = "add($0, $1); gelu(%0); mul(%1, %0); neg(%2)"}
+      %s = fused_elementwise(%r) {chain = "exp($0)"}
+      output %s
+    }""")
+    assert [graph.op(node) for node in graph.ops()] == ["add", "gelu", "mul", "neg", "exp"]
+    assert graph.operands(graph.outputs[0]) == ("r.neg",)
+
+
+def test_a_graph_without_regions_is_unchanged():
+    text = "graph g { input %x : f32[2]\n %y = gelu(%x)\n output %y }"
+    assert rlxir.print_graph(run(text)) == rlxir.print_graph(rlxir.parse(text).main)
