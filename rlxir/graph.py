@@ -20,8 +20,7 @@ import networkx as nx
 
 from rlxir.errors import IRTypeError, Location, RlxError, VerifyError
 from rlxir.ops import LEAF_KINDS, check_attributes, get_op
-from rlxir.ops.registry import ShapeError
-from rlxir.symbolic import Dim, Expr, substitute
+from rlxir.symbolic import Dim, Expr, format_dim, substitute
 from rlxir.types import TensorType
 
 _END = ""  # sentinel of the circular schedule list (never a value name)
@@ -431,14 +430,23 @@ def _rebuild_node(result: Graph, name: str, data: dict, values: Mapping[str, int
     op = data["op"]
     if op in LEAF_KINDS:
         result._add_node(name, op, (), dict(data["attrs"]), type_, data["loc"], data["provenance"], None, None)
-        return
-    attrs = {key: _bind_attr(value, values) for key, value in data["attrs"].items()}
-    try:
-        result.add_op(op, data["operands"], attrs, name=name, loc=data["loc"], provenance=data["provenance"])
-    except ShapeError as error:
-        raise error.with_location(data["loc"]) from None
-    except RlxError as error:
-        raise error.with_location(data["loc"]) from None
+    else:
+        attrs = {key: _bind_attr(value, values) for key, value in data["attrs"].items()}
+        try:
+            result.add_op(op, data["operands"], attrs, name=name, loc=data["loc"], provenance=data["provenance"])
+        except RlxError as error:
+            raise error.with_location(data["loc"]) from None
+    _check_dims_not_negative(name, data["type"], result.type(name), values, data["loc"])
+
+
+def _check_dims_not_negative(name: str, symbolic: TensorType, bound: TensorType, values: Mapping[str, int],
+                             loc: Location | None) -> None:
+    """A symbol value can make a dim such as ``S - 4`` negative; no tensor has such a shape."""
+    for written, dim in zip(symbolic.shape, bound.shape):
+        if isinstance(dim, int) and dim < 0:
+            given = ", ".join(f"{symbol}={value}" for symbol, value in values.items())
+            raise RlxError(f"with {given}, dim {format_dim(written)} of %{name} is {dim}", loc,
+                           expected="symbol values that leave every dim non-negative")
 
 
 class Module:

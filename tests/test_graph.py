@@ -1,4 +1,4 @@
-"""Graph: the memoised type inference must not mix up values Python calls equal."""
+"""Graph: memoised type inference must not mix up values Python calls equal; binding keeps dims valid."""
 
 from __future__ import annotations
 
@@ -37,3 +37,19 @@ def test_negative_zero_keeps_its_sign():
     negative = graph.add_op("layernorm", ["x", "x", "x"], {"axis": 0, "eps": -0.0})
     assert math.copysign(1.0, graph.attrs(positive)["eps"]) == 1.0
     assert math.copysign(1.0, graph.attrs(negative)["eps"]) == -1.0
+
+
+NEGATIVE_INPUT = "graph g(S) {\n  input %x : f32[S - 4, 2]\n  output %x\n}\n"
+NEGATIVE_EXPAND = "graph g(S) {\n  input %one : f32[1]\n  %y = expand(%one) {shape = [S - 4, 2]}\n  output %y\n}\n"
+
+
+@pytest.mark.parametrize(
+    "text, line, words",
+    [(NEGATIVE_INPUT, 2, "with S=3, dim S - 4 of %x is -1"), (NEGATIVE_EXPAND, 3, "expand dim -1 is negative")],
+)
+def test_binding_refuses_values_that_make_a_dim_negative(text, line, words):
+    graph = rlxir.parse(text).main
+    rlxir.verify(graph.bind(S=4))
+    with pytest.raises(rlxir.RlxError, match=words) as caught:
+        graph.bind(S=3)
+    assert caught.value.line == line

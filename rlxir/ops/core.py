@@ -339,6 +339,9 @@ def transpose_rule(types, attrs) -> TensorType:
 def expand_rule(types, attrs) -> TensorType:
     operand = types[0]
     target = tuple(attrs["shape"])
+    negative = [dim for dim in target if isinstance(dim, int) and dim < 0]
+    if negative:
+        raise ShapeError(f"expand dim {negative[0]} is negative", expected="non-negative dims")
     if len(target) < operand.rank or not _broadcasts_to(operand.shape, target):
         raise ShapeError(
             f"cannot expand {_shape(operand.shape)} to {_shape(target)}",

@@ -104,6 +104,7 @@ REFUSED = [
     ("transpose", ["f32[B, S, 4]"], "perm = [0, 1, 1]", "not a permutation", None),
     ("expand", ["f32[3]"], "shape = [B, 4]", "cannot expand [3] to [B, 4]", None),
     ("expand", ["f32[B, 3]"], "shape = [3]", "cannot expand", None),
+    ("expand", ["f32[1]"], "shape = [-2]", "expand dim -2 is negative", None),
     ("concat", ["f32[B, 3]", "f32[S, 3]"], "axis = 1", "does not match [B, 3] off axis 1", 1),
     ("concat", ["f32[B, 3]", "f32[B, 3, 1]"], "axis = 0", "does not match", 1),
     ("concat", ["f32[B, 3]", "i32[B, 3]"], "axis = 0", "mixes f32 and i32", 1),
