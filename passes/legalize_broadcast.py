@@ -26,7 +26,7 @@ def expand_operands(graph: Graph, node: str, keeps: Callable[[tuple, tuple], boo
         operand_shape = graph.type(operand).shape
         if operand in expanded or operand_shape == shape or keeps(operand_shape, shape):
             continue
-        expanded[operand] = graph.add_op("expand", [operand], {"shape": list(shape)}, before=node, origin=node)
+        expanded[operand] = graph.add_op("expand", [operand], {"shape": tuple(shape)}, before=node, origin=node)
     if expanded:
         graph.set_operands(node, [expanded.get(operand, operand) for operand in graph.operands(node)])
     return bool(expanded)

@@ -132,7 +132,7 @@ def transpose_compose(graph: Graph, node: str):
     if graph.op(inner) != "transpose":
         return None
     inner_perm = graph.attr(inner, "perm")
-    return _reroot(graph, node, inner, {**graph.attrs(node), "perm": [inner_perm[axis] for axis in perm]})
+    return _reroot(graph, node, inner, {**graph.attrs(node), "perm": tuple(inner_perm[axis] for axis in perm)})
 
 
 def full_slice(graph: Graph, node: str):
