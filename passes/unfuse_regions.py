@@ -14,14 +14,16 @@ def inline_region(graph: Graph, node: str) -> str:
     right where it was; returns the last step's value (which now stands for `node`).
 
     Steps are inlined as written: a gelu step stays a gelu (a target that runs regions as
-    primitives runs gelu natively), unlike the full decomposition `unfuse` uses.
+    primitives runs gelu natively), unlike the full decomposition `unfuse` uses. A step
+    that is itself a region is inlined too.
     """
     operands = graph.operands(node)
     results: list[str] = []
     for step in parse_chain(graph.attr(node, "chain")):
         arguments = [operands[ref] if kind == "$" else results[ref] for kind, ref in step.args]
         name = graph.fresh_name(f"{node}.{step.op}")
-        results.append(graph.add_op(step.op, arguments, dict(step.attrs), name=name, before=node, origin=node))
+        value = graph.add_op(step.op, arguments, dict(step.attrs), name=name, before=node, origin=node)
+        results.append(inline_region(graph, value) if step.op == "fused_elementwise" else value)
     graph.replace_all_uses(node, results[-1])
     graph.erase(node)
     return results[-1]

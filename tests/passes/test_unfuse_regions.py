@@ -24,3 +24,12 @@ def test_regions_are_inlined_in_chain_order():
 def test_a_graph_without_regions_is_unchanged():
     text = "graph g { input %x : f32[2]\n %y = gelu(%x)\n output %y }"
     assert rlxir.print_graph(run(text)) == rlxir.print_graph(rlxir.parse(text).main)
+
+
+def test_a_region_nested_in_a_chain_is_inlined_too():
+    graph = run(r"""graph g {
+      input %x : f32[4]
+      %r = fused_elementwise(%x) {chain = "neg($0); fused_elementwise(%0, $0) {chain = \"mul($0, $1); exp(%0)\"}"}
+      output %r
+    }""")
+    assert [graph.op(node) for node in graph.ops()] == ["neg", "mul", "exp"]
