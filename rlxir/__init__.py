@@ -23,6 +23,6 @@ __version__ = "0.1.0"
 __all__ = [
     "AttrSpec", "DType", "Expr", "Graph", "GraphError", "IRTypeError", "Location", "Module", "OpDef", "ParseError",
     "RlxError", "ShapeError", "TensorType", "UnboundSymbolError", "VerifyError", "__version__", "find_errors",
-    "format_dim", "get_op", "parse", "parse_dim", "parse_file", "print_graph", "print_module", "register_annotation",
+    "format_dim", "get_op", "interpret", "parse", "parse_dim", "parse_file", "print_graph", "print_module", "register_annotation",
     "register_op", "registered_ops", "verify",
 ]

@@ -20,6 +20,7 @@ import networkx as nx
 
 from rlxir.errors import IRTypeError, Location, RlxError, VerifyError
 from rlxir.ops import LEAF_KINDS, check_attributes, get_op
+from rlxir.ops.registry import annotation_version
 from rlxir.symbolic import Dim, Expr, format_dim, substitute
 from rlxir.types import TensorType
 
@@ -388,11 +389,13 @@ def infer_result(opdef, operand_types: tuple, attrs: Mapping[str, Any] | None) -
 
     Big graphs repeat the same (op, operand types, attributes) many times over (every
     layer of a stack), so inference is cached on exactly those inputs. Rules are pure
-    functions of them, and the key holds the `OpDef` itself, so re-registering an op
-    never serves a stale answer. Errors are not cached.
+    functions of them, and the key holds the `OpDef` itself and the annotation registry's
+    version, so re-registering an op or an annotation never serves a stale answer.
+    Errors are not cached.
     """
     try:
-        key = (opdef, operand_types, tuple((name, _typed(value)) for name, value in attrs.items()) if attrs else ())
+        key = (opdef, annotation_version(), operand_types,
+               tuple((name, _typed(value)) for name, value in attrs.items()) if attrs else ())
         hit = _INFERRED.get(key)
     except TypeError:  # an unhashable attribute value: infer without the cache
         key, hit = None, None

@@ -130,6 +130,15 @@ def attach(op_name: str, *, reference: Callable | None = None, decompose: Callab
 def register_annotation(key: str, spec: AttrSpec) -> None:
     """Allow attribute `key` on every op (used for stage facts such as a kernel's workspace)."""
     _ANNOTATIONS[key] = spec
+    _ANNOTATION_VERSION[0] += 1
+
+
+_ANNOTATION_VERSION = [0]
+
+
+def annotation_version() -> int:
+    """Changes whenever the set of annotations does (results cached on attributes key on it)."""
+    return _ANNOTATION_VERSION[0]
 
 
 def get_op(name: str) -> OpDef | None:
