@@ -5,12 +5,8 @@ from __future__ import annotations
 import attrs
 
 from rlxir.graph import Graph
-from rlxir.ops import AttrSpec, register_annotation
 from rlxir.pass_base import Pass, PassContext, option, register_pass
 from rlxir.passes.legalize_broadcast import broadcasts, expand_operands
-
-register_annotation("scan_kernel", AttrSpec(
-    "bool", False, doc="a selective_scan run as the scan kernel that saves its state trajectory (rocm)"))
 
 
 def _never(operand_shape: tuple, shape: tuple) -> bool:

@@ -6,7 +6,7 @@ import attrs
 
 from rlxir.errors import UnboundSymbolError
 from rlxir.graph import Graph
-from rlxir.ops import AttrSpec, register_annotation
+from rlxir.ops import annotations
 from rlxir.ops.core import normalize_axis
 from rlxir.pass_base import Pass, PassContext, PassError, option, register_pass
 from rlxir.symbolic import evaluate, mul
@@ -14,25 +14,8 @@ from rlxir.target import Target
 
 from rlxir.passes.legalize_or_rewrite import resolve_target
 
-KERNELS = ("gemm", "elementwise", "region", "reduce", "softmax", "norm", "copy", "gather", "conv", "pool",
-           "attention", "scan", "view", "custom")
-
-LIR_ANNOTATIONS = {
-    # Not `kernel`: the pooling ops already have a `kernel` attribute (their window).
-    "kernel_family": AttrSpec("str", None, KERNELS, doc="the kernel family that runs the op (docs/lir.md)"),
-    "view_of": AttrSpec("str", None, doc="a view: the root buffer it aliases, as \"%name\""),
-    "view_offset": AttrSpec("int", None, doc="a view: its byte offset inside the root buffer"),
-    "workspace": AttrSpec("int", None, doc="scratch bytes the kernel needs during its step"),
-    "side_buffer": AttrSpec("str", None, doc="the target side buffer (outside the arena) the kernel uses"),
-}
-"""The keys `lower` writes; any earlier values of them are replaced."""
-
-for _key, _spec in LIR_ANNOTATIONS.items():
-    register_annotation(_key, _spec)
-del _key, _spec
-# Read by `lower`, set by backend-unfuse on rocm: the scan kernel that saves its trajectory.
-register_annotation("scan_kernel", AttrSpec("bool", False, doc="selective_scan runs as the scan kernel that "
-                                                              "saves its state trajectory (rocm)"))
+KERNELS = annotations.KERNELS
+LIR_ANNOTATIONS = annotations.LIR_ANNOTATIONS
 
 OP_KERNELS = {
     "matmul": "gemm", "linear": "gemm", "fused_matmul_bias_act": "gemm",

@@ -37,6 +37,8 @@ class _Emitter:
 
     def op(self, op: str, operands, **attrs) -> str:
         name = self.graph.fresh_name(f"{self.anchor}.{op}")
+        # Tuples, not lists: attribute values must be hashable to hit the type-inference cache.
+        attrs = {key: tuple(value) if isinstance(value, list) else value for key, value in attrs.items()}
         return self.graph.add_op(op, operands, attrs, name=name, before=self.anchor, origin=self.anchor)
 
     def scalar(self, value, dtype: DType) -> str:
