@@ -152,14 +152,17 @@ def fuse_shared_input_matmuls(graph: Graph) -> int:
         if len(products) < 2:
             continue
         products.sort(key=position.__getitem__)
-        _merge_group(graph, x, products)
+        _merge_group(graph, x, products, position)
         merged += 1
     return merged
 
 
-def _merge_group(graph: Graph, x: str, products: list[str]) -> None:
+def _merge_group(graph: Graph, x: str, products: list[str], position: dict[str, int]) -> None:
     first = products[0]
     weights = [graph.operands(product)[1] for product in products]
+    for weight in dict.fromkeys(weights):
+        if position[weight] > position[first]:
+            graph.move_before(weight, first)  # a param defined where first used: concat needs it earlier
     provenance = merged_provenance(graph, products)
     joined = graph.add_op("concat", weights, {"axis": 1}, before=first, origin=first, provenance=provenance)
     wide = graph.add_op("matmul", [x, joined], before=first, origin=first, provenance=provenance)

@@ -18,13 +18,12 @@ same text.
 from __future__ import annotations
 
 from rlxir.graph import Graph
+from rlxir.ops import get_op
 from rlxir.ops.chain import ChainStep, format_chain, parse_chain
 
 
 def fusible(graph: Graph, node: str) -> bool:
-    if graph.kind(node) != "op":
-        return False
-    opdef = graph.opdef(node)
+    opdef = get_op(graph.op(node))  # None for inputs, params and consts
     return opdef is not None and opdef.has("elementwise")
 
 

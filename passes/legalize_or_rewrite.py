@@ -6,6 +6,7 @@ import attrs
 
 from rlxir.errors import RlxError
 from rlxir.graph import Graph
+from rlxir.ops import LEAF_KINDS, registered_ops
 from rlxir.ops.core import normalize_axis
 from rlxir.ops.decompositions import unfuse_node
 from rlxir.pass_base import Pass, PassContext, PassError, option, register_pass
@@ -15,6 +16,7 @@ from rlxir.target import REDUCE, Target, get_target
 
 AXIS_OPS = ("softmax", "cumsum")
 """Ops with one `axis` that a last-axis target runs only on the last axis."""
+AXIS_LIMITED = REDUCE | frozenset(AXIS_OPS)
 
 
 def resolve_target(pass_name: str, option_value: str, ctx: PassContext) -> Target:
@@ -29,9 +31,9 @@ def resolve_target(pass_name: str, option_value: str, ctx: PassContext) -> Targe
 
 
 # --- what a target cannot run ------------------------------------------------------------
-def reduced_axes(graph: Graph, node: str) -> list[int]:
+def reduced_axes(graph: Graph, node: str) -> tuple[int, ...]:
     rank = graph.type(graph.operands(node)[0]).rank
-    return sorted(normalize_axis(axis, rank) for axis in graph.attr(node, "axes"))
+    return tuple(sorted(normalize_axis(axis, rank) for axis in graph.attr(node, "axes")))
 
 
 def off_last_axis(graph: Graph, node: str) -> bool:
@@ -39,7 +41,7 @@ def off_last_axis(graph: Graph, node: str) -> bool:
     op = graph.op(node)
     rank = graph.type(graph.operands(node)[0]).rank
     if op in REDUCE:
-        return reduced_axes(graph, node) != [rank - 1]
+        return reduced_axes(graph, node) != (rank - 1,)
     if op in AXIS_OPS:
         return normalize_axis(graph.attr(node, "axis"), rank) != rank - 1
     return False
@@ -47,13 +49,13 @@ def off_last_axis(graph: Graph, node: str) -> bool:
 
 def offence(target: Target, graph: Graph, node: str) -> str | None:
     """Why `target` cannot run `node` as it stands, or None when it can."""
+    data = graph.data(node)
+    op, dtype = data["op"], data["type"].dtype
     reasons = []
-    if graph.kind(node) == "op":
-        if not target.claims(graph.op(node)):
-            reasons.append(f"not in the {target.name} op set")
-        elif target.last_axis_reductions and off_last_axis(graph, node):
-            reasons.append("not on the last axis")
-    dtype = graph.type(node).dtype
+    if op not in LEAF_KINDS and not target.claims(op):
+        reasons.append(f"not in the {target.name} op set")
+    elif target.last_axis_reductions and op in AXIS_LIMITED and off_last_axis(graph, node):
+        reasons.append("not on the last axis")
     if dtype not in target.dtypes:
         reasons.append(f"{dtype.value} not supported")
     return "; ".join(reasons) or None
@@ -66,19 +68,19 @@ def reduce_on_last_axis(graph: Graph, node: str) -> list[str]:
     op, (source,) = graph.op(node), graph.operands(node)
     shape = graph.type(source).shape
     axes = reduced_axes(graph, node)
-    kept = [axis for axis in range(len(shape)) if axis not in axes]
+    kept = tuple(axis for axis in range(len(shape)) if axis not in axes)
     value = source
-    if kept + axes != list(range(len(shape))):
+    if kept + axes != tuple(range(len(shape))):
         value = graph.add_op("transpose", [value], {"perm": kept + axes}, before=node, origin=node)
     if len(axes) > 1:
         merged = 1
         for axis in axes:
             merged = mul(merged, shape[axis])
-        value = graph.add_op("reshape", [value], {"shape": [shape[axis] for axis in kept] + [merged]},
+        value = graph.add_op("reshape", [value], {"shape": tuple(shape[axis] for axis in kept) + (merged,)},
                              before=node, origin=node)
-    value = graph.add_op(op, [value], {"axes": [-1]}, before=node, origin=node)
+    value = graph.add_op(op, [value], {"axes": (-1,)}, before=node, origin=node)
     if graph.attr(node, "keepdims"):
-        value = graph.add_op("reshape", [value], {"shape": list(graph.type(node).shape)}, before=node, origin=node)
+        value = graph.add_op("reshape", [value], {"shape": graph.type(node).shape}, before=node, origin=node)
     graph.replace_all_uses(node, value)
     graph.erase(node)
     return [value]
@@ -89,8 +91,9 @@ def axis_op_on_last_axis(graph: Graph, node: str) -> list[str]:
     (source,) = graph.operands(node)
     rank = graph.type(source).rank
     axis = normalize_axis(graph.attr(node, "axis"), rank)
-    perm = list(range(rank))
-    perm[axis], perm[-1] = perm[-1], perm[axis]  # a swap is its own inverse
+    swap = list(range(rank))
+    swap[axis], swap[-1] = swap[-1], swap[axis]
+    perm = tuple(swap)  # a swap is its own inverse (a tuple: attribute values key the type cache)
     moved = graph.add_op("transpose", [source], {"perm": perm}, before=node, origin=node)
     attributes = {**graph.attrs(node), "axis": -1}
     computed = graph.add_op(graph.op(node), [moved], attributes, before=node, origin=node)
@@ -123,10 +126,12 @@ class _Legalizer:
     refusals: dict = attrs.field(factory=dict)
 
     def rules(self) -> list[Rule]:
+        unclaimed = tuple(sorted(name for name, opdef in registered_ops().items()
+                                 if opdef.decompose is not None and not self.target.claims(name)))
         return [
-            Rule("reduce-on-last-axis", tuple(REDUCE), self._reduce),
+            Rule("reduce-on-last-axis", tuple(sorted(REDUCE)), self._reduce),
             Rule("axis-op-on-last-axis", AXIS_OPS, self._axis_op),
-            Rule("unfuse-unclaimed", self._unclaimed_with_decomposition, self._unfuse),
+            Rule("unfuse-unclaimed", unclaimed, self._unfuse),
         ]
 
     def _needs_last_axis(self, graph: Graph, node: str) -> bool:
@@ -139,13 +144,9 @@ class _Legalizer:
     def _axis_op(self, graph: Graph, node: str):
         return axis_op_on_last_axis(graph, node) if self._needs_last_axis(graph, node) else None
 
-    def _unclaimed_with_decomposition(self, graph: Graph, node: str) -> bool:
-        if graph.kind(node) != "op" or self.target.claims(graph.op(node)) or node in self.refusals:
-            return False
-        opdef = graph.opdef(node)
-        return opdef is not None and opdef.decompose is not None
-
     def _unfuse(self, graph: Graph, node: str):
+        if node in self.refusals:
+            return None
         operands = set(graph.operands(node))
         try:
             replacement = unfuse_node(graph, node)

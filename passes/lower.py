@@ -116,35 +116,43 @@ def _check_no_clash(graph: Graph, node: str) -> None:
                         graph.location(node), "a custom op whose attributes avoid: " + ", ".join(LIR_ANNOTATIONS))
 
 
+def annotations(graph: Graph, node: str, target: Target, sizer: _Sizer, roots: dict) -> dict:
+    """The LIR attributes of op `node`; records in `roots` which buffer it lives in
+    (value -> (root buffer, byte offset)), where its operands are already recorded."""
+    kernel = kernel_of(graph, node)
+    if kernel == "view":
+        root, offset = roots[graph.operands(node)[0]]
+        offset += view_offset(graph, node, target, sizer)
+        roots[node] = (root, offset)
+        return {"kernel_family": kernel, "view_of": "%" + root, "view_offset": offset}
+    roots[node] = (node, 0)
+    lir = {"kernel_family": kernel}
+    workspace = workspace_bytes(graph, node, target, sizer)
+    if workspace:
+        lir["workspace"] = workspace
+    side_buffer = SIDE_BUFFERS.get(kernel)
+    if side_buffer in dict(target.side_buffers):
+        lir["side_buffer"] = side_buffer
+    return lir
+
+
 def lower(graph: Graph, target: Target, bindings: dict) -> bool:
     """Annotate every op; returns whether any attribute changed."""
     sizer = _Sizer(graph, bindings)
-    side_buffers = dict(target.side_buffers)
-    roots: dict[str, tuple[str, int]] = {}  # value -> (root buffer, byte offset in it)
+    roots: dict[str, tuple[str, int]] = {}
+    checked_ops: set[str] = set()
     changed = False
     for node in graph.schedule():
         if graph.kind(node) != "op":
             roots[node] = (node, 0)
             continue
-        kernel = kernel_of(graph, node)
-        _check_no_clash(graph, node)
-        lir: dict = {"kernel_family": kernel}
-        if kernel == "view":
-            root, offset = roots[graph.operands(node)[0]]
-            offset += view_offset(graph, node, target, sizer)
-            roots[node] = (root, offset)
-            lir.update(view_of="%" + root, view_offset=offset)
-        else:
-            roots[node] = (node, 0)
-            workspace = workspace_bytes(graph, node, target, sizer)
-            if workspace:
-                lir["workspace"] = workspace
-            side_buffer = SIDE_BUFFERS.get(kernel)
-            if side_buffer in side_buffers:
-                lir["side_buffer"] = side_buffer
-        kept = {key: value for key, value in graph.attrs(node).items() if key not in LIR_ANNOTATIONS}
-        annotated = {**kept, **lir}
-        if annotated != graph.attrs(node):
+        if graph.op(node) not in checked_ops:
+            _check_no_clash(graph, node)
+            checked_ops.add(graph.op(node))
+        current = graph.attrs(node)
+        kept = {key: value for key, value in current.items() if key not in LIR_ANNOTATIONS}
+        annotated = {**kept, **annotations(graph, node, target, sizer, roots)}
+        if annotated != current:
             graph.set_attrs(node, annotated)
             changed = True
     return changed
