@@ -59,7 +59,9 @@ class Graph:
     def data(self, name: str) -> dict:
         """The node's data dict (read it; change it only through the methods below)."""
         try:
-            return self.nx.nodes[name]
+            # networkx's own node-data mapping: `self.nx.nodes` builds a view object on
+            # every access after a mutation, which dominates small lookups.
+            return self.nx._node[name]
         except KeyError:
             raise GraphError(f"no value %{name} in graph {self.name}") from None
 
@@ -245,7 +247,7 @@ class Graph:
                 raise GraphError(f"operand %{operand} of {op} is not defined", loc)
         if not opdef.accepts_arity(len(operands)):
             raise IRTypeError(f"{op} takes {opdef.arity_text()}, got {len(operands)}", loc)
-        nodes = self.nx.nodes
+        nodes = self.nx._node
         canonical, inferred = infer_result(opdef, tuple(nodes[operand]["type"] for operand in operands), attrs)
         if type is not None and type != inferred:
             raise IRTypeError(f"result type {type} differs from the inferred {inferred}", loc, expected=str(inferred))
@@ -323,7 +325,7 @@ class Graph:
         clone = Graph(self.name, self.symbols)
         clone.loc, clone.output_loc = self.loc, self.output_loc
         for name in self.schedule():
-            data = self.nx.nodes[name]
+            data = self.nx._node[name]
             clone.nx.add_node(name, **{**data, "attrs": dict(data["attrs"])})
         clone.nx.add_edges_from(self.nx.edges)
         clone._next, clone._prev = dict(self._next), dict(self._prev)
@@ -357,7 +359,7 @@ class Graph:
         result = Graph(self.name, remaining)
         result.loc, result.output_loc = self.loc, self.output_loc
         for name in self.schedule():
-            data = self.nx.nodes[name]
+            data = self.nx._node[name]
             _rebuild_node(result, name, data, values)
         result.outputs = list(self.outputs)
         return result
