@@ -443,6 +443,9 @@ class _Callbacks(Transformer):
             raise ParseError("division by zero in a dim", self.builder.loc(_first_token(right)), "a non-zero divisor")
         return self._arith(children, floordiv)
 
+    def neg_float(self, children):
+        return -_attr_value(children[0])
+
     def neg(self, children):
         value = _attr_value(children[0])
         if isinstance(value, _Name):
