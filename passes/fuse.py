@@ -141,7 +141,8 @@ def fuse_shared_input_matmuls(graph: Graph) -> int:
     """For each value read as the left operand of two or more such matmuls, one matmul on the
     weights concatenated along N, and a slice of its result per original matmul. This adds
     buffers (the concatenated weights, the wide result, the slices are copies), which is what
-    the backends do. Returns how many groups were merged."""
+    the backends do. A weight param defined after the group's first matmul moves up to it
+    (a param has no operands, so this changes nothing else). Returns how many groups merged."""
     schedule = graph.schedule()
     position = {name: index for index, name in enumerate(schedule)}
     merged = 0
