@@ -9,7 +9,7 @@ import pytest
 
 import rlxir
 from rlxir.errors import UnboundSymbolError
-from rlxir.pass_base import PassContext, PassError, get_pass, make_pass
+from rlxir.pass_base import PassContext, PassError, make_pass
 from rlxir.pipeline import run_pipeline
 from rlxir.target import available_targets
 
@@ -45,7 +45,6 @@ graph model(B=2, S=6) {
 
 
 def lowered(target: str, text: str = MODEL) -> rlxir.Graph:
-    get_pass("lower")  # registers the LIR annotations before parsing text that has them
     return run_pipeline(rlxir.parse(text).main, f"lower{{target={target}}}")
 
 
@@ -144,7 +143,6 @@ def test_lir_keys_clashing_with_an_op_schema_are_refused(monkeypatch):
 def test_the_example_in_docs_lir_md_is_what_lower_writes():
     document = (Path(__file__).parents[2] / "docs" / "lir.md").read_text()
     example = re.search(r"```\n(graph block.*?)```", document, re.DOTALL).group(1)
-    get_pass("lower")
     annotated = rlxir.parse(example).main
     plain = re.sub(r"(, )?(kernel_family|view_of|view_offset|side_buffer) = (\"[^\"]*\"|\d+)", "", example)
     plain = plain.replace(" {}", "").replace("{, ", "{")
