@@ -380,9 +380,13 @@ class _Callbacks(Transformer):
         try:
             builder.graph.add_op(op, operands, attr_values, name=name, loc=builder.defined_at[name])
         except ShapeError as error:
+            # At the operand the rule blames; else at the attributes (a rule that blames no
+            # operand is rejecting axes, bounds, a shape or a chain); else at the op.
             index = error.operand
             if index is not None and index < len(offsets):
                 where = builder.loc_in(args, offsets[index])
+            elif attrs is not None:
+                where = builder.loc(attrs)
             else:
                 where = builder.loc_in(head, len(text) - len(op))
             raise IRTypeError(error.message, where, error.expected) from None
@@ -396,7 +400,7 @@ class _Callbacks(Transformer):
                 error.loc = builder.loc_in(head, len(text) - len(op))
             raise error from None
         if type_ is not None:
-            inferred = builder.graph.nx.nodes[name]["type"]
+            inferred = builder.graph.type(name)
             if inferred != type_:
                 raise IRTypeError(f"result type {type_} differs from the inferred {inferred}",
                                   builder.type_difference(result, type_, inferred), str(inferred))
