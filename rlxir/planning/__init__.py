@@ -1,0 +1,43 @@
+"""Memory planning on plain buffer lists: placements, the lower bound, the validator.
+
+A planner places `Buffer` s (name, half-open live interval ``[start, end)`` in schedule
+steps, size in bytes, optionally an imposed offset) in one arena and returns a
+`PlanResult`. Planners are found by name (`get_planner`, `PLANNERS`):
+
+- ``bump``: no reuse, every buffer at the cursor in the given order (RLX ROCm/CUDA);
+- ``liveness``: greedy by size with best fit over free gaps;
+- ``best``: never worse than ``liveness``, searching for better within a time budget.
+
+`lower_bound` gives the peak of live bytes (no arena can be smaller) and `validate_plan`
+checks a placement. Everything here works on buffer lists; building them from a graph
+(liveness over the schedule, views) is the caller's job.
+"""
+
+from rlxir.planning.best import BestPlanner
+from rlxir.planning.bounds import lower_bound
+from rlxir.planning.buffers import Buffer, PlanResult, aligned_size
+from rlxir.planning.bump import BumpPlanner
+from rlxir.planning.errors import PlanError
+from rlxir.planning.instances import InstanceError, read_instance, read_solution, write_solution
+from rlxir.planning.liveness import LivenessPlanner
+from rlxir.planning.registry import PLANNERS, Planner, get_planner
+from rlxir.planning.validate import validate_plan
+
+__all__ = [
+    "PLANNERS",
+    "BestPlanner",
+    "Buffer",
+    "BumpPlanner",
+    "InstanceError",
+    "LivenessPlanner",
+    "PlanError",
+    "PlanResult",
+    "Planner",
+    "aligned_size",
+    "get_planner",
+    "lower_bound",
+    "read_instance",
+    "read_solution",
+    "validate_plan",
+    "write_solution",
+]

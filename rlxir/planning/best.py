@@ -1,0 +1,179 @@
+"""The `best` planner: the strongest placement found within a time budget."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import attrs
+import numpy as np
+
+from rlxir.planning.buffers import Buffer, PlanResult
+from rlxir.planning.greedy import place_in_order
+from rlxir.planning.orderings import by_area, by_size, by_size_then_lifetime, peak_first
+from rlxir.planning.problem import Problem
+from rlxir.planning.search import HEURISTICS, CanonicalSearch, preorder
+
+# Failed capacities per bisection round before the node limit doubles.
+_FAILED_STEPS = 6
+
+# Greedy orders tried after `by_size` (the liveness order), most useful first.
+_GREEDY_ORDERS: tuple[Callable[[Problem], list[int]], ...] = (
+    lambda problem: peak_first(problem, "start"),
+    lambda problem: peak_first(problem, "end"),
+    lambda problem: peak_first(problem, "lifetime"),
+    by_size_then_lifetime,
+    by_area,
+)
+
+
+@attrs.frozen
+class _Incumbent:
+    offsets: list[int]
+    arena: int
+
+
+@attrs.frozen
+class BestPlanner:
+    """Never worse than `liveness`, and as close to the lower bound as the budget allows.
+
+    1. The `liveness` placement (always completed, whatever the budget).
+    2. Other greedy orders through the same best-fit placement (peak-first, by lifetime,
+       by area), each started only if it is expected to finish within the budget.
+    3. On instances of at most `search_max_buffers` buffers without imposed offsets: a
+       MiniMalloc-style search (`CanonicalSearch`) that asks "does it fit in capacity C?",
+       bisecting C between the lower bound and the best arena so far; round robin over
+       the preorder heuristics, then seeded random ones; the node limit per attempt
+       doubles each round.
+
+    Stops as soon as an arena equals the lower bound (it is then optimal). Deterministic
+    for a given `seed` and `max_search_nodes` whenever the time budget does not bind; when
+    it binds, how far the search got depends on the machine's speed.
+    """
+
+    name: str = "best"
+    default_budget: float = 5.0
+    """Seconds to spend when `plan` is not given a `time_budget`."""
+    seed: int = 0
+    """Seed of the random preorders the search uses once the fixed heuristics are tried."""
+    search_max_buffers: int = 1000
+    """Largest instance the search runs on (it keeps an n x n overlap matrix)."""
+    max_search_nodes: int | None = None
+    """Cap on the total search nodes (None: only the time budget limits the search)."""
+
+    def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None) -> PlanResult:
+        """Place `buffers` at `alignment` within about `time_budget` seconds (default 5)."""
+        started = time.perf_counter()
+        deadline = started + (self.default_budget if time_budget is None else time_budget)
+        problem = Problem.build(buffers, alignment)
+        lower = int(max(problem.live_bytes_per_slot(), default=0))
+        best = self._best_greedy(problem, lower, started, deadline)
+        if best.arena > lower and self._searchable(problem):
+            best = _Bisection(problem, lower, best, deadline, self.seed, self.max_search_nodes).run()
+        return problem.result(best.offsets, self.name, time.perf_counter() - started)
+
+    def _best_greedy(self, problem: Problem, lower: int, started: float, deadline: float) -> _Incumbent:
+        best = _placed(problem, by_size(problem))
+        one_pass = time.perf_counter() - started
+        for order in _GREEDY_ORDERS:
+            # Passes cost about the same: start one only if it should end in time.
+            if best.arena == lower or time.perf_counter() + 1.2 * one_pass > deadline:
+                break
+            candidate = _placed(problem, order(problem))
+            if candidate.arena < best.arena:
+                best = candidate
+        return best
+
+    def _searchable(self, problem: Problem) -> bool:
+        no_fixed = all(offset is None for offset in problem.fixed)
+        return no_fixed and problem.int64_safe and 0 < len(problem) <= self.search_max_buffers
+
+
+def _placed(problem: Problem, order: list[int]) -> _Incumbent:
+    offsets = place_in_order(problem, order)
+    return _Incumbent(offsets, _arena(problem, offsets))
+
+
+def _arena(problem: Problem, offsets: Sequence[int]) -> int:
+    return max((o + s for o, s in zip(offsets, problem.sizes)), default=0)
+
+
+class _Bisection:
+    """Anytime search: bisect the capacity, doubling the node limit each round."""
+
+    def __init__(
+        self,
+        problem: Problem,
+        lower: int,
+        incumbent: _Incumbent,
+        deadline: float,
+        seed: int,
+        max_nodes: int | None,
+    ):
+        self.problem = problem
+        self.lower = lower
+        self.best = incumbent
+        self.deadline = deadline
+        self.nodes_left = max_nodes
+        self.searches = [CanonicalSearch(problem, preorder(problem, h)) for h in HEURISTICS]
+        self.rng = np.random.default_rng(seed)
+
+    def run(self) -> _Incumbent:
+        """Improve the incumbent until it reaches the lower bound or the budget runs out.
+
+        Each round first asks for the lower bound itself (the answer on most hard
+        instances, when enough nodes are allowed), then bisects between it and the
+        incumbent; the node limit doubles from round to round.
+        """
+        node_limit = 2 * len(self.problem)
+        while self._budget_left() and self.best.arena > self.lower:
+            self._improve(self.lower, node_limit)
+            self._bisect(node_limit)
+            node_limit *= 2
+            self._add_random_preorder()
+        return self.best
+
+    def _budget_left(self) -> bool:
+        nodes_ok = self.nodes_left is None or self.nodes_left > 0
+        return nodes_ok and time.perf_counter() < self.deadline
+
+    def _bisect(self, node_limit: int) -> None:
+        """Bisect the capacity between the lower bound and the incumbent.
+
+        A capacity where no search succeeded counts as infeasible for this round only; the
+        next round, with more nodes, starts again from the lower bound. At most
+        `_FAILED_STEPS` failures per round, so rounds stay short and limits grow.
+        """
+        alignment = self.problem.alignment
+        infeasible_below = self.lower + alignment
+        failures = 0
+        while failures < _FAILED_STEPS and self._budget_left() and infeasible_below < self.best.arena:
+            middle = (infeasible_below + self.best.arena - 1) // 2
+            capacity = max(infeasible_below, middle // alignment * alignment)
+            if not self._improve(capacity, node_limit):
+                infeasible_below = capacity + alignment
+                failures += 1
+
+    def _improve(self, capacity: int, node_limit: int) -> bool:
+        """Search for a placement within `capacity`; keep it if found."""
+        found = self._try_capacity(capacity, node_limit)
+        if found is None:
+            return False
+        self.best = _Incumbent(found, _arena(self.problem, found))
+        return True
+
+    def _try_capacity(self, capacity: int, node_limit: int) -> list[int] | None:
+        for search in self.searches:
+            if not self._budget_left():
+                return None
+            limit = node_limit if self.nodes_left is None else min(node_limit, self.nodes_left)
+            found = search.solve(capacity, limit, self.deadline)
+            if self.nodes_left is not None:
+                self.nodes_left -= search.nodes
+            if found is not None:
+                return found
+        return None
+
+    def _add_random_preorder(self) -> None:
+        heuristic = HEURISTICS[len(self.searches) % len(HEURISTICS)]
+        self.searches.append(CanonicalSearch(self.problem, preorder(self.problem, heuristic, self.rng)))

@@ -1,0 +1,118 @@
+"""Planning instances as CSV files, in the format of MiniMalloc (and idealloc).
+
+One buffer per row under a header naming at least ``id,lower,upper,size``: a name, the
+half-open live interval ``[lower, upper)`` and the size in bytes. Other columns are
+ignored, except ``offset`` in a solution file. Files with ``start,end`` columns instead
+of ``lower,upper`` are MiniMalloc's older format, where ``end`` is inclusive; they are read
+as ``[start, end + 1)``.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from rlxir.planning.buffers import Buffer
+from rlxir.planning.errors import PlanError
+
+
+class InstanceError(PlanError):
+    """A malformed instance or solution file; the message starts with ``file:line:``."""
+
+    def __init__(self, path: Path | str, line: int, message: str):
+        super().__init__(f"{path}:{line}: {message}")
+        self.path = str(path)
+        self.line = line
+
+
+def read_instance(path: Path | str) -> list[Buffer]:
+    """The buffers of the instance file at `path`, in file order."""
+    buffers, _ = _read(Path(path), want_offsets=False)
+    return buffers
+
+
+def read_solution(path: Path | str) -> tuple[list[Buffer], dict[str, int]]:
+    """The buffers of a solution file and their offsets (its ``offset`` column) by name."""
+    return _read(Path(path), want_offsets=True)
+
+
+def write_solution(path: Path | str, buffers: Sequence[Buffer], offsets: Mapping[str, int] | Sequence[int]) -> None:
+    """Write `buffers` with their `offsets` (by name, or one per buffer in order) as CSV.
+
+    Columns ``id,lower,upper,size,offset``; `read_solution` reads the file back.
+    """
+    if isinstance(offsets, Mapping):
+        ordered = [offsets[b.name] for b in buffers]
+    else:
+        ordered = list(offsets)
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "lower", "upper", "size", "offset"])
+        for buffer, offset in zip(buffers, ordered, strict=True):
+            writer.writerow([buffer.name, buffer.start, buffer.end, buffer.size, offset])
+
+
+def _read(path: Path, want_offsets: bool) -> tuple[list[Buffer], dict[str, int]]:
+    with open(path, newline="") as handle:
+        rows = csv.reader(handle)
+        header = next(rows, None)
+        if header is None:
+            raise InstanceError(path, 1, "empty file; expected a header such as id,lower,upper,size")
+        columns = _columns(path, [name.strip() for name in header], want_offsets)
+        buffers = []
+        offsets = {}
+        for line, row in enumerate(rows, start=2):
+            if not row or all(not field.strip() for field in row):
+                continue
+            buffer, offset = _parse_row(path, line, row, columns)
+            buffers.append(buffer)
+            if offset is not None:
+                offsets[buffer.name] = offset
+    return buffers, offsets
+
+
+def _columns(path: Path, header: list[str], want_offsets: bool) -> dict[str, int]:
+    """Position of each needed column; the key ``inclusive_end`` marks the old format."""
+    if "lower" in header or "upper" in header:
+        needed = {"id": "id", "lower": "lower", "upper": "upper", "size": "size"}
+    elif "start" in header and "end" in header:
+        needed = {"id": "id", "lower": "start", "upper": "end", "size": "size"}
+    else:
+        needed = {"id": "id", "lower": "lower", "upper": "upper", "size": "size"}
+    if want_offsets:
+        needed["offset"] = "offset"
+    missing = [column for column in needed.values() if column not in header]
+    if missing:
+        raise InstanceError(
+            path, 1, f"header {','.join(header)!r} lacks column(s) {', '.join(missing)} (expected id,lower,upper,size)"
+        )
+    positions = {key: header.index(column) for key, column in needed.items()}
+    if needed["upper"] == "end":
+        positions["inclusive_end"] = 1
+    return positions
+
+
+def _parse_row(path: Path, line: int, row: list[str], columns: dict[str, int]) -> tuple[Buffer, int | None]:
+    width = max(position for key, position in columns.items() if key != "inclusive_end") + 1
+    if len(row) < width:
+        raise InstanceError(path, line, f"expected at least {width} fields, got {len(row)}: {','.join(row)!r}")
+    name = row[columns["id"]].strip()
+    if not name:
+        raise InstanceError(path, line, "empty id")
+    lower = _integer(path, line, row, columns["lower"], "lower")
+    upper = _integer(path, line, row, columns["upper"], "upper") + columns.get("inclusive_end", 0)
+    size = _integer(path, line, row, columns["size"], "size")
+    offset = _integer(path, line, row, columns["offset"], "offset") if "offset" in columns else None
+    try:
+        return Buffer(name, lower, upper, size), offset
+    except ValueError as error:
+        raise InstanceError(path, line, str(error)) from None
+
+
+def _integer(path: Path, line: int, row: list[str], position: int, column: str) -> int:
+    text = row[position].strip()
+    try:
+        return int(text)
+    except ValueError:
+        raise InstanceError(path, line, f"{column} must be an integer, got {text!r}") from None

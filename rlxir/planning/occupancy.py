@@ -1,0 +1,248 @@
+"""Which addresses are taken when: the structure behind best-fit placement.
+
+`OccupancyTree` answers, for a slot range and a size, the best-fit offset among the
+buffers already placed there, without ever listing the placed buffers one by one: it
+works on merged address ranges.
+
+It is a segment tree over the slots (leaf ``N + s`` is slot ``s``, node ``v`` has
+children ``2v`` and ``2v + 1``). A slot range ``[lo, hi)`` splits into O(log N)
+*cover nodes* whose spans tile it. Each node keeps two address sets, as sorted flat lists
+``[start0, end0, start1, end1, ...]`` of disjoint, non-touching half-open ranges:
+
+- ``own[v]``: addresses of the buffers that have `v` among their cover nodes (buffers live
+  in all of `v`'s span);
+- ``sub[v]`` (internal nodes only): the union of ``own`` over `v`'s subtree, i.e. the
+  addresses of buffers live somewhere in `v`'s span and stored at or below `v`.
+
+The addresses taken anywhere in ``[lo, hi)`` are then the union of ``sub`` (``own`` for a
+leaf) of the cover nodes, plus ``own`` of every node on the paths from the two end
+leaves to the root (buffers stored above the cover nodes). That is a handful of short
+lists, merged per query; a buffer is inserted into ``own`` of its cover nodes and into
+``sub`` up the tree, stopping at the first ancestor that already holds its range (its
+ancestors hold it too).
+
+``sub[v]`` is only ever read by a query that has `v` as a cover node. The order of the
+queries is known in advance, so a node whose last such query is past is not updated any
+more (`last_query`).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+
+import numpy as np
+
+# Above this many range bounds, a query merges with NumPy instead of Python lists: the
+# sort and the gap scan then cost less than NumPy's fixed per-call overhead.
+_NUMPY_MERGE_MIN = 150
+
+
+def leaf_base(slot_count: int) -> int:
+    """Index of the first leaf: the smallest power of two >= `slot_count` (at least 1)."""
+    base = 1
+    while base < slot_count:
+        base *= 2
+    return base
+
+
+def last_query_ranks(slot_lo: np.ndarray, slot_hi: np.ndarray, rank: np.ndarray, base: int) -> list[int]:
+    """For every tree node, the highest `rank` of a query having it as a cover node.
+
+    Nodes no query covers get -1. Vectorised over all queries: one pass per tree level,
+    walking the standard bottom-up decomposition of ``[lo, hi)`` for all of them at once.
+    """
+    last = np.full(2 * base, -1, dtype=np.int64)
+    left = slot_lo + base
+    right = slot_hi + base
+    while True:
+        open_ = left < right
+        if not open_.any():
+            return last.tolist()
+        take_left = open_ & ((left & 1) == 1)
+        np.maximum.at(last, left[take_left], rank[take_left])
+        left = left + take_left
+        take_right = open_ & ((right & 1) == 1)
+        right = right - take_right
+        np.maximum.at(last, right[take_right], rank[take_right])
+        left >>= 1
+        right >>= 1
+
+
+def add_range(ranges: list[int], start: int, end: int) -> None:
+    """Union ``[start, end)`` into the flat sorted range list `ranges`, merging neighbours."""
+    i = bisect_left(ranges, start)
+    j = bisect_right(ranges, end, i)
+    # An odd index falls inside (or at the end of) an existing range: it absorbs the bound.
+    if i & 1:
+        ranges[i:j] = [] if j & 1 else [end]
+    else:
+        ranges[i:j] = [start] if j & 1 else [start, end]
+
+
+def _best_gap_numpy(flat: list[int], size: int, one_list: bool) -> int:
+    """The gap scan of `best_fit_offset` for many bounds (int64-safe values only)."""
+    bounds = np.array(flat, dtype=np.int64)
+    starts = bounds[0::2]
+    ends = bounds[1::2]
+    if not one_list:
+        starts = np.sort(starts)
+        ends = np.sort(ends)
+    highest = int(ends[-1])
+    gap_lows = np.concatenate(([0], ends[:-1]))
+    gaps = starts - gap_lows
+    fitting = np.flatnonzero(gaps >= size)
+    if len(fitting) == 0:
+        return highest
+    return int(gap_lows[fitting[np.argmin(gaps[fitting])]])
+
+
+def best_fit_offset(taken: list[list[int]], size: int, numpy_merge: bool) -> int:
+    """Best-fit offset for `size` bytes next to the union of the range lists `taken`.
+
+    The lowest offset of the smallest free gap that holds `size`; with no such gap, the
+    highest taken address (0 when nothing is taken).
+    """
+    if not taken:
+        return 0
+    if len(taken) == 1:
+        flat = taken[0]
+    else:
+        flat = []
+        for ranges in taken:
+            flat += ranges
+    if numpy_merge and len(flat) > _NUMPY_MERGE_MIN:
+        return _best_gap_numpy(flat, size, len(taken) == 1)
+    starts = flat[0::2]
+    ends = flat[1::2]
+    if len(taken) > 1:
+        starts.sort()
+        ends.sort()
+    # With the starts and the ends sorted separately (the lists may overlap), the space
+    # between ends[k - 1] and starts[k] is free exactly when positive: k ranges have
+    # started and k have ended.
+    best_gap = -1
+    best_offset = 0
+    previous_end = 0
+    for start, end in zip(starts, ends):
+        gap = start - previous_end
+        if gap >= size and (best_gap < 0 or gap < best_gap):
+            best_gap = gap
+            best_offset = previous_end
+        previous_end = end
+    return previous_end if best_gap < 0 else best_offset
+
+
+class OccupancyTree:
+    """Address ranges taken per slot, for best-fit placement (see the module docstring).
+
+    Contract: buffers are placed in rank order 0, 1, 2, ... (`place`), and `last_query`
+    was computed for exactly these placements. Buffers whose offset is imposed are
+    recorded first, with `occupy`.
+    """
+
+    def __init__(self, slot_count: int, last_query: list[int], int64_safe: bool):
+        self.base = leaf_base(slot_count)
+        self.last_query = last_query
+        self.numpy_merge = int64_safe
+        self.own: list[list[int] | None] = [None] * (2 * self.base)
+        self.sub: list[list[int] | None] = [None] * self.base
+
+    def place(self, slot_lo: int, slot_hi: int, size: int, rank: int) -> int:
+        """Best-fit offset for `size` bytes over the slots ``[slot_lo, slot_hi)``, recorded.
+
+        Among the addresses taken in the range, the lowest offset of the smallest free gap
+        that holds `size`, else the highest taken address (0 if none). Size 0 gets 0.
+        """
+        if size == 0:
+            return 0  # an empty buffer holds no address; 0 keeps plans reproducible
+        nodes, taken = self._cover_and_taken(slot_lo, slot_hi)
+        offset = best_fit_offset(taken, size, self.numpy_merge)
+        self._record(nodes, offset, offset + size, rank)
+        return offset
+
+    def occupy(self, slot_lo: int, slot_hi: int, offset: int, size: int) -> None:
+        """Record a buffer placed before any `place` call (an imposed offset)."""
+        if size:
+            nodes, _ = self._cover_and_taken(slot_lo, slot_hi)
+            self._record(nodes, offset, offset + size, -1)
+
+    def _cover_and_taken(self, slot_lo: int, slot_hi: int) -> tuple[list[int], list[list[int]]]:
+        """The cover nodes of ``[slot_lo, slot_hi)`` and the non-empty range lists whose
+        union is every address taken in it."""
+        own = self.own
+        sub = self.sub
+        base = self.base
+        nodes = []
+        taken = []
+        left = slot_lo + base
+        right = slot_hi + base
+        while left < right:
+            if left & 1:
+                nodes.append(left)
+                ranges = own[left] if left >= base else sub[left]
+                if ranges:
+                    taken.append(ranges)
+                left += 1
+            if right & 1:
+                right -= 1
+                nodes.append(right)
+                ranges = own[right] if right >= base else sub[right]
+                if ranges:
+                    taken.append(ranges)
+            left >>= 1
+            right >>= 1
+        # Buffers stored above the cover nodes sit on the paths from the end leaves up.
+        left = (slot_lo + base) >> 1
+        right = (slot_hi - 1 + base) >> 1
+        while left != right:
+            ranges = own[left]
+            if ranges:
+                taken.append(ranges)
+            ranges = own[right]
+            if ranges:
+                taken.append(ranges)
+            left >>= 1
+            right >>= 1
+        while left:
+            ranges = own[left]
+            if ranges:
+                taken.append(ranges)
+            left >>= 1
+        return nodes, taken
+
+    def _record(self, nodes: list[int], start: int, end: int, rank: int) -> None:
+        """Add ``[start, end)`` to ``own`` of `nodes` and to ``sub`` up the tree.
+
+        ``sub`` is updated only where a later placement reads it (`last_query` above
+        `rank`), and the walk up stops at the first node already holding the range: every
+        node above it that is still read received all it received. The range updates are
+        written out in the loop (this runs a few times per buffer and per level, and
+        function calls would cost a third of the planner's time).
+        """
+        own = self.own
+        sub = self.sub
+        base = self.base
+        last_query = self.last_query
+        for node in nodes:
+            ranges = own[node]
+            if ranges is None:
+                own[node] = [start, end]
+            else:
+                add_range(ranges, start, end)
+            up = node >> 1 if node >= base else node
+            while up:
+                if last_query[up] > rank:
+                    ranges = sub[up]
+                    if ranges is None:
+                        sub[up] = [start, end]
+                    else:
+                        i = bisect_right(ranges, start)
+                        if i & 1 and ranges[i] >= end:
+                            break
+                        i = bisect_left(ranges, start, 0, i)
+                        j = bisect_right(ranges, end, i)
+                        if i & 1:
+                            ranges[i:j] = [] if j & 1 else [end]
+                        else:
+                            ranges[i:j] = [start] if j & 1 else [start, end]
+                up >>= 1

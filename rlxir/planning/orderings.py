@@ -1,0 +1,76 @@
+"""Orders in which a greedy planner places buffers.
+
+Each function returns the indices of the buffers without a fixed offset, in placement
+order. All are deterministic: ties left by the keys are broken by buffer name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlxir.planning.bounds import peak_slot
+from rlxir.planning.problem import Problem
+
+
+def by_size(problem: Problem) -> list[int]:
+    """Largest first; then earliest start, then longest lifetime, then name.
+
+    The start time as first tie-break keeps equal-sized buffers packed in schedule order;
+    on the idealloc instances it beats longest-lifetime-first (pangu_2.6B 1.008x against
+    1.033x of the lower bound, S_1 1.016x against 1.025x).
+    """
+    return _ordered(problem, (-problem.lifetime_keys(), problem.start_keys, -problem.size_keys))
+
+
+def by_size_then_lifetime(problem: Problem) -> list[int]:
+    """Largest first; then longest lifetime, then earliest start, then name."""
+    return _ordered(problem, (problem.start_keys, -problem.lifetime_keys(), -problem.size_keys))
+
+
+def peak_first(problem: Problem, tie: str = "start") -> list[int]:
+    """The buffers live at the peak slot first, then the rest as `by_size` orders them.
+
+    Buffers live together at the peak must be stacked anyway; placing them first, in
+    order of `tie` ("start": earliest first, "lifetime": longest first, "end": latest end
+    first), keeps the peak free of the holes that larger, earlier-placed buffers leave.
+    Reaches the lower bound on iopddl/S_1, where `by_size` ends 1.6 % above it.
+    """
+    peak = peak_slot(problem)
+    at_peak = ((problem.slot_lo <= peak) & (peak < problem.slot_hi)).astype(np.int64)
+    tie_keys = {"start": problem.start_keys, "lifetime": -problem.lifetime_keys(), "end": -problem.end_keys}[tie]
+    # Off-peak buffers all get tie key 0 and fall back to the `by_size` keys.
+    peak_tie = np.where(at_peak == 1, tie_keys, 0)
+    keys = (-problem.lifetime_keys(), problem.start_keys, -problem.size_keys, peak_tie, -at_peak)
+    return _ordered(problem, keys)
+
+
+def by_area(problem: Problem) -> list[int]:
+    """Largest size x lifetime first; then largest size, earliest start, name."""
+    area = problem.key_array([size * b.lifetime for size, b in zip(problem.sizes, problem.buffers)])
+    return _ordered(problem, (problem.start_keys, -problem.size_keys, -area))
+
+
+def _ordered(problem: Problem, keys: tuple[np.ndarray, ...]) -> list[int]:
+    """Free buffers sorted by `keys` (last key primary, as for `np.lexsort`), then name."""
+    free = np.asarray(problem.free_indices(), dtype=np.int64)
+    if len(free) == 0:
+        return []
+    keys = tuple(key[free] for key in keys)
+    permutation = np.lexsort(keys)
+    return _break_ties_by_name(problem, free[permutation], [key[permutation] for key in keys])
+
+
+def _break_ties_by_name(problem: Problem, order: np.ndarray, sorted_keys: list[np.ndarray]) -> list[int]:
+    """Sort each run of equal keys in `order` by name (such runs are rare and short)."""
+    same_as_previous = np.ones(len(order) - 1, dtype=bool)
+    for key in sorted_keys:
+        same_as_previous &= key[1:] == key[:-1]
+    result = order.tolist()
+    if not same_as_previous.any():
+        return result
+    names = problem.names
+    # A run of k True flags ties k + 1 consecutive entries.
+    edges = np.diff(np.concatenate(([0], same_as_previous.astype(np.int8), [0])))
+    for first, last in zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist()):
+        result[first : last + 1] = sorted(result[first : last + 1], key=names.__getitem__)
+    return result

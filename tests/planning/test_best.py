@@ -1,0 +1,69 @@
+"""The best planner and the canonical search under it."""
+
+from __future__ import annotations
+
+from rlxir.planning import BestPlanner, Buffer, get_planner, validate_plan
+from rlxir.planning.problem import Problem
+from rlxir.planning.search import HEURISTICS, CanonicalSearch, preorder
+
+# Budgets generous enough never to bind; the node cap makes the runs deterministic.
+BUDGET = 600.0
+BEST = BestPlanner(max_search_nodes=2000)
+
+
+def puzzle() -> list[Buffer]:
+    """Six buffers that pack into 12 bytes (the lower bound) with "long1" at the bottom.
+
+    Greedy by size puts the largest, "right1", at the bottom instead, and needs 13.
+    """
+    return [
+        Buffer("long1", 0, 6, 4),
+        Buffer("long2", 0, 3, 4),
+        Buffer("left", 0, 3, 4),
+        Buffer("right1", 3, 6, 5),
+        Buffer("right2", 3, 6, 3),
+        Buffer("tiny", 0, 6, 0),
+    ]
+
+
+def test_search_finds_a_packing_at_the_lower_bound():
+    buffers = puzzle()
+    problem = Problem.build(buffers, 1)
+    search = CanonicalSearch(problem, preorder(problem, HEURISTICS[0]))
+    offsets = search.solve(capacity=12, node_limit=1000, deadline=float("inf"))
+    assert offsets is not None
+    validate_plan(buffers, offsets, 1, 12)
+
+
+def test_search_reports_none_below_the_lower_bound():
+    problem = Problem.build(puzzle(), 1)
+    search = CanonicalSearch(problem, preorder(problem, "TAW"))
+    assert search.solve(capacity=11, node_limit=10_000, deadline=float("inf")) is None
+
+
+def test_best_reaches_the_lower_bound_where_liveness_does_not():
+    buffers = puzzle()
+    liveness = get_planner("liveness").plan(buffers)
+    best = BEST.plan(buffers, time_budget=BUDGET)
+    validate_plan(buffers, best.offsets, 1, best.arena_bytes)
+    assert liveness.arena_bytes == 13 > liveness.lower_bound_bytes == 12
+    assert best.arena_bytes == 12
+    assert best.planner == "best"
+
+
+def test_best_keeps_fixed_offsets():
+    buffers = [Buffer("w", 0, 8, 32, fixed_offset=64), Buffer("x", 0, 4, 32), Buffer("y", 4, 8, 64)]
+    result = BEST.plan(buffers, alignment=32, time_budget=BUDGET)
+    validate_plan(buffers, result.offsets, 32, result.arena_bytes)
+    assert result.offsets["w"] == 64
+
+
+def test_best_is_deterministic_for_a_seed():
+    buffers = [Buffer(f"b{i}", (7 * i) % 13, (7 * i) % 13 + 1 + i % 5, 1 + (31 * i) % 17) for i in range(60)]
+    first = BestPlanner(seed=3, max_search_nodes=3000).plan(buffers, time_budget=BUDGET)
+    second = BestPlanner(seed=3, max_search_nodes=3000).plan(buffers, time_budget=BUDGET)
+    assert first.offsets == second.offsets
+
+
+def test_best_with_no_buffers():
+    assert BEST.plan([], time_budget=BUDGET).arena_bytes == 0

@@ -1,0 +1,90 @@
+"""validate_plan catches every kind of invalid placement, and names the culprits."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlxir.planning import Buffer, PlanError, validate_plan
+
+BUFFERS = [Buffer("a", 0, 4, 16), Buffer("b", 2, 6, 16), Buffer("c", 4, 8, 16)]
+
+
+def test_valid_plan_passes():
+    # c reuses a's bytes: a ends at step 4, where c starts (half-open intervals).
+    validate_plan(BUFFERS, [0, 16, 0], alignment=16, arena_bytes=32)
+    validate_plan(BUFFERS, {"a": 0, "b": 16, "c": 0}, alignment=16, arena_bytes=32)
+
+
+def test_overlap_of_live_buffers_names_both():
+    with pytest.raises(PlanError) as error:
+        validate_plan(BUFFERS, [0, 0, 16], alignment=16, arena_bytes=32)
+    message = str(error.value)
+    assert "'a' (live [0, 4), bytes [0, 16))" in message
+    assert "'b' (live [2, 6), bytes [0, 16))" in message
+    assert "overlap in address" in message
+
+
+def test_partial_overlap_from_above_and_below():
+    with pytest.raises(PlanError, match="'a'.*'b'|'b'.*'a'"):
+        validate_plan(BUFFERS, [8, 0, 32], alignment=8, arena_bytes=48)
+    with pytest.raises(PlanError, match="'a'.*'b'|'b'.*'a'"):
+        validate_plan(BUFFERS, [0, 8, 32], alignment=8, arena_bytes=48)
+
+
+def test_unaligned_offset():
+    with pytest.raises(PlanError, match="'b'.*not a multiple of the alignment 16"):
+        validate_plan(BUFFERS, [0, 20, 0], alignment=16, arena_bytes=64)
+
+
+def test_negative_offset():
+    with pytest.raises(PlanError, match="'a'.*negative offset"):
+        validate_plan(BUFFERS, [-16, 16, 0], alignment=16, arena_bytes=32)
+
+
+def test_buffer_past_the_arena():
+    with pytest.raises(PlanError, match="'b'.*ends past the arena of 24 bytes"):
+        validate_plan(BUFFERS, [0, 16, 0], alignment=8, arena_bytes=24)
+
+
+def test_arena_check_uses_aligned_sizes():
+    buffers = [Buffer("x", 0, 1, 10)]
+    validate_plan(buffers, [0], alignment=1, arena_bytes=10)
+    with pytest.raises(PlanError, match="ends past the arena"):
+        validate_plan(buffers, [0], alignment=16, arena_bytes=10)
+
+
+def test_fixed_offset_must_be_kept():
+    buffers = [Buffer("w", 0, 8, 16, fixed_offset=32), Buffer("x", 0, 8, 16)]
+    validate_plan(buffers, [32, 0], alignment=16, arena_bytes=48)
+    with pytest.raises(PlanError, match="'w'.*imposed as 32"):
+        validate_plan(buffers, [0, 16], alignment=16, arena_bytes=48)
+
+
+def test_missing_and_miscounted_offsets():
+    with pytest.raises(PlanError, match="no offset for buffer.*'c'"):
+        validate_plan(BUFFERS, {"a": 0, "b": 16}, alignment=16, arena_bytes=32)
+    with pytest.raises(PlanError, match="2 offsets given for 3 buffers"):
+        validate_plan(BUFFERS, [0, 16], alignment=16, arena_bytes=32)
+
+
+def test_non_integer_offset():
+    with pytest.raises(PlanError, match="not an integer"):
+        validate_plan(BUFFERS, [0, 16.0, 0], alignment=16, arena_bytes=32)
+
+
+def test_empty_buffers_never_collide():
+    buffers = [Buffer("a", 0, 4, 16), Buffer("empty", 0, 4, 0)]
+    validate_plan(buffers, [0, 0], alignment=16, arena_bytes=16)
+
+
+def test_nested_lifetimes_with_a_gap_in_between():
+    # c is live inside a's lifetime and sits between a and b in address.
+    buffers = [Buffer("a", 0, 10, 8), Buffer("b", 0, 10, 8), Buffer("c", 3, 5, 8), Buffer("d", 4, 6, 8)]
+    validate_plan(buffers, [0, 16, 8, 24], alignment=8, arena_bytes=32)
+    with pytest.raises(PlanError, match="'c'.*'d'|'d'.*'c'"):
+        validate_plan(buffers, [0, 16, 8, 8], alignment=8, arena_bytes=32)
+
+
+def test_duplicate_names_are_refused():
+    with pytest.raises(PlanError, match="'a' appears more than once"):
+        validate_plan([Buffer("a", 0, 1, 1), Buffer("a", 1, 2, 1)], [0, 0], alignment=1, arena_bytes=1)
