@@ -126,7 +126,8 @@ class _Builder:
 
         lead = len(text) - len(text.lstrip())
         if not text.strip():  # the caret goes under the ',' or ']' that ends the empty dim
-            raise ParseError("empty dim in type", self.loc_in(token, offset + lead), "an integer, a symbol or an expression")
+            raise ParseError("empty dim in type", self.loc_in(token, offset + lead),
+                             "an integer, a symbol or an expression")
         try:
             dim = parse_dim(text, on_symbol)
         except DimSyntaxError as error:
@@ -218,7 +219,8 @@ class _Builder:
                 close = difflib.get_close_matches(value.text, [dtype.value for dtype in DType], n=1)
                 hint = f" (did you mean {close[0]}?)" if close else ""
                 raise ParseError(f"unknown dtype {value.text!r}{hint}", where, "a dtype name")
-            raise ParseError(f"unexpected name {value.text!r}", where, "a number, a string in quotes, true/false or a list")
+            raise ParseError(f"unexpected name {value.text!r}", where,
+                             "a number, a string in quotes, true/false or a list")
         if isinstance(value, tuple):
             item_kind = {"ints": "int", "floats": "float", "strs": "str", "dims": "dims"}.get(kind)
             return tuple(self._resolve(item, item_kind, token) for item in value)

@@ -89,7 +89,8 @@ def _bad_character(source: SourceText, pos: int, allowed: set) -> ParseError:
     if coarse is not None:
         return coarse
     if char == '"':
-        return _string_error(source, pos) or ParseError("unexpected string", loc_at(source, pos), expected_text(allowed))
+        return _string_error(source, pos) or ParseError("unexpected string", loc_at(source, pos),
+                                                        expected_text(allowed))
     return ParseError(f"unexpected character {char!r}", loc_at(source, pos), expected_text(allowed))
 
 

@@ -100,7 +100,9 @@ def graphs(
     - `special_floats`: float consts may hold ``inf`` and ``-inf`` (never ``nan``, which is
       not equal to itself); by default they are small finite numbers.
 
-    The graph's last op is always an output; a few other values may be too.
+    The graph's last op is always an output; a few other values may be too. Graphs may
+    hold unused leaves and dead ops (as real pass inputs do). Only shapes and dtypes are
+    constrained, not data: `log` or `sqrt` of an input may be NaN when it runs.
     """
     config = _config(dtypes, symbols, ops, float_only, max_rank, max_dim, leaves_first, special_floats)
     if not 0 <= min_ops <= max_ops:
@@ -208,7 +210,8 @@ class _GraphDrawing:
         where = {"before": self.first_op} if self.leaves_first and self.first_op else {}
         name = self.fresh()
         if kind == "const":
-            return self.graph.add_const(name, type_, self.draw(_const_value(type_, self.config.special_floats)), **where)
+            value = self.draw(_const_value(type_, self.config.special_floats))
+            return self.graph.add_const(name, type_, value, **where)
         if kind == "param":
             return self.graph.add_param(name, type_, **where)
         return self.graph.add_input(name, type_, **where)
