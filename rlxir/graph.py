@@ -371,10 +371,10 @@ class Graph:
             return False
         if self.schedule() != other.schedule():
             return False
-        keys = ("op", "operands", "attrs", "type")
+        keys = ("op", "operands", "type")
         for name in self.schedule():
-            mine, theirs = self.nx.nodes[name], other.nx.nodes[name]
-            if any(mine[key] != theirs[key] for key in keys):
+            mine, theirs = self.nx._node[name], other.nx._node[name]
+            if any(mine[key] != theirs[key] for key in keys) or not _same_attrs(mine["attrs"], theirs["attrs"]):
                 return False
         return True
 
@@ -430,8 +430,26 @@ def _bind_attr(value, values: Mapping[str, int]):
     return value
 
 
+def _same_attrs(left: dict, right: dict) -> bool:
+    """Attribute equality where NaN equals NaN (a NaN literal must survive a round trip)."""
+    return left.keys() == right.keys() and all(_same_value(left[key], right[key]) for key in left)
+
+
+def _same_value(left, right) -> bool:
+    if isinstance(left, tuple) and isinstance(right, tuple):
+        return len(left) == len(right) and all(_same_value(a, b) for a, b in zip(left, right))
+    if isinstance(left, float) and isinstance(right, float) and left != left and right != right:
+        return True
+    return type(left) is type(right) and left == right
+
+
 def _rebuild_node(result: Graph, name: str, data: dict, values: Mapping[str, int]) -> None:
-    type_ = data["type"].bind(values)
+    try:
+        type_ = data["type"].bind(values)
+    except ZeroDivisionError:
+        given = ", ".join(f"{symbol}={value}" for symbol, value in values.items())
+        raise RlxError(f"with {given}, a dim of %{name} ({data['type']}) divides by zero", data["loc"],
+                       "symbol values that keep every divisor non-zero") from None
     op = data["op"]
     if op in LEAF_KINDS:
         result._add_node(name, op, (), dict(data["attrs"]), type_, data["loc"], data["provenance"], None, None)
@@ -441,6 +459,9 @@ def _rebuild_node(result: Graph, name: str, data: dict, values: Mapping[str, int
             result.add_op(op, data["operands"], attrs, name=name, loc=data["loc"], provenance=data["provenance"])
         except RlxError as error:
             raise error.with_location(data["loc"]) from None
+        except ZeroDivisionError:
+            raise RlxError(f"binding makes a dim of %{name} divide by zero", data["loc"],
+                           "symbol values that keep every divisor non-zero") from None
     _check_dims_not_negative(name, data["type"], result.type(name), values, data["loc"])
 
 

@@ -268,6 +268,8 @@ def selective_scan_rule(types, attrs) -> TensorType:
         raise ShapeError(f"selective_scan's x must be [B, S, H], got {_shape(x.shape)}", operand=0)
     batch, seq, hidden = x.shape
     state = attrs["state_size"]
+    if state < 1:
+        raise ShapeError(f"selective_scan's state_size must be positive, got {state}", expected="state_size >= 1")
     expected = {1: (batch, seq, hidden), 2: (hidden, state), 3: (batch, seq, state), 4: (batch, seq, state)}
     for index, shape in expected.items():
         if types[index].shape != shape:
