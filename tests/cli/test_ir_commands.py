@@ -115,3 +115,24 @@ def test_console_script_help_for_every_command():
         result = subprocess.run([_console_script(), command, "--help"], capture_output=True, text=True)
         assert result.returncode == 0
         assert "usage: rlxir " + command in result.stdout
+
+
+MALFORMED = sorted((Path(__file__).resolve().parents[1] / "malformed").glob("*.rlx"))
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.rlx"))
+
+
+@pytest.mark.parametrize("path", MALFORMED, ids=[path.name for path in MALFORMED])
+def test_check_on_malformed_input_prints_one_located_diagnostic(path, capsys):
+    code, out, err = run(["check", path], capsys)
+    first = path.read_text().splitlines()[0] if path.read_text() else ""
+    assert code == 1 and out == ""
+    assert err.startswith(f"{path}:"), err
+    assert err.count(f"{path}:") == 1 and "Traceback" not in err
+    if first.startswith("# ERROR "):
+        assert err.startswith(f"{path}:{first.split()[2]}:")
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[path.name for path in EXAMPLES])
+def test_check_accepts_every_example(path, capsys):
+    code, out, err = run(["check", path, "--batch", "2"], capsys)
+    assert code == 0 and err == "" and "ok" in out
