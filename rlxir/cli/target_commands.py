@@ -1,0 +1,364 @@
+"""`rlxir compile`, `fit`, `compare`, `targets`, `plan` and `plan-csv`.
+
+compile, fit and compare share one code path per target (rlxir.compiler): what `fit`
+reports for a batch is exactly what `compile` plans at that batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from rlxir.cli.options import add_input_options, bindings_from, load_module, positive_int, symbol_binding
+from rlxir.compiler import CompileOptions, compile, exceeds_ceiling, plan_exec_graph, prepare_exec_graph
+from rlxir.devices import format_bytes, parse_bytes
+from rlxir.errors import RlxError
+from rlxir.fit import arena_budget, fit_batch
+from rlxir.planning import PLANNERS
+from rlxir.printer import print_graph
+from rlxir.target import available_targets, get_target
+
+
+def _bytes_arg(text: str) -> int:
+    try:
+        return parse_bytes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _headroom(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"headroom must be in (0, 1], got {text}")
+    return value
+
+
+def _add_planner_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--planner", choices=sorted(PLANNERS), help="plan with this planner instead of the target's")
+    parser.add_argument("--alignment", type=positive_int, metavar="N", help="alignment in bytes instead of the target's")
+    parser.add_argument("--sizing", choices=("dtype", "f32"), help="bytes per element: the dtype's, or 4 for all")
+    parser.add_argument("--time-budget", type=float, metavar="S", help="seconds for the best planner (default 5)")
+
+
+def _add_budget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--vram", type=_bytes_arg, metavar="BYTES",
+                        help="device memory instead of the probe's answer: 24GiB, 80GB or 25769803776")
+    parser.add_argument("--headroom", type=_headroom, default=0.6,
+                        help="share of device memory the arena and side buffers may use (default 0.6)")
+    parser.add_argument("--free", action="store_true", help="probe free device memory instead of total")
+
+
+def register(subparsers) -> None:
+    compile_parser = subparsers.add_parser(
+        "compile", help="compile a graph for a target and report its memory plan",
+        description="Run TARGET's pass pipeline on the graph, plan its memory with TARGET's planner, and report: "
+                    "node counts per pass, the arena (exact bytes and units), the lower bound and the planner's "
+                    "efficiency, side buffers, the ABI ceiling, the budget on this device, and whether it fits. A "
+                    "target refuses an arena past its ceiling (exit 1).",
+        epilog="example: rlxir compile examples/gpt2_small.rlx --target rocm --batch 8")
+    add_input_options(compile_parser)
+    compile_parser.add_argument("--target", "-t", required=True, metavar="T", help="cpu, cuda, rocm, metal, gpu, vulkan")
+    compile_parser.add_argument("--emit", choices=("mir", "lir", "plan", "none"), default="none",
+                                help="also print the graph after the pipeline (lir), before it (mir), or the full plan")
+    compile_parser.add_argument("--print-pipeline", action="store_true", help="print the target's pipeline spec")
+    compile_parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_planner_options(compile_parser)
+    _add_budget_options(compile_parser)
+    compile_parser.set_defaults(run=run_compile)
+
+    fit = subparsers.add_parser(
+        "fit", help="find the largest batch whose compiled arena fits the device",
+        description="Compile the graph at several batches with TARGET's own pipeline and planner (never an "
+                    "estimate) and report the largest batch in 1..--max-batch whose arena fits the budget: device "
+                    "memory (probed, or --vram) x --headroom, less side buffers, capped at the ABI ceiling. The "
+                    "search halves from --max-batch, then bisects: about 2 log2(max-batch) plans.",
+        epilog="example: rlxir fit examples/gpt2_small.rlx --target cuda --max-batch 64 --vram 24GiB -D S=1024")
+    fit.add_argument("file", metavar="FILE", help="an .rlx file")
+    fit.add_argument("--graph", metavar="NAME", help="the graph to use (default: the file's first graph)")
+    fit.add_argument("-D", dest="define", metavar="SYM=VALUE", action="append", default=[],
+                     type=symbol_binding,
+                     help="bind another symbol (repeatable)")
+    fit.add_argument("--target", "-t", required=True, metavar="T", help="cpu, cuda, rocm, metal, gpu, vulkan")
+    fit.add_argument("--batch-dim", metavar="SYM", default="B", help="the batch symbol (default: B)")
+    fit.add_argument("--max-batch", type=positive_int, required=True, metavar="N", help="the largest batch to consider")
+    fit.add_argument("--json", action="store_true", help="print the result as JSON")
+    _add_planner_options(fit)
+    _add_budget_options(fit)
+    fit.set_defaults(run=run_fit)
+
+    compare = subparsers.add_parser(
+        "compare", help="compile a graph for every target and compare their arenas",
+        description="Compile the graph for each target and print one row per target: nodes after its pipeline, "
+                    "arena, lower bound, the ratio to the smallest arena, the ABI ceiling, and whether it fits "
+                    "the budget (probe or --vram).")
+    add_input_options(compare)
+    compare.add_argument("--targets", metavar="LIST", help="comma-separated targets (default: all)")
+    compare.add_argument("--json", action="store_true", help="print the rows as JSON")
+    _add_budget_options(compare)
+    compare.set_defaults(run=run_compare)
+
+    targets = subparsers.add_parser("targets", help="list the targets and their pipelines",
+                                    description="Each target's pipeline, planner, alignment, sizing, ceiling and probe.")
+    targets.add_argument("--json", action="store_true", help="print as JSON")
+    targets.set_defaults(run=run_targets)
+
+    plan = subparsers.add_parser(
+        "plan", help="plan a graph's memory and show the plan",
+        description="Compile the graph for --target (default cpu) up to its memory plan and show the plan: a "
+                    "table of the largest buffers, all of it with --json, or a picture with --plot (needs "
+                    "matplotlib: pip install 'rlxir[plot]'). --planner/--alignment/--sizing override the target's.")
+    add_input_options(plan)
+    plan.add_argument("--target", "-t", default="cpu", metavar="T", help="plan exactly as this target does (default cpu)")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON (every buffer)")
+    plan.add_argument("--plot", metavar="PNG", help="draw the plan to PNG: time on x, offset on y")
+    plan.add_argument("--limit", type=int, default=40, help="buffers shown in the table (default 40)")
+    _add_planner_options(plan)
+    plan.set_defaults(run=run_plan)
+
+    plan_csv = subparsers.add_parser(
+        "plan-csv", help="plan a buffer list in MiniMalloc CSV format",
+        description="Read buffers as CSV (id,lower,upper,size with half-open [lower, upper)), plan them, validate "
+                    "the placement, and print arena, lower bound and their ratio.")
+    plan_csv.add_argument("file", metavar="FILE.csv")
+    plan_csv.add_argument("--planner", choices=sorted(PLANNERS), default="liveness", help="default: liveness")
+    plan_csv.add_argument("--alignment", type=positive_int, default=1, metavar="N", help="default: 1")
+    plan_csv.add_argument("--time-budget", type=float, metavar="S", help="seconds for the best planner")
+    plan_csv.add_argument("--offsets", metavar="OUT.csv", help="write the solution with an offset column")
+    plan_csv.add_argument("--json", action="store_true", help="print the result as JSON")
+    plan_csv.set_defaults(run=run_plan_csv)
+
+
+# --- helpers ----------------------------------------------------------------------------
+def _options(args: argparse.Namespace) -> CompileOptions:
+    return CompileOptions(planner=getattr(args, "planner", None), alignment=getattr(args, "alignment", None),
+                          sizing=getattr(args, "sizing", None), time_budget=getattr(args, "time_budget", None))
+
+
+def _graph(args: argparse.Namespace):
+    module = load_module(args)
+    return module[args.graph] if args.graph else module.main
+
+
+def _progress(message: str) -> None:
+    if sys.stderr.isatty():
+        print(f"\r\033[K{message}", end="", file=sys.stderr, flush=True)
+
+
+def _progress_done() -> None:
+    if sys.stderr.isatty():
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+
+def _human(count: int | None) -> str:
+    return "-" if count is None else f"{count} B ({format_bytes(count)})"
+
+
+# --- compile ----------------------------------------------------------------------------
+def run_compile(args: argparse.Namespace) -> int:
+    target = get_target(args.target)
+    graph = _graph(args)
+    options = _options(args)
+    _progress(f"compiling for {target.name} ...")
+    started = time.perf_counter()
+    exec_graph = prepare_exec_graph(graph, target, bindings_from(args), options)
+    plan = plan_exec_graph(exec_graph, target, options)
+    seconds = time.perf_counter() - started
+    _progress_done()
+    refused = exceeds_ceiling(target, plan.arena_bytes)
+    budget = arena_budget(target, args.headroom, args.vram, "free" if args.free else "total")
+    fits = (not refused) and (budget.bytes is None or plan.arena_bytes <= budget.bytes)
+    report = {
+        "target": target.name, "pipeline": target.pipeline, "bindings": dict(exec_graph.bindings),
+        "stages": [{"pass": stage.spec, "nodes_before": stage.nodes_before, "nodes_after": stage.nodes_after,
+                    "seconds": round(stage.seconds, 6)} for stage in exec_graph.stages],
+        "nodes": len(exec_graph.graph), "arena_bytes": plan.arena_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
+        "unshared_bytes": plan.unshared_bytes, "efficiency": round(plan.efficiency, 6), "planner": plan.planner,
+        "alignment": plan.alignment, "sizing": plan.sizing, "side_buffers": dict(plan.side_buffers),
+        "ceiling_bytes": target.arena_ceiling, "budget_bytes": budget.bytes, "budget": budget.explain(),
+        "refused": refused, "fits": fits, "seconds": round(seconds, 6),
+    }
+    if args.json:
+        if args.emit == "plan":
+            report["plan"] = plan.to_json()
+        print(json.dumps(report, indent=2))
+    else:
+        _print_compile(args, graph, exec_graph, plan, target, report)
+    if refused:
+        error = RlxError(f"{target.name} refuses this graph: its arena needs {_human(plan.arena_bytes)}, past the "
+                         f"{target.name} ABI ceiling of {_human(target.arena_ceiling)}",
+                         expected="a smaller batch or sequence (rlxir fit finds the largest that compiles)")
+        print(error.render(), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print_compile(args, graph, exec_graph, plan, target, report) -> None:
+    if args.emit == "mir":
+        print(print_graph(graph))
+    if args.print_pipeline:
+        print(f"pipeline  {target.pipeline}\n")
+    bound = ", ".join(f"{symbol}={value}" for symbol, value in exec_graph.bindings.items()) or "none"
+    print(f"target {target.name} ({target.description}); symbols {bound}")
+    width = max(len(stage.spec) for stage in exec_graph.stages) if exec_graph.stages else 10
+    print(f"\n  {'pass':<{width}}  {'nodes in':>9}  {'nodes out':>9}")
+    for stage in exec_graph.stages:
+        print(f"  {stage.spec:<{width}}  {stage.nodes_before:>9}  {stage.nodes_after:>9}")
+    print()
+    print(f"arena        {_human(plan.arena_bytes)}")
+    print(f"lower bound  {_human(plan.lower_bound_bytes)}  (planner efficiency {plan.efficiency:.1%}, "
+          f"{plan.planner}, alignment {plan.alignment}, sizing {plan.sizing})")
+    for name, size in plan.side_buffers.items():
+        print(f"side buffer  {name} {_human(size)} (outside the arena)")
+    print(f"ceiling      {_human(target.arena_ceiling) if target.arena_ceiling is not None else 'none (64-bit)'}")
+    print(f"budget       {report['budget']}")
+    verdict = "no: past the ABI ceiling" if report["refused"] else ("yes" if report["fits"] else "no: over the budget")
+    print(f"fits         {verdict}")
+    if args.emit == "lir":
+        print()
+        print(print_graph(exec_graph.graph))
+    if args.emit == "plan":
+        print()
+        print(plan.table(limit=None))
+
+
+# --- fit --------------------------------------------------------------------------------
+def run_fit(args: argparse.Namespace) -> int:
+    target = get_target(args.target)
+    graph = _graph(args)
+    if args.batch_dim not in graph.symbols:
+        raise RlxError(f"graph {graph.name} has no batch symbol {args.batch_dim}",
+                       graph.loc, expected="--batch-dim naming one of: " + (", ".join(graph.symbols) or "none"))
+    others = dict(args.define)
+    budget = arena_budget(target, args.headroom, args.vram, "free" if args.free else "total")
+
+    def build(batch: int):
+        return graph.bind({args.batch_dim: batch})
+
+    def show(trial) -> None:
+        _progress(f"batch {trial.batch}: arena {format_bytes(trial.arena_bytes)} "
+                  f"{'fits' if trial.fits else 'does not fit'}")
+
+    result = fit_batch(target, args.max_batch, args.headroom, build, options=_options(args), budget=budget,
+                       bindings=others, on_trial=show)
+    _progress_done()
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+        return 0 if result.fits else 1
+    print(f"target {target.name}: {budget.explain()}")
+    print(f"\n  {'batch':>6}  {'arena':>28}  fits")
+    for trial in sorted(result.tried, key=lambda trial: trial.batch):
+        print(f"  {trial.batch:>6}  {_human(trial.arena_bytes):>28}  {'yes' if trial.fits else 'no'}")
+    print()
+    if result.batch is None:
+        print(f"does not fit: {result.reason}")
+        return 1
+    arena = _human(result.arena_bytes) if result.arena_bytes is not None else "not planned"
+    print(f"largest batch that fits: {result.batch} (arena {arena}; {result.reason}; {len(result.tried)} plans)")
+    return 0
+
+
+# --- compare ----------------------------------------------------------------------------
+def run_compare(args: argparse.Namespace) -> int:
+    graph = _graph(args)
+    names = args.targets.split(",") if args.targets else sorted(available_targets())
+    rows = []
+    for name in names:
+        target = get_target(name.strip())
+        _progress(f"compiling for {target.name} ...")
+        rows.append(_compare_row(graph, target, bindings_from(args), args))
+    _progress_done()
+    arenas = [row["arena_bytes"] for row in rows if row["arena_bytes"] is not None]
+    best = min(arenas) if arenas else None
+    for row in rows:
+        row["ratio_to_best"] = round(row["arena_bytes"] / best, 4) if best and row["arena_bytes"] is not None else None
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    header = (f"{'target':<8} {'planner':<9} {'nodes':>7} {'arena':>24} {'lower bound':>24} {'x best':>7} "
+              f"{'ceiling':>12} fits")
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        ceiling = format_bytes(row["ceiling_bytes"]) if row["ceiling_bytes"] is not None else "none"
+        ratio = f"{row['ratio_to_best']:.2f}" if row["ratio_to_best"] is not None else "-"
+        print(f"{row['target']:<8} {row['planner']:<9} {row['nodes']:>7} {_human(row['arena_bytes']):>24} "
+              f"{_human(row['lower_bound_bytes']):>24} {ratio:>7} {ceiling:>12} {row['fits']}")
+    return 0
+
+
+def _compare_row(graph, target, bindings, args) -> dict:
+    exec_graph = prepare_exec_graph(graph, target, bindings)
+    plan = plan_exec_graph(exec_graph, target)
+    budget = arena_budget(target, args.headroom, args.vram, "free" if args.free else "total")
+    if exceeds_ceiling(target, plan.arena_bytes):
+        fits = "no (past ceiling)"
+    elif budget.bytes is None:
+        fits = "unknown (no budget)"
+    else:
+        fits = "yes" if plan.arena_bytes <= budget.bytes else "no (over budget)"
+    return {"target": target.name, "planner": plan.planner, "nodes": len(exec_graph.graph),
+            "arena_bytes": plan.arena_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
+            "ceiling_bytes": target.arena_ceiling, "budget_bytes": budget.bytes, "fits": fits}
+
+
+# --- targets, plan, plan-csv ------------------------------------------------------------
+def run_targets(args: argparse.Namespace) -> int:
+    rows = [{"target": target.name, "pipeline": target.pipeline, "planner": target.planner,
+             "alignment": target.alignment, "sizing": target.sizing, "ceiling_bytes": target.arena_ceiling,
+             "probe": target.probe, "side_buffers": dict(target.side_buffers), "description": target.description}
+            for target in sorted(available_targets().values(), key=lambda target: target.name)]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        ceiling = row["ceiling_bytes"] if row["ceiling_bytes"] is not None else "none"
+        print(f"{row['target']}: {row['description']}")
+        print(f"  planner {row['planner']}, alignment {row['alignment']}, sizing {row['sizing']}, "
+              f"ceiling {ceiling}, probe {row['probe'] or 'none'}")
+        print(f"  pipeline {row['pipeline']}\n")
+    return 0
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    target = get_target(args.target)
+    graph = _graph(args)
+    options = _options(args)
+    plan = plan_exec_graph(prepare_exec_graph(graph, target, bindings_from(args), options), target, options)
+    if args.plot:
+        plan.plot(args.plot, f"{graph.name} on {target.name}: {plan.planner}, efficiency {plan.efficiency:.1%}")
+    if args.json:
+        print(json.dumps(plan.to_json(), indent=2))
+    else:
+        print(plan.table(limit=args.limit))
+        if args.plot:
+            print(f"\nplot written to {args.plot}")
+    return 0
+
+
+def run_plan_csv(args: argparse.Namespace) -> int:
+    from rlxir.planning import get_planner, read_instance, validate_plan, write_solution
+
+    buffers = read_instance(args.file)
+    started = time.perf_counter()
+    result = get_planner(args.planner).plan(buffers, args.alignment, args.time_budget)
+    seconds = time.perf_counter() - started
+    validate_plan(buffers, result.offsets, args.alignment, result.arena_bytes)
+    if args.offsets:
+        write_solution(args.offsets, buffers, result.offsets)
+    ratio = result.arena_bytes / result.lower_bound_bytes if result.lower_bound_bytes else 1.0
+    report = {"file": args.file, "planner": args.planner, "alignment": args.alignment, "buffers": len(buffers),
+              "arena_bytes": result.arena_bytes, "lower_bound_bytes": result.lower_bound_bytes,
+              "ratio": round(ratio, 6), "seconds": round(seconds, 6), "valid": True}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"{args.file}: {len(buffers)} buffers, planner {args.planner}, alignment {args.alignment}")
+    print(f"arena        {_human(result.arena_bytes)}")
+    print(f"lower bound  {_human(result.lower_bound_bytes)}")
+    print(f"ratio        {ratio:.4f}  (validated; {seconds:.3f} s)")
+    if args.offsets:
+        print(f"offsets written to {args.offsets}")
+    return 0
+

@@ -1,0 +1,159 @@
+"""Compile a graph for a target: bind, run the target's pipeline, plan, check the ceiling.
+
+One code path per target. `prepare_exec_graph` is everything a target's compile does
+before planning; `plan_exec_graph` is the planning; `compile` is the two plus the
+target's refusal of an arena past its ceiling, and `plan_arena_bytes` (the fit driver's
+probe) is the same two steps, so its answer equals `compile(...).arena_bytes` by
+construction, never an estimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from rlxir.devices import format_bytes
+from rlxir.errors import RlxError, UnboundSymbolError
+from rlxir.graph import Graph
+from rlxir.memory_plan import MemoryPlan, plan_graph
+from rlxir.pass_base import PassContext
+from rlxir.pipeline import PassStat, Pipeline
+from rlxir.target import Target, get_target
+
+
+class ArenaTooLarge(RlxError):
+    """A target's ABI cannot address the arena the plan needs."""
+
+    def __init__(self, target: Target, arena_bytes: int):
+        super().__init__(
+            f"{target.name} refuses this graph: its arena needs {arena_bytes} bytes ({format_bytes(arena_bytes)}), "
+            f"past the {target.name} ABI ceiling of {target.arena_ceiling} bytes ({format_bytes(target.arena_ceiling)})",
+            expected="a smaller batch or sequence (rlxir fit finds the largest that compiles)",
+        )
+        self.target = target.name
+        self.arena_bytes = arena_bytes
+        self.ceiling = target.arena_ceiling
+
+
+@attrs.frozen
+class CompileOptions:
+    """Ways to compile other than the target's defaults (None keeps the target's choice).
+
+    - `planner`, `alignment`, `sizing`: override the target's planner declaration.
+    - `mode`: "inference" or "backward_activations_only" (with `weight_layout`, the
+      forward plan's param offsets by name).
+    - `time_budget`: seconds for the `best` planner.
+    - `instruments`: pass instruments (rlxir.instruments) around the pipeline.
+    - `validate`: check the placement (no live overlap, alignment, inside the arena).
+    """
+
+    planner: str | None = None
+    alignment: int | None = None
+    sizing: str | None = None
+    mode: str = "inference"
+    weight_layout: Mapping[str, int] | None = None
+    time_budget: float | None = None
+    instruments: Sequence = ()
+    validate: bool = True
+
+
+@attrs.frozen
+class ExecGraph:
+    """A graph as the target runs it, and what each pass did on the way there."""
+
+    graph: Graph
+    stages: tuple
+    bindings: Mapping[str, int]
+
+
+@attrs.frozen
+class CompileResult:
+    """What `compile` produced: the final graph, its memory plan and the pipeline's stages."""
+
+    target: Target
+    graph: Graph
+    plan: MemoryPlan
+    stages: tuple
+    bindings: Mapping[str, int]
+
+    @property
+    def arena_bytes(self) -> int:
+        return self.plan.arena_bytes
+
+    @property
+    def lower_bound_bytes(self) -> int:
+        return self.plan.lower_bound_bytes
+
+    @property
+    def side_buffers(self) -> Mapping[str, int]:
+        return self.plan.side_buffers
+
+    def node_counts(self) -> list[tuple[str, int, int]]:
+        """(pass, nodes before, nodes after) for every pass the pipeline ran."""
+        return [(stage.spec, stage.nodes_before, stage.nodes_after) for stage in self.stages]
+
+
+def bind_for_compile(graph: Graph, bindings: Mapping[str, int] | None = None) -> tuple[Graph, dict[str, int]]:
+    """The graph with every symbol bound (header defaults, then `bindings`).
+
+    Raises `UnboundSymbolError` naming every symbol that has neither, and `RlxError` for a
+    binding of a symbol the graph does not declare.
+    """
+    given = graph.bound_symbols(bindings)
+    values = {symbol: given[symbol] for symbol in graph.symbols if symbol in given}
+    unknown = sorted(set(bindings or {}) - set(graph.symbols))
+    if unknown:
+        declared = ", ".join(graph.symbols) or "none"
+        raise RlxError(f"graph {graph.name} has no symbol {', '.join(unknown)}", graph.loc,
+                       expected=f"one of its symbols: {declared}")
+    missing = [symbol for symbol in graph.symbols if symbol not in values]
+    if missing:
+        raise UnboundSymbolError(missing, graph.loc, context=f"in graph {graph.name}: a graph is planned only once "
+                                                              "every symbol is bound")
+    return (graph.bind(values) if values else graph.copy()), values
+
+
+def prepare_exec_graph(graph: Graph, target: str | Target, bindings: Mapping[str, int] | None = None,
+                       options: CompileOptions | None = None) -> ExecGraph:
+    """Everything `target`'s compile does before planning: bind, then run its pipeline."""
+    target = get_target(target)
+    options = options or CompileOptions()
+    bound, values = bind_for_compile(graph, bindings)
+    ctx = PassContext(target=target, bindings=dict(values))
+    Pipeline.parse(target.pipeline).run(bound, ctx, options.instruments)
+    return ExecGraph(bound, tuple(ctx.stats), values)
+
+
+def plan_exec_graph(exec_graph: ExecGraph, target: str | Target, options: CompileOptions | None = None) -> MemoryPlan:
+    """Plan the executed graph exactly as `target` does (or as `options` override)."""
+    target = get_target(target)
+    options = options or CompileOptions()
+    planner = options.planner or target.planner
+    alignment = options.alignment or target.alignment
+    sizing = options.sizing or target.sizing
+    plan = plan_graph(exec_graph.graph, planner, alignment, sizing, options.mode, options.weight_layout,
+                      time_budget=options.time_budget, validate=options.validate)
+    return attrs.evolve(plan, side_buffers=target.side_buffer_bytes(plan.arena_bytes))
+
+
+def plan_arena_bytes(graph: Graph, target: str | Target, bindings: Mapping[str, int] | None = None,
+                     options: CompileOptions | None = None) -> int:
+    """The arena `compile` would plan, through the same two steps (no ceiling check)."""
+    return plan_exec_graph(prepare_exec_graph(graph, target, bindings, options), target, options).arena_bytes
+
+
+def compile(graph: Graph, target: str | Target, bindings: Mapping[str, int] | None = None,
+            options: CompileOptions | None = None) -> CompileResult:
+    """Compile `graph` for `target`; raises `ArenaTooLarge` past the target's ceiling."""
+    target = get_target(target)
+    exec_graph = prepare_exec_graph(graph, target, bindings, options)
+    plan = plan_exec_graph(exec_graph, target, options)
+    if exceeds_ceiling(target, plan.arena_bytes):
+        raise ArenaTooLarge(target, plan.arena_bytes)
+    return CompileResult(target, exec_graph.graph, plan, exec_graph.stages, dict(exec_graph.bindings))
+
+
+def exceeds_ceiling(target: Target, arena_bytes: int) -> bool:
+    """Whether `target`'s ABI refuses an arena of this size."""
+    return target.arena_ceiling is not None and arena_bytes > target.arena_ceiling

@@ -1,0 +1,122 @@
+"""From a lowered graph to the buffer list a planner places (docs/lir.md, "Buffers").
+
+One buffer per non-view value, plus one per kernel workspace; views stand for their root.
+Lifetimes are half-open step ranges over the schedule: a value is born at its producer's
+step and dies after the last step that reads it (or any view of it); graph outputs live to
+the end. Inputs, params and consts follow the `mode`:
+
+- ``inference``: they live for the whole run, inside the arena.
+- ``backward_activations_only``: params are not planned by this graph; each sits at the
+  offset the forward plan gave the weight of the same name (`weight_layout`), live for the
+  whole run, so every activation is kept clear of the weight ranges.
+
+Two view rules exist. ``lir`` follows the `view_of`/`view_offset` annotations of `lower`
+(reshape, same-dtype cast, axis-0 slice). ``bump`` is the RLX ROCm/CUDA rule: reshape and
+*every* cast alias their operand's slot, and nothing else does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from rlxir.errors import RlxError
+from rlxir.graph import Graph
+from rlxir.planning.buffers import Buffer
+
+MODES = ("inference", "backward_activations_only")
+
+
+@attrs.frozen
+class BufferInfo:
+    """What a planned buffer stands for in the graph (for reports)."""
+
+    value: str
+    kind: str  # input, param, const, activation, output, workspace
+    dtype: str
+    shape: str
+
+
+def bytes_per_element(graph: Graph, name: str, sizing: str) -> int:
+    return 4 if sizing == "f32" else graph.type(name).dtype.itemsize
+
+
+def value_bytes(graph: Graph, name: str, sizing: str) -> int:
+    """Exact bytes of a value under a sizing rule (its type must be fully bound)."""
+    numel = graph.type(name).numel
+    if not isinstance(numel, int):
+        from rlxir.symbolic import free_symbols
+        from rlxir.errors import UnboundSymbolError
+
+        raise UnboundSymbolError(free_symbols(numel), graph.location(name), context=f"sizing %{name}")
+    return numel * bytes_per_element(graph, name, sizing)
+
+
+def _root_lir(graph: Graph, name: str) -> str | None:
+    view_of = graph.attrs(name).get("view_of")
+    return view_of[1:] if isinstance(view_of, str) and view_of.startswith("%") else None
+
+
+def _root_bump(graph: Graph, name: str, roots: dict) -> str | None:
+    if graph.op(name) in ("reshape", "cast"):
+        return roots.get(graph.operands(name)[0], graph.operands(name)[0])
+    return None
+
+
+def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str = "inference",
+                  weight_layout: Mapping[str, int] | None = None) -> tuple[list[Buffer], dict[str, BufferInfo]]:
+    """The buffers of a lowered, fully bound graph, in schedule order, and what each is.
+
+    Raises `RlxError` for an unknown mode, a param missing from `weight_layout` in
+    backward mode, and `UnboundSymbolError` for a size that needs an unbound symbol.
+    """
+    if mode not in MODES:
+        raise RlxError(f"unknown planning mode {mode!r}", expected=" or ".join(MODES))
+    schedule = graph.schedule()
+    end = len(schedule)
+    roots: dict[str, str] = {}
+    last_read: dict[str, int] = {}
+    for step, name in enumerate(schedule):
+        root = _root_lir(graph, name) if view_rule == "lir" else _root_bump(graph, name, roots)
+        if root is not None:
+            roots[name] = root
+        for operand in graph.operands(name):
+            owner = roots.get(operand, operand)
+            last_read[owner] = step
+    for output in graph.outputs:
+        last_read[roots.get(output, output)] = end
+    buffers: list[Buffer] = []
+    info: dict[str, BufferInfo] = {}
+    outputs = {roots.get(output, output) for output in graph.outputs}
+    for step, name in enumerate(schedule):
+        if name in roots:
+            continue
+        kind = graph.kind(name)
+        buffer, what = _value_buffer(graph, name, step, end, kind, sizing, mode, weight_layout, last_read, outputs)
+        if buffer is not None:
+            buffers.append(buffer)
+            info[buffer.name] = what
+        workspace = graph.attrs(name).get("workspace") if kind == "op" else None
+        if workspace:
+            label = f"{name}.workspace"
+            buffers.append(Buffer(label, step, step + 1, int(workspace)))
+            info[label] = BufferInfo(name, "workspace", "u8", f"[{workspace}]")
+    return buffers, info
+
+
+def _value_buffer(graph, name, step, end, kind, sizing, mode, weight_layout, last_read, outputs):
+    type_ = graph.type(name)
+    size = value_bytes(graph, name, sizing)
+    dtype, shape = type_.dtype.value, str(type_)[len(type_.dtype.value):]
+    if kind == "param" and mode == "backward_activations_only":
+        offset = (weight_layout or {}).get(name)
+        if offset is None:
+            raise RlxError(f"param %{name} has no offset in the forward weight layout",
+                           graph.location(name), "a forward plan that holds a weight of the same name")
+        return Buffer(name, 0, end, size, fixed_offset=offset), BufferInfo(name, "param", dtype, shape)
+    if kind in ("input", "param", "const"):
+        return Buffer(name, 0, end, size), BufferInfo(name, kind, dtype, shape)
+    stop = min(max(last_read.get(name, step), step) + 1, end)
+    label = "output" if name in outputs else "activation"
+    return Buffer(name, step, stop, size), BufferInfo(name, label, dtype, shape)
