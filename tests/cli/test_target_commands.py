@@ -1,0 +1,136 @@
+"""`rlxir compile`, `fit`, `compare`, `targets`, `plan`, `plan-csv` from the command line."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from rlxir.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+GPT2_BLOCK = ROOT / "examples" / "gpt2_block.rlx"
+MINIMALLOC = ROOT.parent / "shared" / "data" / "minimalloc" / "examples" / "input.12.csv"
+BIG = "graph big(N) {\n  input %x : f32[N]\n  %y = exp(%x)\n  output %y\n}\n"
+
+
+def run(argv, capsys):
+    code = main([str(arg) for arg in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_compile_reports_the_plan(capsys):
+    code, out, err = run(["compile", GPT2_BLOCK, "--target", "rocm", "--batch", "2", "-D", "S=16",
+                          "--vram", "24GiB", "--print-pipeline"], capsys)
+    assert code == 0 and err == ""
+    for text in ("pipeline  backend-unfuse{scan-kernel=true}", "lower{target=rocm}", "arena ", "lower bound",
+                 "side buffer  blas_workspace 4194304 B", "ceiling      4294967295 B", "fits         yes"):
+        assert text in out
+
+
+def test_compile_json_has_the_documented_keys(capsys):
+    code, out, _ = run(["compile", GPT2_BLOCK, "-t", "cuda", "--batch", "2", "-D", "S=16", "--json", "--vram", "8GiB"],
+                       capsys)
+    report = json.loads(out)
+    assert code == 0
+    assert {"target", "arena_bytes", "lower_bound_bytes", "budget_bytes", "ceiling_bytes", "fits",
+            "side_buffers"} <= set(report)
+    assert report["target"] == "cuda" and report["ceiling_bytes"] is None and report["fits"] is True
+    assert report["side_buffers"] == {"blas_workspace": 4194304, "dnn_workspace": 33554432}
+
+
+def test_compile_refuses_past_the_ceiling(tmp_path, capsys):
+    path = tmp_path / "big.rlx"
+    path.write_text(BIG)
+    code, out, err = run(["compile", path, "--target", "rocm", "-D", "N=600000000"], capsys)
+    assert code == 1
+    assert "rocm refuses this graph: its arena needs 4800000000 B" in err and "4294967295 B" in err
+    assert "fits         no: past the ABI ceiling" in out
+
+
+def test_compile_unbound_symbol_exits_1(capsys):
+    code, out, err = run(["compile", GPT2_BLOCK, "--target", "cpu", "--batch", "2"], capsys)
+    assert code == 1 and out == "" and "unbound symbol S" in err
+
+
+def test_compile_bad_input_exits_1(tmp_path, capsys):
+    path = tmp_path / "bad.rlx"
+    path.write_text("graph g {\n  input %x : f32[4]\n  %y = expp(%x)\n  output %y\n}\n")
+    code, _, err = run(["compile", path, "--target", "cpu"], capsys)
+    assert code == 1 and f"{path}:3:8: type error: unknown op 'expp'" in err
+
+
+def test_compile_emit_lir_prints_annotations(capsys):
+    code, out, _ = run(["compile", GPT2_BLOCK, "-t", "cpu", "--batch", "1", "-D", "S=8", "--emit", "lir"], capsys)
+    assert code == 0 and 'kernel_family = "gemm"' in out
+
+
+def test_fit_finds_the_largest_batch(capsys):
+    code, out, _ = run(["fit", GPT2_BLOCK, "--target", "cuda", "--max-batch", "64", "-D", "S=128",
+                        "--vram", "512MiB", "--json"], capsys)
+    result = json.loads(out)
+    assert code == 0
+    assert {"batch", "fits", "arena_bytes", "budget_bytes", "tried"} <= set(result)
+    fitting = [trial["batch"] for trial in result["tried"] if trial["fits"]]
+    failing = [trial["batch"] for trial in result["tried"] if not trial["fits"]]
+    assert result["batch"] == max(fitting) and result["batch"] + 1 in failing
+    assert all({"batch", "arena_bytes", "fits"} == set(trial) for trial in result["tried"])
+
+
+def test_fit_table_and_refusal_at_batch_one(tmp_path, capsys):
+    path = tmp_path / "big.rlx"
+    path.write_text("graph big(B) {\n  input %x : f32[B, 100000000]\n  %y = exp(%x)\n  output %y\n}\n")
+    code, out, _ = run(["fit", path, "--target", "rocm", "--max-batch", "8", "--vram", "24GiB"], capsys)
+    assert code == 0  # 0.8 GB per batch under the 4 GiB ceiling: 5 fits, 6 does not
+    assert "largest batch that fits: 5" in out and "4800000000 B (4.47 GiB)  no" in out
+    code, out, _ = run(["fit", path, "--target", "rocm", "--max-batch", "8", "--vram", "1GiB"], capsys)
+    assert code == 1 and "does not fit: even batch 1" in out
+
+
+def test_fit_needs_the_batch_symbol(capsys):
+    code, _, err = run(["fit", GPT2_BLOCK, "--target", "cpu", "--max-batch", "4", "--batch-dim", "N"], capsys)
+    assert code == 1 and "has no batch symbol N" in err
+
+
+def test_compare_prints_one_row_per_target(capsys):
+    code, out, _ = run(["compare", GPT2_BLOCK, "--batch", "2", "-D", "S=16", "--vram", "24GiB", "--json"], capsys)
+    rows = json.loads(out)
+    assert code == 0
+    assert [row["target"] for row in rows] == ["cpu", "cuda", "gpu", "metal", "rocm", "vulkan"]
+    assert min(row["ratio_to_best"] for row in rows) == 1.0
+    code, out, _ = run(["compare", GPT2_BLOCK, "--batch", "2", "-D", "S=16", "--targets", "cpu,rocm"], capsys)
+    assert code == 0 and out.count("\n") == 4
+
+
+def test_targets_lists_pipelines(capsys):
+    code, out, _ = run(["targets", "--json"], capsys)
+    rows = {row["target"]: row for row in json.loads(out)}
+    assert code == 0 and set(rows) == {"cpu", "cuda", "rocm", "metal", "gpu", "vulkan"}
+    assert rows["rocm"]["ceiling_bytes"] == 4294967295 and rows["cuda"]["planner"] == "bump"
+
+
+def test_plan_json_and_plot(tmp_path, capsys):
+    code, out, _ = run(["plan", GPT2_BLOCK, "--batch", "2", "-D", "S=16", "--json"], capsys)
+    plan = json.loads(out)
+    assert code == 0 and plan["planner"] == "liveness" and plan["arena_bytes"] >= plan["lower_bound_bytes"]
+    assert all({"offset", "size", "start", "end", "value"} <= set(buffer) for buffer in plan["buffers"])
+    pytest.importorskip("matplotlib")
+    picture = tmp_path / "plan.png"
+    code, out, _ = run(["plan", GPT2_BLOCK, "--batch", "2", "-D", "S=16", "--plot", picture, "--target", "rocm"],
+                       capsys)
+    assert code == 0 and picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(not MINIMALLOC.exists(), reason="shared planning data not present")
+def test_plan_csv_writes_offsets(tmp_path, capsys):
+    target = tmp_path / "solution.csv"
+    code, out, _ = run(["plan-csv", MINIMALLOC, "--json", "--offsets", target], capsys)
+    report = json.loads(out)
+    assert code == 0
+    assert {"buffers", "arena_bytes", "lower_bound_bytes", "ratio", "seconds"} <= set(report)
+    assert report["arena_bytes"] >= report["lower_bound_bytes"] == 12
+    rows = list(csv.DictReader(target.open()))
+    assert len(rows) == report["buffers"] and "offset" in rows[0]

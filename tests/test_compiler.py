@@ -1,0 +1,104 @@
+"""compile / plan_arena_bytes: one path per target, ceilings, bindings, derived targets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rlxir
+from rlxir.compiler import ArenaTooLarge, CompileOptions, compile, plan_arena_bytes, prepare_exec_graph
+from rlxir.planning import validate_plan
+from rlxir.target import available_targets, get_target, register_target
+from rlxir.testing.strategies import bindings_for, graphs
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+TARGETS = sorted(available_targets())
+SMALL = {"mlp": {"B": 2}, "gpt2_block": {"B": 2, "S": 16}, "mamba_block": {"B": 2, "S": 8}, "resnet": {"B": 1}}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("example", sorted(SMALL))
+def test_examples_compile_and_probe_agree(example, target):
+    graph = rlxir.parse_file(EXAMPLES / f"{example}.rlx").main
+    result = compile(graph, target, SMALL[example])
+    assert result.arena_bytes == plan_arena_bytes(graph, target, SMALL[example])
+    assert result.lower_bound_bytes <= result.arena_bytes
+    assert result.plan.unshared_bytes >= result.arena_bytes or result.plan.planner == "bump"
+    rlxir.verify(result.graph)
+    assert [stage.spec for stage in result.stages] == [entry.text() for entry in
+                                                       rlxir.pipeline.parse_pipeline(get_target(target).pipeline)]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_probe_equals_compile_on_random_graphs(data):
+    graph = data.draw(graphs(max_ops=10, symbols=("B",)))
+    bindings = data.draw(bindings_for(graph))
+    for target in TARGETS:
+        try:
+            result = compile(graph, target, bindings)
+        except ArenaTooLarge:
+            continue
+        assert plan_arena_bytes(graph, target, bindings) == result.arena_bytes
+        buffers_ok = {buffer.name: buffer.offset for buffer in result.plan.buffers}
+        assert all(offset % result.plan.alignment == 0 for offset in buffers_ok.values())
+
+
+def test_bump_is_the_rlx_rule_on_a_graph():
+    # Every non-aliased value gets ceil(elements * 4 / 16) * 16 bytes at the cursor.
+    graph = rlxir.parse("""graph g {
+  input %x : f16[3, 5]
+  param %w : f16[5, 7]
+  %h = matmul(%x, %w)
+  %r = reshape(%h) {shape = [21]}
+  %c = cast(%r) {to = f32}
+  %y = exp(%c)
+  output %y
+}""").main
+    result = compile(graph, "cuda")
+    sizes = [15 * 4, 35 * 4, 21 * 4, 21 * 4]  # x, w, h, y; reshape and cast alias
+    assert result.arena_bytes == sum(-(-size // 16) * 16 for size in sizes)
+    assert [buffer.value for buffer in result.plan.buffers][:3] == ["x", "w", "h"] and len(result.plan.buffers) == 4
+
+
+def test_ceiling_refusal_names_bytes_ceiling_and_target():
+    graph = rlxir.parse("graph big(N) {\n  input %x : f32[N]\n  %y = exp(%x)\n  output %y\n}").main
+    with pytest.raises(ArenaTooLarge) as info:
+        compile(graph, "rocm", {"N": 600_000_000})
+    message = info.value.message
+    assert "rocm" in message and "4800000000 bytes" in message and "4294967295 bytes" in message
+    assert compile(graph, "cuda", {"N": 600_000_000}).arena_bytes == 4_800_000_000
+
+
+def test_unbound_symbol_is_named():
+    graph = rlxir.parse("graph g(B, S) {\n  input %x : f32[B, S]\n  output %x\n}").main
+    with pytest.raises(rlxir.UnboundSymbolError) as info:
+        compile(graph, "cpu", {"B": 2})
+    assert info.value.symbols == ("S",) and "unbound symbol S" in info.value.message
+
+
+def test_defaults_bind_symbols():
+    graph = rlxir.parse("graph g(B, S=3) {\n  input %x : f32[B, S]\n  %y = exp(%x)\n  output %y\n}").main
+    assert prepare_exec_graph(graph, "cpu", {"B": 2}).bindings == {"B": 2, "S": 3}
+
+
+def test_a_derived_target_plans_with_its_own_planner():
+    rocm = get_target("rocm")
+    derived = rocm.derive("rocm-liveness-test", planner="liveness")
+    register_target(derived, replace=True)
+    graph = rlxir.parse_file(EXAMPLES / "gpt2_block.rlx").main
+    bump = compile(graph, "rocm", {"B": 2, "S": 16})
+    reuse = compile(graph, "rocm-liveness-test", {"B": 2, "S": 16})
+    assert reuse.plan.planner == "liveness" and reuse.arena_bytes < bump.arena_bytes
+    assert len(reuse.graph) == len(bump.graph)
+
+
+def test_options_override_the_planner_and_validation_runs():
+    graph = rlxir.parse_file(EXAMPLES / "mlp.rlx").main
+    result = compile(graph, "cuda", {"B": 4}, CompileOptions(planner="best", time_budget=0.5))
+    buffers, _ = rlxir.lifetimes.graph_buffers(result.graph, "f32", "lir")
+    validate_plan(buffers, {b.name: b.offset for b in result.plan.buffers}, 16, result.arena_bytes)
+    assert result.plan.planner == "best"
