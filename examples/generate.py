@@ -97,7 +97,7 @@ def gpt2_small_graph() -> str:
         "%logits = matmul(%ln_f, %wte) {transpose_b = true}",
         "output %logits",
     ]
-    return graph_text("gpt2_small(B, S)", lines)
+    return graph_text("gpt2_small(B, S=128)", lines)
 
 
 # --- ResNet-18 --------------------------------------------------------------------------
