@@ -255,7 +255,8 @@ def run_fit(args: argparse.Namespace) -> int:
         print(f"does not fit: {result.reason}")
         return 1
     arena = _human(result.arena_bytes) if result.arena_bytes is not None else "not planned"
-    print(f"largest batch that fits: {result.batch} (arena {arena}; {result.reason}; {len(result.tried)} plans)")
+    plans = f"{len(result.tried)} plan{'' if len(result.tried) == 1 else 's'}"
+    print(f"largest batch that fits: {result.batch} (arena {arena}; {result.reason}; {plans})")
     return 0
 
 
