@@ -17,6 +17,10 @@ from rlxir.planning.search import HEURISTICS, CanonicalSearch, preorder
 # Failed capacities per bisection round before the node limit doubles.
 _FAILED_STEPS = 6
 
+# Random preorders join the fixed heuristics once the node limit reaches this many nodes
+# per buffer (earlier, they only dilute the rounds; tuned on the MiniMalloc set).
+_RANDOM_ORDERS_FROM = 16
+
 # Greedy orders tried after `by_size` (the liveness order), most useful first.
 _GREEDY_ORDERS: tuple[Callable[[Problem], list[int]], ...] = (
     lambda problem: peak_first(problem, "start"),
@@ -56,8 +60,9 @@ class BestPlanner:
     """Seconds to spend when `plan` is not given a `time_budget`."""
     seed: int = 0
     """Seed of the random preorders the search uses once the fixed heuristics are tried."""
-    search_max_buffers: int = 1000
-    """Largest instance the search runs on (it keeps an n x n overlap matrix)."""
+    search_max_buffers: int = 3000
+    """Largest instance the search runs on (it keeps an n x n overlap matrix, and each
+    search node costs O(n))."""
     max_search_nodes: int | None = None
     """Cap on the total search nodes (None: only the time budget limits the search)."""
 
@@ -115,7 +120,8 @@ class _Bisection:
         self.best = incumbent
         self.deadline = deadline
         self.nodes_left = max_nodes
-        self.searches = [CanonicalSearch(problem, preorder(problem, h)) for h in HEURISTICS]
+        self.search = CanonicalSearch(problem)
+        self.orders = [preorder(problem, heuristic) for heuristic in HEURISTICS]
         self.rng = np.random.default_rng(seed)
 
     def run(self) -> _Incumbent:
@@ -123,14 +129,16 @@ class _Bisection:
 
         Each round first asks for the lower bound itself (the answer on most hard
         instances, when enough nodes are allowed), then bisects between it and the
-        incumbent; the node limit doubles from round to round.
+        incumbent; the node limit doubles from round to round, and once it is large, each
+        round also adds a seeded random preorder to the round robin.
         """
         node_limit = 2 * len(self.problem)
         while self._budget_left() and self.best.arena > self.lower:
             self._improve(self.lower, node_limit)
             self._bisect(node_limit)
             node_limit *= 2
-            self._add_random_preorder()
+            if node_limit >= _RANDOM_ORDERS_FROM * len(self.problem):
+                self._add_random_preorder()
         return self.best
 
     def _budget_left(self) -> bool:
@@ -163,17 +171,17 @@ class _Bisection:
         return True
 
     def _try_capacity(self, capacity: int, node_limit: int) -> list[int] | None:
-        for search in self.searches:
+        for order in self.orders:
             if not self._budget_left():
                 return None
             limit = node_limit if self.nodes_left is None else min(node_limit, self.nodes_left)
-            found = search.solve(capacity, limit, self.deadline)
+            found = self.search.solve(capacity, order, limit, self.deadline)
             if self.nodes_left is not None:
-                self.nodes_left -= search.nodes
+                self.nodes_left -= self.search.nodes
             if found is not None:
                 return found
         return None
 
     def _add_random_preorder(self) -> None:
-        heuristic = HEURISTICS[len(self.searches) % len(HEURISTICS)]
-        self.searches.append(CanonicalSearch(self.problem, preorder(self.problem, heuristic, self.rng)))
+        heuristic = HEURISTICS[len(self.orders) % len(HEURISTICS)]
+        self.orders.append(preorder(self.problem, heuristic, self.rng))

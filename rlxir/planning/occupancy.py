@@ -211,38 +211,34 @@ class OccupancyTree:
         return nodes, taken
 
     def _record(self, nodes: list[int], start: int, end: int, rank: int) -> None:
-        """Add ``[start, end)`` to ``own`` of `nodes` and to ``sub`` up the tree.
-
-        ``sub`` is updated only where a later placement reads it (`last_query` above
-        `rank`), and the walk up stops at the first node already holding the range: every
-        node above it that is still read received all it received. The range updates are
-        written out in the loop (this runs a few times per buffer and per level, and
-        function calls would cost a third of the planner's time).
-        """
+        """Add ``[start, end)`` to ``own`` of `nodes` and to ``sub`` from each up the tree."""
         own = self.own
-        sub = self.sub
         base = self.base
-        last_query = self.last_query
         for node in nodes:
             ranges = own[node]
             if ranges is None:
                 own[node] = [start, end]
             else:
                 add_range(ranges, start, end)
-            up = node >> 1 if node >= base else node
-            while up:
-                if last_query[up] > rank:
-                    ranges = sub[up]
-                    if ranges is None:
-                        sub[up] = [start, end]
-                    else:
-                        i = bisect_right(ranges, start)
-                        if i & 1 and ranges[i] >= end:
-                            break
-                        i = bisect_left(ranges, start, 0, i)
-                        j = bisect_right(ranges, end, i)
-                        if i & 1:
-                            ranges[i:j] = [] if j & 1 else [end]
-                        else:
-                            ranges[i:j] = [start] if j & 1 else [start, end]
-                up >>= 1
+            self._add_up(node >> 1 if node >= base else node, start, end, rank)
+
+    def _add_up(self, node: int, start: int, end: int, rank: int) -> None:
+        """Add ``[start, end)`` to ``sub`` of `node` and of its ancestors.
+
+        Only where a later placement reads ``sub`` (`last_query` above `rank`); and the walk
+        stops at the first such node that already holds the range, since every node above
+        it that is still read has received everything it received.
+        """
+        sub = self.sub
+        last_query = self.last_query
+        while node:
+            ranges = sub[node]
+            if last_query[node] <= rank:
+                pass  # no later placement reads this union
+            elif ranges is None:
+                sub[node] = [start, end]
+            elif (i := bisect_right(ranges, start)) & 1 and ranges[i] >= end:
+                return
+            else:
+                add_range(ranges, start, end)
+            node >>= 1

@@ -21,6 +21,7 @@ Only for instances small enough for an n x n overlap matrix (see `BestPlanner`).
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,12 +38,12 @@ class _OutOfBudget(Exception):
 
 
 class CanonicalSearch:
-    """A decision search for one problem and one preorder; reusable across capacities.
+    """The decision search over one problem, reusable across capacities and preorders.
 
     `problem` must have no imposed offsets and be int64-safe.
     """
 
-    def __init__(self, problem: Problem, preorder: list[int]):
+    def __init__(self, problem: Problem):
         n = len(problem)
         self.n = n
         self.sizes = np.asarray(problem.sizes, dtype=np.int64).reshape(n)
@@ -54,18 +55,19 @@ class CanonicalSearch:
         self.initial_totals = problem.live_bytes_per_slot().astype(np.int64)
         self.overlaps = _overlap_lists(problem)
         self.slot_members, self.slot_member_start = _slot_members(problem)
-        self.buffer_at_rank = list(preorder)
-        self.rank = np.empty(n, dtype=np.int64)
-        self.rank[preorder] = np.arange(n)
         self.nodes = 0
 
-    def solve(self, capacity: int, node_limit: int, deadline: float) -> list[int] | None:
+    def solve(self, capacity: int, order: list[int], node_limit: int, deadline: float) -> list[int] | None:
         """Offsets of a placement whose arena is at most `capacity`, or None.
 
-        None means "not found": either none exists or the search stopped at `node_limit`
-        nodes or at `deadline` (a `time.perf_counter()` value). Deterministic for a given
-        node limit when the deadline does not bind.
+        `order` (every buffer index once, see `preorder`) breaks ties between candidates
+        at the same offset, and so steers the search. None means "not found": either none
+        exists or the search stopped at `node_limit` nodes or at `deadline` (a
+        `time.perf_counter()` value). Deterministic when the deadline does not bind.
         """
+        self.buffer_at_rank = list(order)
+        self.rank = np.empty(self.n, dtype=np.int64)
+        self.rank[order] = np.arange(self.n)
         self._reset(capacity, node_limit, deadline)
         if not self.unplaced.any():
             return list(self.offsets)
@@ -84,8 +86,7 @@ class CanonicalSearch:
         # dominance bound, their top being their offset).
         self.unplaced = self.sizes > 0
         self.offsets = [0] * self.n
-        self.placed_floor = np.zeros(len(self.initial_totals), dtype=np.int64)
-        self.floor = self.placed_floor.copy()
+        self.floor = np.zeros(len(self.initial_totals), dtype=np.int64)
         self.totals = self.initial_totals.copy()
 
     def _search(self) -> list[int] | None:
@@ -149,24 +150,21 @@ class CanonicalSearch:
         """Slot inference: every slot's floor (at least `offset`) plus what remains fits."""
         return int((np.maximum(self.floor, offset) + self.totals).max()) <= self.capacity
 
-    def _place(self, buffer: int, offset: int) -> tuple:
+    def _place(self, buffer: int, offset: int) -> _Undo:
         """Put `buffer` at `offset` and update the bounds; returns what undoes it."""
         top = offset + self.size_list[buffer]
         self.unplaced[buffer] = False
         self.offsets[buffer] = offset
         neighbours = self.overlaps[buffer]
         raised = neighbours[self.unplaced[neighbours] & (self.min_offset[neighbours] < top)]
-        old_min_offsets = self.min_offset[raised]
+        undo = _Undo(buffer, raised, self.min_offset[raised], self.floor.copy())
         self.min_offset[raised] = top
         lo, hi = self.slot_lo[buffer], self.slot_hi[buffer]
-        old_placed_floor = self.placed_floor[lo:hi].copy()
-        old_floor = self.floor.copy()
-        self.placed_floor[lo:hi] = top
-        self.floor[lo:hi] = top
+        self.floor[lo:hi] = top  # the buffer overlaps every earlier one there: it is on top
         self.totals[lo:hi] -= self.size_list[buffer]
         if len(raised):
             self._raise_floors(raised)
-        return buffer, raised, old_min_offsets, old_placed_floor, old_floor
+        return undo
 
     def _raise_floors(self, raised: np.ndarray) -> None:
         """Lift the floor of the slots of `raised` to their unplaced buffers' lowest offset."""
@@ -181,14 +179,21 @@ class CanonicalSearch:
         lowest[lowest == never] = 0
         np.maximum(self.floor[lo:hi], lowest, out=self.floor[lo:hi])
 
-    def _unplace(self, undo: tuple) -> None:
-        buffer, raised, old_min_offsets, old_placed_floor, old_floor = undo
-        lo, hi = self.slot_lo[buffer], self.slot_hi[buffer]
-        self.floor = old_floor
-        self.placed_floor[lo:hi] = old_placed_floor
-        self.totals[lo:hi] += self.size_list[buffer]
-        self.min_offset[raised] = old_min_offsets
-        self.unplaced[buffer] = True
+    def _unplace(self, undo: _Undo) -> None:
+        self.floor = undo.floor
+        self.totals[self.slot_lo[undo.buffer] : self.slot_hi[undo.buffer]] += self.size_list[undo.buffer]
+        self.min_offset[undo.raised] = undo.min_offsets
+        self.unplaced[undo.buffer] = True
+
+
+class _Undo(NamedTuple):
+    """What `_place` changed: the buffer, the neighbours whose minimum offset it raised
+    (and their old values), and the whole floor array before it."""
+
+    buffer: int
+    raised: np.ndarray
+    min_offsets: np.ndarray
+    floor: np.ndarray
 
 
 class _Frame:
@@ -211,7 +216,7 @@ class _Frame:
         self.last_offset = last_offset
         self.last_rank = last_rank
         self.checked_offset = -1
-        self.undo: tuple | None = None
+        self.undo: _Undo | None = None
         self.last_offset_placed = last_offset
         self.last_rank_placed = last_rank
 

@@ -29,16 +29,16 @@ def puzzle() -> list[Buffer]:
 def test_search_finds_a_packing_at_the_lower_bound():
     buffers = puzzle()
     problem = Problem.build(buffers, 1)
-    search = CanonicalSearch(problem, preorder(problem, HEURISTICS[0]))
-    offsets = search.solve(capacity=12, node_limit=1000, deadline=float("inf"))
+    search = CanonicalSearch(problem)
+    offsets = search.solve(12, preorder(problem, HEURISTICS[0]), node_limit=1000, deadline=float("inf"))
     assert offsets is not None
     validate_plan(buffers, offsets, 1, 12)
 
 
 def test_search_reports_none_below_the_lower_bound():
     problem = Problem.build(puzzle(), 1)
-    search = CanonicalSearch(problem, preorder(problem, "TAW"))
-    assert search.solve(capacity=11, node_limit=10_000, deadline=float("inf")) is None
+    search = CanonicalSearch(problem)
+    assert search.solve(11, preorder(problem, "TAW"), node_limit=10_000, deadline=float("inf")) is None
 
 
 def test_best_reaches_the_lower_bound_where_liveness_does_not():
