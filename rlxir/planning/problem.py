@@ -85,7 +85,9 @@ class Problem:
 
     def key_array(self, values: Sequence[int]) -> np.ndarray:
         """`values` as an int64 array that sorts like them (dense ranks when too large)."""
-        return _key_array(list(values), self.int64_safe)
+        values = list(values)
+        fits = max(map(abs, values), default=0) < _INT64_SAFE_LIMIT
+        return _key_array(values, fits)
 
     def lifetime_keys(self) -> np.ndarray:
         """An int64 array that sorts like the lifetimes ``end - start``."""
