@@ -44,14 +44,23 @@ class Graph:
         self._next: dict[str, str] = {_END: _END}
         self._prev: dict[str, str] = {_END: _END}
         self._order: list[str] | None = []
+        self._label: dict[str, int] = {_END: 0}
         self._fresh: dict[str, int] = {}
+        self._bind_nx()
+
+    def _bind_nx(self) -> None:
+        # networkx's own dicts (node data, successors, predecessors). Reading through them
+        # avoids building a view object per lookup, which dominates small reads; all
+        # mutation still goes through networkx's API.
+        self._nodes = self.nx._node
+        self._succ = self.nx._succ
 
     # --- reading ------------------------------------------------------------------------
     def __contains__(self, name: str) -> bool:
-        return name in self.nx
+        return name in self._nodes
 
     def __len__(self) -> int:
-        return self.nx.number_of_nodes()
+        return len(self._nodes)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.schedule())
@@ -59,20 +68,24 @@ class Graph:
     def data(self, name: str) -> dict:
         """The node's data dict (read it; change it only through the methods below)."""
         try:
-            # networkx's own node-data mapping: `self.nx.nodes` builds a view object on
-            # every access after a mutation, which dominates small lookups.
-            return self.nx._node[name]
+            return self._nodes[name]
         except KeyError:
             raise GraphError(f"no value %{name} in graph {self.name}") from None
 
     def op(self, name: str) -> str:
-        return self.data(name)["op"]
+        try:
+            return self._nodes[name]["op"]
+        except KeyError:
+            raise GraphError(f"no value %{name} in graph {self.name}") from None
 
     def opdef(self, name: str):
         return get_op(self.data(name)["op"])
 
     def operands(self, name: str) -> tuple[str, ...]:
-        return self.data(name)["operands"]
+        try:
+            return self._nodes[name]["operands"]
+        except KeyError:
+            raise GraphError(f"no value %{name} in graph {self.name}") from None
 
     def attrs(self, name: str) -> dict:
         """Attributes as stored (defaults omitted)."""
@@ -97,7 +110,10 @@ class Graph:
         return check_attributes(opdef, data["attrs"])[1]
 
     def type(self, name: str) -> TensorType:
-        return self.data(name)["type"]
+        try:
+            return self._nodes[name]["type"]
+        except KeyError:
+            raise GraphError(f"no value %{name} in graph {self.name}") from None
 
     def location(self, name: str) -> Location | None:
         """Where value `name` is defined. (`graph.loc` is the graph header's location.)"""
@@ -112,16 +128,22 @@ class Graph:
         return op if op in LEAF_KINDS else "op"
 
     def users(self, name: str) -> list[str]:
-        """The values that read `name`, in schedule order."""
-        users = list(self.nx.successors(name))
+        """The values that read `name`, in schedule order (O(k log k) for k users)."""
+        try:
+            users = list(self._succ[name])
+        except KeyError:
+            raise GraphError(f"no value %{name} in graph {self.name}") from None
         if len(users) > 1:
-            position = self.positions()
-            users.sort(key=position.__getitem__)
+            users.sort(key=self._label.__getitem__)
         return users
+
+    def comes_before(self, first: str, second: str) -> bool:
+        """Whether `first` is earlier than `second` in the schedule (O(1))."""
+        return self._label[first] < self._label[second]
 
     def use_count(self, name: str) -> int:
         """Reads of `name` by ops (repeats counted) plus graph outputs."""
-        count = sum(self.operands(user).count(name) for user in self.nx.successors(name))
+        count = sum(self._nodes[user]["operands"].count(name) for user in self._succ[name])
         return count + self.outputs.count(name)
 
     def schedule(self) -> list[str]:
@@ -156,13 +178,13 @@ class Graph:
     # --- building -----------------------------------------------------------------------
     def fresh_name(self, hint: str = "t") -> str:
         """A value name not yet in the graph, derived from `hint`."""
-        if hint not in self.nx:
+        if hint not in self._nodes:
             return hint
         counter = self._fresh.get(hint, 0)
         while True:
             counter += 1
             candidate = f"{hint}.{counter}"
-            if candidate not in self.nx:
+            if candidate not in self._nodes:
                 self._fresh[hint] = counter
                 return candidate
 
@@ -181,19 +203,44 @@ class Graph:
         self._prev[name] = anchor_prev
         self._next[name] = anchor_next
         self._prev[anchor_next] = name
+        self._label[name] = self._label_between(anchor_prev, anchor_next)
         if self._order is not None and anchor_next == _END:
             self._order.append(name)
         else:
             self._order = None
 
+    # Schedule labels: integers increasing along the schedule, spaced apart so a node
+    # inserted between two others takes the midpoint; when a gap is used up, every node
+    # is relabelled (rare). They make "which comes first" O(1) without renumbering.
+    _SPACING = 1 << 32
+
+    def _label_between(self, before: str, after: str) -> int:
+        label = self._label
+        if after == _END:
+            return (label[before] if before != _END else 0) + self._SPACING
+        low = label[before] if before != _END else label[after] - 2 * self._SPACING
+        middle = (low + label[after]) // 2
+        if middle != low:
+            return middle
+        self._relabel()
+        return self._label_between(before, after)
+
+    def _relabel(self) -> None:
+        cursor, value, nxt = self._next[_END], 0, self._next
+        while cursor != _END:
+            value += self._SPACING
+            self._label[cursor] = value
+            cursor = nxt[cursor]
+
     def _unlink(self, name: str) -> None:
         before, after = self._prev.pop(name), self._next.pop(name)
         self._next[before] = after
         self._prev[after] = before
+        del self._label[name]
         self._order = None
 
     def _add_node(self, name, op, operands, attrs, type_, loc, provenance, before, after) -> str:
-        if name in self.nx:
+        if name in self._nodes:
             raise GraphError(f"value %{name} is already defined", loc)
         self.nx.add_node(name, op=op, operands=operands, attrs=attrs, type=type_, loc=loc, provenance=provenance)
         for operand in operands:
@@ -242,12 +289,13 @@ class Graph:
         if opdef is None:
             raise IRTypeError(f"unknown op {op!r}", loc, expected="a registered op (see `rlxir ops`)")
         operands = tuple(operands)
+        nodes = self._nodes
         for operand in operands:
-            if operand not in self.nx:
+            if operand not in nodes:
                 raise GraphError(f"operand %{operand} of {op} is not defined", loc)
         if not opdef.accepts_arity(len(operands)):
             raise IRTypeError(f"{op} takes {opdef.arity_text()}, got {len(operands)}", loc)
-        nodes = self.nx._node
+        nodes = self._nodes
         canonical, inferred = infer_result(opdef, tuple(nodes[operand]["type"] for operand in operands), attrs)
         if type is not None and type != inferred:
             raise IRTypeError(f"result type {type} differs from the inferred {inferred}", loc, expected=str(inferred))
@@ -289,7 +337,7 @@ class Graph:
             return 0
         self.data(new)
         changed = 0
-        for user in list(self.nx.successors(old)):
+        for user in list(self._succ[old]):
             operands = self.operands(user)
             changed += operands.count(old)
             self.set_operands(user, tuple(new if operand == old else operand for operand in operands))
@@ -300,7 +348,7 @@ class Graph:
 
     def erase(self, name: str) -> None:
         """Remove a value nobody reads (raises `GraphError` when it still has users)."""
-        if self.nx.out_degree(name) or name in self.outputs:
+        if self._succ[name] or name in self.outputs:
             readers = ", ".join("%" + user for user in self.users(name)) or "the graph outputs"
             raise GraphError(f"cannot erase %{name}: still read by {readers}")
         self.nx.remove_node(name)
@@ -325,10 +373,11 @@ class Graph:
         clone = Graph(self.name, self.symbols)
         clone.loc, clone.output_loc = self.loc, self.output_loc
         for name in self.schedule():
-            data = self.nx._node[name]
+            data = self._nodes[name]
             clone.nx.add_node(name, **{**data, "attrs": dict(data["attrs"])})
         clone.nx.add_edges_from(self.nx.edges)
         clone._next, clone._prev = dict(self._next), dict(self._prev)
+        clone._label = dict(self._label)
         clone._order = None
         clone.outputs = list(self.outputs)
         clone._fresh = dict(self._fresh)
@@ -359,7 +408,7 @@ class Graph:
         result = Graph(self.name, remaining)
         result.loc, result.output_loc = self.loc, self.output_loc
         for name in self.schedule():
-            data = self.nx._node[name]
+            data = self._nodes[name]
             _rebuild_node(result, name, data, values)
         result.outputs = list(self.outputs)
         return result
@@ -373,7 +422,7 @@ class Graph:
             return False
         keys = ("op", "operands", "type")
         for name in self.schedule():
-            mine, theirs = self.nx._node[name], other.nx._node[name]
+            mine, theirs = self._nodes[name], other._nodes[name]
             if any(mine[key] != theirs[key] for key in keys) or not _same_attrs(mine["attrs"], theirs["attrs"]):
                 return False
         return True
