@@ -48,12 +48,46 @@ class Graph:
         self._fresh: dict[str, int] = {}
         self._bind_nx()
 
+    # --- storage ------------------------------------------------------------------------
+    # The graph lives in networkx's own dicts (`_node`, `_succ`, `_pred` of the DiGraph):
+    # reads and the hot mutations (add a node, add or drop an edge) touch them directly,
+    # which is several times faster than going through the view objects and argument
+    # checks of networkx's API on graphs of 10^5-10^6 nodes. This section is the only
+    # place that knows those names; everything else uses the methods below or `graph.nx`.
     def _bind_nx(self) -> None:
-        # networkx's own dicts (node data, successors, predecessors). Reading through them
-        # avoids building a view object per lookup, which dominates small reads; all
-        # mutation still goes through networkx's API.
         self._nodes = self.nx._node
         self._succ = self.nx._succ
+        self._pred = self.nx._pred
+
+    def _store_node(self, name: str, data: dict) -> None:
+        self._nodes[name] = data
+        self._succ[name] = {}
+        self._pred[name] = {}
+        self._changed()
+
+    def _link(self, source: str, target: str) -> None:
+        if target not in self._succ[source]:
+            edge: dict = {}
+            self._succ[source][target] = edge
+            self._pred[target][source] = edge
+
+    def _unlink_edge(self, source: str, target: str) -> None:
+        del self._succ[source][target]
+        del self._pred[target][source]
+
+    def _drop_node(self, name: str) -> None:
+        for source in self._pred.pop(name):
+            del self._succ[source][name]
+        for target in self._succ.pop(name):
+            del self._pred[target][name]
+        del self._nodes[name]
+        self._changed()
+
+    def _changed(self) -> None:
+        # networkx caches conversions for its dispatch backends on the graph; drop them.
+        cache = getattr(self.nx, "__networkx_cache__", None)
+        if cache:
+            cache.clear()
 
     # --- reading ------------------------------------------------------------------------
     def __contains__(self, name: str) -> bool:
@@ -242,9 +276,10 @@ class Graph:
     def _add_node(self, name, op, operands, attrs, type_, loc, provenance, before, after) -> str:
         if name in self._nodes:
             raise GraphError(f"value %{name} is already defined", loc)
-        self.nx.add_node(name, op=op, operands=operands, attrs=attrs, type=type_, loc=loc, provenance=provenance)
+        self._store_node(name, {"op": op, "operands": operands, "attrs": attrs, "type": type_, "loc": loc,
+                                "provenance": provenance})
         for operand in operands:
-            self.nx.add_edge(operand, name)
+            self._link(operand, name)
         self._insert(name, before, after)
         return name
 
@@ -314,13 +349,14 @@ class Graph:
         data = self.data(name)
         operands = tuple(operands)
         for operand in operands:
-            if operand not in self.nx:
+            if operand not in self._nodes:
                 raise GraphError(f"operand %{operand} is not defined")
         for old in set(data["operands"]) - set(operands):
-            self.nx.remove_edge(old, name)
+            self._unlink_edge(old, name)
         for new in operands:
-            self.nx.add_edge(new, name)
+            self._link(new, name)
         data["operands"] = operands
+        self._changed()
 
     def set_attrs(self, name: str, attrs: Mapping[str, Any]) -> None:
         """Replace a node's attributes (validated against its op's schema)."""
@@ -351,7 +387,7 @@ class Graph:
         if self._succ[name] or name in self.outputs:
             readers = ", ".join("%" + user for user in self.users(name)) or "the graph outputs"
             raise GraphError(f"cannot erase %{name}: still read by {readers}")
-        self.nx.remove_node(name)
+        self._drop_node(name)
         self._unlink(name)
 
     def move_before(self, name: str, anchor: str) -> None:
