@@ -102,3 +102,12 @@ def test_options_override_the_planner_and_validation_runs():
     buffers, _ = rlxir.lifetimes.graph_buffers(result.graph, "f32", "lir")
     validate_plan(buffers, {b.name: b.offset for b in result.plan.buffers}, 16, result.arena_bytes)
     assert result.plan.planner == "best"
+
+
+@pytest.mark.parametrize("example", sorted(SMALL) + ["gpt2_small"])
+def test_liveness_is_within_one_percent_of_the_lower_bound_on_the_examples(example):
+    graph = rlxir.parse_file(EXAMPLES / f"{example}.rlx").main
+    bindings = SMALL.get(example, {"B": 2})
+    for target in ("cpu", "metal", "gpu"):
+        plan = compile(graph, target, bindings).plan
+        assert plan.planner == "liveness" and plan.arena_bytes <= 1.01 * plan.lower_bound_bytes, target

@@ -9,7 +9,7 @@ import attrs
 
 from rlxir.planning.buffers import Buffer, PlanResult
 from rlxir.planning.greedy import place_in_order
-from rlxir.planning.orderings import by_size
+from rlxir.planning.orderings import by_size, peak_first
 from rlxir.planning.problem import Problem
 
 
@@ -25,13 +25,23 @@ class LivenessPlanner:
     This is RLX's placement rule without its cost: RLX scans every placed buffer for every
     candidate offset (O(n^3)); here an interval structure over time keeps merged address
     ranges (`OccupancyTree`), so no query lists the overlapping buffers one by one.
+
+    When the greedy arena ends more than `retry_above` over the lower bound, the same rule
+    runs once more with the buffers live at the peak placed first (`peak_first`), and the
+    smaller arena is kept: large early buffers can leave holes at the peak that no later
+    buffer fills (iopddl/S_1 ends 1.6 % above the bound without it, at the bound with it).
+    Instances already within the margin pay nothing.
     """
 
     name: str = "liveness"
+    retry_above: float = 1.01
 
     def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None) -> PlanResult:
         """Place `buffers` at `alignment`. `time_budget` is accepted and ignored (one pass)."""
         started = time.perf_counter()
         problem = Problem.build(buffers, alignment)
-        offsets = place_in_order(problem, by_size(problem))
-        return problem.result(offsets, self.name, time.perf_counter() - started)
+        result = problem.result(place_in_order(problem, by_size(problem)), self.name, 0.0)
+        if result.arena_bytes > result.lower_bound_bytes * self.retry_above:
+            retry = problem.result(place_in_order(problem, peak_first(problem)), self.name, 0.0)
+            result = retry if retry.arena_bytes < result.arena_bytes else result
+        return attrs.evolve(result, seconds=time.perf_counter() - started)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlxir.planning import BestPlanner, Buffer, get_planner, validate_plan
+from rlxir.planning import BestPlanner, Buffer, LivenessPlanner, get_planner, validate_plan
 from rlxir.planning.problem import Problem
 from rlxir.planning.search import HEURISTICS, CanonicalSearch, preorder
 
@@ -41,9 +41,9 @@ def test_search_reports_none_below_the_lower_bound():
     assert search.solve(11, preorder(problem, "TAW"), node_limit=10_000, deadline=float("inf")) is None
 
 
-def test_best_reaches_the_lower_bound_where_liveness_does_not():
+def test_best_reaches_the_lower_bound_where_greedy_by_size_does_not():
     buffers = puzzle()
-    liveness = get_planner("liveness").plan(buffers)
+    liveness = LivenessPlanner(retry_above=float("inf")).plan(buffers)
     best = BEST.plan(buffers, time_budget=BUDGET)
     validate_plan(buffers, best.offsets, 1, best.arena_bytes)
     assert liveness.arena_bytes == 13 > liveness.lower_bound_bytes == 12
@@ -67,3 +67,10 @@ def test_best_is_deterministic_for_a_seed():
 
 def test_best_with_no_buffers():
     assert BEST.plan([], time_budget=BUDGET).arena_bytes == 0
+
+
+def test_liveness_retries_peak_first_when_greedy_leaves_a_hole_at_the_peak():
+    buffers = puzzle()
+    result = get_planner("liveness").plan(buffers)
+    validate_plan(buffers, result.offsets, 1, result.arena_bytes)
+    assert result.arena_bytes == result.lower_bound_bytes == 12
