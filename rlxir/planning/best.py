@@ -56,7 +56,7 @@ class BestPlanner:
     """
 
     name: str = "best"
-    default_budget: float = 5.0
+    default_budget: float = 4.5
     """Seconds to spend when `plan` is not given a `time_budget`."""
     seed: int = 0
     """Seed of the random preorders the search uses once the fixed heuristics are tried."""
