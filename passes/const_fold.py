@@ -8,6 +8,7 @@ import numpy as np
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError
 from rlxir.graph import Graph
+from rlxir.interpreter import const_array
 from rlxir.ops.reference import to_dtype
 from rlxir.pass_base import Pass, PassContext, PassError, option, register_pass
 from rlxir.types import TensorType
@@ -78,18 +79,6 @@ def _evaluate(graph: Graph, node: str, arrays: dict[str, np.ndarray]) -> np.ndar
         raise PassError(f"const-fold: the reference of {graph.op(node)} gave shape {list(result.shape)} "
                         f"for %{node} : {type_}", graph.location(node), "the shape the op's rule infers")
     return result
-
-
-def const_array(graph: Graph, name: str) -> np.ndarray:
-    """Const `name`'s value as an array of its (static) type."""
-    type_ = graph.type(name)
-    value = graph.attrs(name)["value"]
-    shape = type_.static_shape()
-    if isinstance(value, tuple):
-        array = np.array(value, dtype=type_.dtype.numpy).reshape(shape)
-    else:
-        array = np.full(shape, value, dtype=type_.dtype.numpy)
-    return to_dtype(array, type_.dtype)
 
 
 def _literal(array: np.ndarray):

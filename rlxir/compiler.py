@@ -18,7 +18,7 @@ from rlxir.errors import RlxError, UnboundSymbolError
 from rlxir.graph import Graph
 from rlxir.memory_plan import MemoryPlan, plan_graph
 from rlxir.pass_base import PassContext
-from rlxir.pipeline import PassStat, Pipeline
+from rlxir.pipeline import Pipeline
 from rlxir.target import Target, get_target
 
 

@@ -21,7 +21,7 @@ import networkx as nx
 from rlxir.errors import IRTypeError, Location, RlxError, VerifyError
 from rlxir.ops import LEAF_KINDS, check_attributes, get_op
 from rlxir.ops.registry import annotation_version
-from rlxir.symbolic import Dim, Expr, format_dim, substitute
+from rlxir.symbolic import Expr, format_dim, substitute
 from rlxir.types import TensorType
 
 _END = ""  # sentinel of the circular schedule list (never a value name)

@@ -140,7 +140,7 @@ def _evaluate(graph: Graph, name: str, values: dict, feeds: dict, seed: int) -> 
     if kind == "op":
         return _run_op(graph, name, values)
     if kind == "const":
-        return _const_array(graph, name)
+        return const_array(graph, name)
     if name in feeds:
         return feeds[name]
     return random_fill(graph, name, seed)
@@ -172,7 +172,8 @@ def _conform(graph: Graph, name: str, result) -> np.ndarray:
     return array
 
 
-def _const_array(graph: Graph, name: str) -> np.ndarray:
+def const_array(graph: Graph, name: str) -> np.ndarray:
+    """Const `name`'s literal (splat or flat list) as an array of its static type."""
     type_ = graph.type(name)
     literal = graph.attrs(name)["value"]
     shape = type_.static_shape()

@@ -12,7 +12,7 @@ import sys
 import time
 
 from rlxir.cli.options import add_input_options, bindings_from, load_module, positive_int, symbol_binding
-from rlxir.compiler import CompileOptions, compile, exceeds_ceiling, plan_exec_graph, prepare_exec_graph
+from rlxir.compiler import CompileOptions, exceeds_ceiling, plan_exec_graph, prepare_exec_graph
 from rlxir.devices import format_bytes, parse_bytes
 from rlxir.errors import RlxError
 from rlxir.fit import arena_budget, fit_batch
