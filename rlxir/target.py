@@ -94,6 +94,11 @@ def register_target(target: Target, replace: bool = False) -> Target:
     return target
 
 
+def unregister_target(name: str) -> None:
+    """Remove a registered target (one a session derived and no longer wants)."""
+    _TARGETS.pop(name, None)
+
+
 def _scan() -> None:
     if _SCANNED[0]:
         return

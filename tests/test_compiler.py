@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import rlxir
 from rlxir.compiler import ArenaTooLarge, CompileOptions, compile, plan_arena_bytes, prepare_exec_graph
 from rlxir.planning import validate_plan
-from rlxir.target import available_targets, get_target, register_target
+from rlxir.target import available_targets, get_target
 from rlxir.testing.strategies import bindings_for, graphs
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -85,10 +85,10 @@ def test_defaults_bind_symbols():
     assert prepare_exec_graph(graph, "cpu", {"B": 2}).bindings == {"B": 2, "S": 3}
 
 
-def test_a_derived_target_plans_with_its_own_planner():
+def test_a_derived_target_plans_with_its_own_planner(scoped_target):
     rocm = get_target("rocm")
     derived = rocm.derive("rocm-liveness-test", planner="liveness")
-    register_target(derived, replace=True)
+    scoped_target(derived)
     graph = rlxir.parse_file(EXAMPLES / "gpt2_block.rlx").main
     bump = compile(graph, "rocm", {"B": 2, "S": 16})
     reuse = compile(graph, "rocm-liveness-test", {"B": 2, "S": 16})

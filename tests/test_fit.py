@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import rlxir
 from rlxir.fit import arena_budget, fit_batch, plan_bound
-from rlxir.target import get_target, register_target
+from rlxir.target import get_target
 
 GIB = 1 << 30
 
@@ -45,7 +45,6 @@ def test_non_monotone_arenas_never_return_a_batch_that_does_not_fit(requested, a
         return arenas[batch - 1]
 
     target = get_target("cuda").derive("cuda-flat-test", side_buffers=())
-    register_target(target, replace=True)
     result = fit_batch(target, requested, 1.0, arena, vram=budget)
     assert len(result.tried) <= plan_bound(requested)
     planned = {trial.batch: trial for trial in result.tried}
@@ -63,9 +62,9 @@ def test_even_batch_one_not_fitting_says_so_with_numbers():
     assert "even batch 1 needs an arena of 53687091200 B" in result.reason
 
 
-def test_no_budget_returns_the_requested_batch_unplanned():
+def test_no_budget_returns_the_requested_batch_unplanned(scoped_target):
     target = get_target("gpu").derive("gpu-unbounded-test", arena_ceiling=None, shadow_f16_fraction=0.0)
-    register_target(target, replace=True)
+    scoped_target(target)
     result = fit_batch(target, 16, 0.6, lambda batch: pytest.fail("nothing should be planned"))
     assert result.batch == 16 and result.tried == () and result.arena_bytes is None
     assert "no budget" in result.reason and "cannot query" in result.reason

@@ -1,0 +1,23 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlxir.target import available_targets, register_target, unregister_target
+
+
+@pytest.fixture
+def scoped_target():
+    """Register targets for one test only: ``scoped_target(target)`` returns it."""
+    added: list[str] = []
+
+    def register(target):
+        added.append(target.name)
+        return register_target(target, replace=True)
+
+    yield register
+    builtin = available_targets()
+    for name in added:
+        if name in builtin:
+            unregister_target(name)
