@@ -17,7 +17,7 @@ def scoped_target():
         return register_target(target, replace=True)
 
     yield register
-    builtin = available_targets()
+    registered = available_targets()
     for name in added:
-        if name in builtin:
+        if name in registered:
             unregister_target(name)
