@@ -34,8 +34,7 @@ class BufferInfo:
 
     value: str
     kind: str  # input, param, const, activation, output, workspace
-    dtype: str
-    shape: str
+    type: str
 
 
 def bytes_per_element(graph: Graph, name: str, sizing: str) -> int:
@@ -89,34 +88,34 @@ def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str =
     buffers: list[Buffer] = []
     info: dict[str, BufferInfo] = {}
     outputs = {roots.get(output, output) for output in graph.outputs}
+    sized: dict = {}  # type -> (bytes, text): types repeat across a model's layers
     for step, name in enumerate(schedule):
         if name in roots:
             continue
         kind = graph.kind(name)
-        buffer, what = _value_buffer(graph, name, step, end, kind, sizing, mode, weight_layout, last_read, outputs)
-        if buffer is not None:
-            buffers.append(buffer)
-            info[buffer.name] = what
-        workspace = graph.attrs(name).get("workspace") if kind == "op" else None
+        type_ = graph.type(name)
+        if type_ not in sized:
+            sized[type_] = (value_bytes(graph, name, sizing), str(type_))
+        size, text = sized[type_]
+        if kind == "param" and mode == "backward_activations_only":
+            buffers.append(Buffer(name, 0, end, size, fixed_offset=_weight_offset(graph, name, weight_layout)))
+        elif kind in ("input", "param", "const"):
+            buffers.append(Buffer(name, 0, end, size))
+        else:
+            buffers.append(Buffer(name, step, min(max(last_read.get(name, step), step) + 1, end), size))
+            kind = "output" if name in outputs else "activation"
+        info[name] = BufferInfo(name, kind, text)
+        workspace = graph.attrs(name).get("workspace") if kind in ("output", "activation") else None
         if workspace:
             label = f"{name}.workspace"
             buffers.append(Buffer(label, step, step + 1, int(workspace)))
-            info[label] = BufferInfo(name, "workspace", "u8", f"[{workspace}]")
+            info[label] = BufferInfo(name, "workspace", f"u8[{workspace}]")
     return buffers, info
 
 
-def _value_buffer(graph, name, step, end, kind, sizing, mode, weight_layout, last_read, outputs):
-    type_ = graph.type(name)
-    size = value_bytes(graph, name, sizing)
-    dtype, shape = type_.dtype.value, str(type_)[len(type_.dtype.value):]
-    if kind == "param" and mode == "backward_activations_only":
-        offset = (weight_layout or {}).get(name)
-        if offset is None:
-            raise RlxError(f"param %{name} has no offset in the forward weight layout",
-                           graph.location(name), "a forward plan that holds a weight of the same name")
-        return Buffer(name, 0, end, size, fixed_offset=offset), BufferInfo(name, "param", dtype, shape)
-    if kind in ("input", "param", "const"):
-        return Buffer(name, 0, end, size), BufferInfo(name, kind, dtype, shape)
-    stop = min(max(last_read.get(name, step), step) + 1, end)
-    label = "output" if name in outputs else "activation"
-    return Buffer(name, step, stop, size), BufferInfo(name, label, dtype, shape)
+def _weight_offset(graph: Graph, name: str, weight_layout: Mapping[str, int] | None) -> int:
+    offset = (weight_layout or {}).get(name)
+    if offset is None:
+        raise RlxError(f"param %{name} has no offset in the forward weight layout",
+                       graph.location(name), "a forward plan that holds a weight of the same name")
+    return offset

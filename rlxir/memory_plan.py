@@ -8,6 +8,7 @@ value, and the side buffers that live outside the arena.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import attrs
@@ -18,7 +19,7 @@ from rlxir.lifetimes import graph_buffers
 from rlxir.planning import aligned_size, get_planner, validate_plan
 
 
-@attrs.frozen
+@attrs.define(slots=True)
 class PlannedBuffer:
     """One buffer of a plan: where it sits, how big it is, when it lives, what it holds."""
 
@@ -47,10 +48,20 @@ class MemoryPlan:
     arena_bytes: int
     lower_bound_bytes: int
     unshared_bytes: int
-    buffers: tuple
+    placement: tuple = attrs.field(repr=False)  # (buffers, info, offsets) as planned
     side_buffers: Mapping[str, int]
     steps: int
     seconds: float
+
+    @functools.cached_property
+    def buffers(self) -> tuple:
+        """Every planned buffer (built on first use: fitting needs only the arena)."""
+        buffers, info, offsets = self.placement
+        return tuple(
+            PlannedBuffer(buffer.name, info[buffer.name].value, info[buffer.name].kind, offsets[buffer.name],
+                          aligned_size(buffer.size, self.alignment), buffer.start, buffer.end, info[buffer.name].type)
+            for buffer in buffers
+        )
 
     @property
     def efficiency(self) -> float:
@@ -121,11 +132,6 @@ def plan_graph(graph: Graph, planner: str, alignment: int, sizing: str, mode: st
     result = get_planner(planner).plan(buffers, alignment, time_budget)
     if validate:
         validate_plan(buffers, result.offsets, alignment, result.arena_bytes)
-    planned = tuple(
-        PlannedBuffer(buffer.name, info[buffer.name].value, info[buffer.name].kind, result.offsets[buffer.name],
-                      aligned_size(buffer.size, alignment), buffer.start, buffer.end,
-                      info[buffer.name].dtype + info[buffer.name].shape)
-        for buffer in buffers
-    )
     return MemoryPlan(planner, alignment, sizing, mode, result.arena_bytes, result.lower_bound_bytes,
-                      result.unshared_bytes, planned, dict(side_buffers or {}), len(graph), result.seconds)
+                      result.unshared_bytes, (buffers, info, result.offsets), dict(side_buffers or {}), len(graph),
+                      result.seconds)
