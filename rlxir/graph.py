@@ -443,9 +443,9 @@ class Graph:
         remaining = {symbol: default for symbol, default in self.symbols.items() if symbol not in values}
         result = Graph(self.name, remaining)
         result.loc, result.output_loc = self.loc, self.output_loc
+        bound_types: dict = {}
         for name in self.schedule():
-            data = self._nodes[name]
-            _rebuild_node(result, name, data, values)
+            _rebuild_node(result, name, self._nodes[name], values, bound_types)
         result.outputs = list(self.outputs)
         return result
 
@@ -528,26 +528,39 @@ def _same_value(left, right) -> bool:
     return type(left) is type(right) and left == right
 
 
-def _rebuild_node(result: Graph, name: str, data: dict, values: Mapping[str, int]) -> None:
-    try:
-        type_ = data["type"].bind(values)
-    except ZeroDivisionError:
-        given = ", ".join(f"{symbol}={value}" for symbol, value in values.items())
-        raise RlxError(f"with {given}, a dim of %{name} ({data['type']}) divides by zero", data["loc"],
-                       "symbol values that keep every divisor non-zero") from None
+def _rebuild_node(result: Graph, name: str, data: dict, values: Mapping[str, int], bound_types: dict) -> None:
+    """Add `name` to `result` with its symbols bound and its type inferred again."""
+    type_ = _bound_type(name, data, values, bound_types)
     op = data["op"]
     if op in LEAF_KINDS:
         result._add_node(name, op, (), dict(data["attrs"]), type_, data["loc"], data["provenance"], None, None)
     else:
         attrs = {key: _bind_attr(value, values) for key, value in data["attrs"].items()}
+        operand_types = tuple(result._nodes[operand]["type"] for operand in data["operands"])
         try:
-            result.add_op(op, data["operands"], attrs, name=name, loc=data["loc"], provenance=data["provenance"])
+            canonical, type_ = infer_result(get_op(op), operand_types, attrs)
         except RlxError as error:
             raise error.with_location(data["loc"]) from None
         except ZeroDivisionError:
             raise RlxError(f"binding makes a dim of %{name} divide by zero", data["loc"],
                            "symbol values that keep every divisor non-zero") from None
-    _check_dims_not_negative(name, data["type"], result.type(name), values, data["loc"])
+        result._add_node(name, op, data["operands"], canonical, type_, data["loc"], data["provenance"], None, None)
+    if type_ is not data["type"]:
+        _check_dims_not_negative(name, data["type"], type_, values, data["loc"])
+
+
+def _bound_type(name: str, data: dict, values: Mapping[str, int], bound_types: dict) -> TensorType:
+    """`data`'s type with `values` bound (memoised per type: types repeat across layers)."""
+    symbolic = data["type"]
+    bound = bound_types.get(symbolic)
+    if bound is None:
+        try:
+            bound = bound_types[symbolic] = symbolic.bind(values)
+        except ZeroDivisionError:
+            given = ", ".join(f"{symbol}={value}" for symbol, value in values.items())
+            raise RlxError(f"with {given}, a dim of %{name} ({symbolic}) divides by zero", data["loc"],
+                           "symbol values that keep every divisor non-zero") from None
+    return bound
 
 
 def _check_dims_not_negative(name: str, symbolic: TensorType, bound: TensorType, values: Mapping[str, int],
