@@ -19,6 +19,7 @@ from typing import Any
 import networkx as nx
 
 from rlxir.errors import IRTypeError, Location, RlxError, VerifyError
+from rlxir.gcpause import fewer_collections
 from rlxir.ops import LEAF_KINDS, check_attributes, get_op
 from rlxir.ops.registry import annotation_version
 from rlxir.symbolic import Expr, format_dim, substitute
@@ -444,8 +445,9 @@ class Graph:
         result = Graph(self.name, remaining)
         result.loc, result.output_loc = self.loc, self.output_loc
         bound_types: dict = {}
-        for name in self.schedule():
-            _rebuild_node(result, name, self._nodes[name], values, bound_types)
+        with fewer_collections():
+            for name in self.schedule():
+                _rebuild_node(result, name, self._nodes[name], values, bound_types)
         result.outputs = list(self.outputs)
         return result
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import attrs
 
 from rlxir.devices import format_bytes
+from rlxir.gcpause import fewer_collections
 from rlxir.graph import Graph
 from rlxir.lifetimes import graph_buffers
 from rlxir.planning import aligned_size, get_planner, validate_plan
@@ -128,10 +129,11 @@ def plan_graph(graph: Graph, planner: str, alignment: int, sizing: str, mode: st
     slot); the others use the views `lower` marked.
     """
     view_rule = "bump" if planner == "bump" else "lir"
-    buffers, info = graph_buffers(graph, sizing, view_rule, mode, weight_layout)
-    result = get_planner(planner).plan(buffers, alignment, time_budget)
-    if validate:
-        validate_plan(buffers, result.offsets, alignment, result.arena_bytes)
+    with fewer_collections():
+        buffers, info = graph_buffers(graph, sizing, view_rule, mode, weight_layout)
+        result = get_planner(planner).plan(buffers, alignment, time_budget)
+        if validate:
+            validate_plan(buffers, result.offsets, alignment, result.arena_bytes)
     return MemoryPlan(planner, alignment, sizing, mode, result.arena_bytes, result.lower_bound_bytes,
                       result.unshared_bytes, (buffers, info, result.offsets), dict(side_buffers or {}), len(graph),
                       result.seconds)

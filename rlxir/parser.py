@@ -10,7 +10,6 @@ Nothing here evaluates input as code.
 from __future__ import annotations
 
 import difflib
-import gc
 import math
 import re
 import threading
@@ -22,6 +21,7 @@ from lark.exceptions import UnexpectedInput
 
 from rlxir.dtypes import DType
 from rlxir.errors import IRTypeError, Location, ParseError, RlxError, SourceText, VerifyError
+from rlxir.gcpause import fewer_collections
 from rlxir.graph import Graph, Module
 from rlxir.ops import LEAF_KINDS, annotation_specs, get_op, registered_ops
 from rlxir.ops.chain import ChainStep
@@ -668,16 +668,11 @@ def _parse_with(builder: _Builder, text: str, start: str):
 def parse(text: str, filename: str = "<string>") -> Module:
     """Parse rlx text into a `Module`; raises a located `RlxError` on any bad input."""
     source = SourceText(filename, text)
-    # The parse allocates millions of small objects and frees none of them; raising
-    # the collector's thresholds for its duration roughly halves parse time.
-    thresholds = gc.get_threshold()
-    gc.set_threshold(1_000_000, 100, 100)
     try:
-        module = _parse_with(_Builder(source), text, "start")
+        with fewer_collections():  # roughly halves the parse time of big files
+            module = _parse_with(_Builder(source), text, "start")
     except UnexpectedInput as error:
         raise syntax_error(error, source) from None
-    finally:
-        gc.set_threshold(*thresholds)
     if not module.graphs:
         raise ParseError("no graph in this file", end_of(source), "graph NAME(SYMBOLS) { ... }")
     return module

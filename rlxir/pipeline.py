@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from rlxir.errors import Location, RlxError, SourceText
+from rlxir.gcpause import fewer_collections
 from rlxir.graph import Graph
 from rlxir.pass_base import Pass, PassContext, available_passes, get_pass, option_text_name
 
@@ -104,8 +105,9 @@ class Pipeline:
     def run(self, graph: Graph, ctx: PassContext | None = None, instruments: Sequence = ()) -> Graph:
         """Run every pass on `graph` in place (see `run_pipeline` for a copying variant)."""
         ctx = ctx or PassContext()
-        for index, entry in enumerate(self.entries):
-            _run_one(index, entry, graph, ctx, instruments)
+        with fewer_collections():
+            for index, entry in enumerate(self.entries):
+                _run_one(index, entry, graph, ctx, instruments)
         for instrument in instruments:
             finish = getattr(instrument, "finish", None)
             if finish is not None:
