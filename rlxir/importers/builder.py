@@ -1,0 +1,186 @@
+"""Building an rlx graph from a foreign model: value names, weights and literals.
+
+Both importers (ONNX, PyTorch) write through one `GraphBuilder`, so they agree on:
+
+- **names**: a foreign name becomes a value name of the IR's identifier rules
+  (`sanitize_name`), unique in the graph (a repeat gets ``.1``, ``.2``, ... in the order
+  values are made, so an import is deterministic);
+- **weights**: a static tensor of more than `LITERAL_LIMIT` elements, and every weight the
+  model itself names (an ONNX initializer, a module's parameter or buffer), becomes a
+  ``param`` whose value is kept in `ImportedGraph.params`; a smaller static tensor is a
+  ``const`` literal, so the graph runs on its own (`rlxir run`) wherever only weights are
+  missing;
+- **scalars**: one const per (dtype, value), made where first used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+import attrs
+import numpy as np
+
+from rlxir.dtypes import DType
+from rlxir.errors import RlxError
+from rlxir.graph import Graph
+from rlxir.types import TensorType
+
+LITERAL_LIMIT = 64
+"""Static tensors of at most this many elements are written into the graph as literals."""
+
+_NUMPY_DTYPES = {
+    np.dtype("float64"): DType.f64, np.dtype("float32"): DType.f32, np.dtype("float16"): DType.f16,
+    np.dtype("int64"): DType.i64, np.dtype("int32"): DType.i32, np.dtype("int16"): DType.i16,
+    np.dtype("int8"): DType.i8, np.dtype("uint8"): DType.u8, np.dtype("uint32"): DType.u32,
+    np.dtype("bool"): DType.bool, np.dtype("complex64"): DType.c64,
+}
+
+
+class UnsupportedModel(RlxError):
+    """A model (or part of one) the importer cannot express in the IR."""
+
+
+@attrs.frozen
+class ImportedGraph:
+    """What an importer produced.
+
+    - `graph`: the rlx graph (verified).
+    - `params`: the value of every param, by value name, in the param's NumPy dtype
+      (ready for `rlxir.interpret(graph, params=...)`); large splats are read-only views.
+    - `inputs`, `outputs`: the model's own input and output names -> value names.
+    """
+
+    graph: Graph
+    params: Mapping[str, np.ndarray]
+    inputs: Mapping[str, str]
+    outputs: Mapping[str, str]
+
+
+def sanitize_name(text: str) -> str:
+    """`text` as a value name: ``[A-Za-z0-9_.]``, path separators as dots, no empty parts.
+
+    ``gpu_0/conv1_w_0`` -> ``gpu_0.conv1_w_0``; ``/layer.0/Add_output_0`` ->
+    ``layer.0.Add_output_0``; a name that starts with a digit and is not all digits gets a
+    ``v`` in front (``0abc`` -> ``v0abc``; ``123`` stays: ``%123`` is a valid value).
+    """
+    name = re.sub(r"[/:]", ".", text)
+    name = re.sub(r"[^A-Za-z0-9_.]", "_", name)
+    name = re.sub(r"\.{2,}", ".", name).strip(".")
+    if not name:
+        return "v"
+    if name[0].isdigit() and not name.isdigit():
+        return "v" + name
+    return name
+
+
+def dtype_of_array(array: np.ndarray) -> DType:
+    dtype = _NUMPY_DTYPES.get(np.asarray(array).dtype)
+    if dtype is None:
+        raise UnsupportedModel(f"the IR has no element type for {np.asarray(array).dtype} data",
+                           expected="one of " + ", ".join(str(d) for d in _NUMPY_DTYPES))
+    return dtype
+
+
+def shortest_float(value: float, dtype: DType = DType.f32) -> float:
+    """`value` as the shortest decimal that reads back to the same `dtype` number.
+
+    An f32 ``1e-5`` arrives as the double ``9.999999747378752e-06``; written as ``1e-05``
+    it means the same f32 and reads like the model's source.
+    """
+    if dtype in (DType.f32, DType.bf16):
+        return float(str(np.float32(value)))
+    if dtype is DType.f16:
+        return float(str(np.float16(value)))
+    return float(value)
+
+
+def literal_of(array: np.ndarray, dtype: DType):
+    """The `add_const` value of `array`: a splat scalar when all elements are equal, else a
+    flat row-major tuple of Python numbers."""
+    flat = np.asarray(array).reshape(-1)
+    convert = _python_scalar(dtype)
+    if flat.size and (flat.size == 1 or _is_splat(flat)):
+        return convert(flat[0])
+    return tuple(convert(item) for item in flat)
+
+
+def _is_splat(flat: np.ndarray) -> bool:
+    first = flat[:1]
+    if flat.dtype.kind == "f":
+        return bool(np.all(flat.view(np.uint8).reshape(flat.size, -1) == first.view(np.uint8)))
+    return bool(np.all(flat == first))
+
+
+def _python_scalar(dtype: DType):
+    if dtype is DType.bool:
+        return bool
+    if dtype.is_integer:
+        return int
+    if dtype.is_complex:
+        raise UnsupportedModel("complex literals cannot be written in the IR", expected="a real dtype")
+    return lambda item: shortest_float(float(item), dtype)
+
+
+class GraphBuilder:
+    """Adds values to one graph under sanitized, unique names and records param values."""
+
+    def __init__(self, name: str, symbols: Mapping[str, int | None] | None = None):
+        self.graph = Graph(sanitize_name(name), symbols)
+        self.params: dict[str, np.ndarray] = {}
+        self._scalars: dict[tuple, str] = {}
+
+    def fresh(self, hint: str) -> str:
+        return self.graph.fresh_name(sanitize_name(hint))
+
+    def input(self, hint: str, type_: TensorType) -> str:
+        return self.graph.add_input(self.fresh(hint), type_)
+
+    def param(self, hint: str, array: np.ndarray) -> str:
+        """A param holding `array` (its dtype must be one the IR has)."""
+        array = np.asarray(array)
+        name = self.graph.add_param(self.fresh(hint), TensorType(dtype_of_array(array), array.shape))
+        self.params[name] = array
+        return name
+
+    def literal(self, hint: str, array: np.ndarray, dtype: DType | None = None) -> str:
+        """A const holding `array` (a splat when every element is equal)."""
+        array = np.asarray(array)
+        dtype = dtype or dtype_of_array(array)
+        return self.graph.add_const(self.fresh(hint), TensorType(dtype, array.shape), literal_of(array, dtype))
+
+    def tensor(self, hint: str, array: np.ndarray, weight: bool = False) -> str:
+        """A static tensor: a param when it is a named `weight` (of more than one element)
+        or bigger than `LITERAL_LIMIT`, else a literal."""
+        array = np.asarray(array)
+        if array.size > LITERAL_LIMIT or weight and array.size > 1:
+            return self.param(hint, array)
+        return self.literal(hint, array)
+
+    def splat(self, hint: str, value, type_: TensorType) -> str:
+        """A const of `type_` (static or symbolic shape) whose every element is `value`."""
+        convert = _python_scalar(type_.dtype)
+        return self.graph.add_const(self.fresh(hint), type_, convert(value))
+
+    def scalar(self, value, dtype: DType) -> str:
+        """The rank-0 const `value` of `dtype`, shared by every use."""
+        convert = _python_scalar(dtype)
+        key = (dtype, repr(convert(value)))
+        if key not in self._scalars:
+            text = re.sub(r"[^A-Za-z0-9]", "_", repr(convert(value)).replace("-", "m").replace(".", "p"))
+            self._scalars[key] = self.graph.add_const(self.fresh(f"c.{dtype.value}.{text}"), TensorType(dtype, ()),
+                                                      convert(value))
+        return self._scalars[key]
+
+    def op(self, op: str, operands: Iterable[str], attrs: Mapping | None = None, hint: str | None = None) -> str:
+        return self.graph.add_op(op, tuple(operands), attrs or {}, name=self.fresh(hint or op))
+
+    def type(self, value: str) -> TensorType:
+        return self.graph.type(value)
+
+    def finish(self, outputs: Iterable[str], inputs: Mapping[str, str], foreign_outputs: Mapping[str, str]) -> ImportedGraph:
+        from rlxir.verifier import verify
+
+        self.graph.set_outputs(list(outputs))
+        verify(self.graph)
+        return ImportedGraph(self.graph, dict(self.params), dict(inputs), dict(foreign_outputs))

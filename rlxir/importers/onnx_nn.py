@@ -1,0 +1,326 @@
+"""ONNX op -> core ops: convolution, pooling, normalisation, Gemm, LRN and Pad.
+
+Padding: ONNX writes 2-D pads as ``[x1_begin, x2_begin, x1_end, x2_end]``, which for NCHW
+is ``[top, left, bottom, right]``, the order of the IR's ``padding``. A constant zero Pad
+whose only reader is a Conv (or an AveragePool that counts padding; for MaxPool, a Pad
+of -inf) is folded into that op's padding instead of materialising the padded tensor.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.onnx_ops import hint, operand, optional_input, product, refuse_used_outputs, static_ints
+from rlxir.types import TensorType
+
+
+# --- padding ---------------------------------------------------------------------------
+def resolve_pads(attrs, spatial, kernel, strides, dilations) -> list[int]:
+    """``[begin..., end...]`` per spatial dim, from ``pads`` or ``auto_pad``."""
+    count = len(kernel)
+    auto_pad = attrs.get("auto_pad", "NOTSET")
+    if auto_pad in ("NOTSET", ""):
+        return [int(pad) for pad in attrs.get("pads", [0] * (2 * count))]
+    if auto_pad == "VALID":
+        return [0] * (2 * count)
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise UnsupportedModel(f"auto_pad {auto_pad!r}", expected="NOTSET, VALID, SAME_UPPER or SAME_LOWER")
+    begins, ends = [], []
+    for size, window, stride, dilation in zip(spatial, kernel, strides, dilations):
+        if not isinstance(size, int):
+            raise UnsupportedModel(f"auto_pad {auto_pad} over the symbolic dim {size}", expected="static spatial dims")
+        out = -(-size // stride)
+        total = max((out - 1) * stride + (window - 1) * dilation + 1 - size, 0)
+        small = total // 2
+        begins.append(small if auto_pad == "SAME_UPPER" else total - small)
+        ends.append(total - begins[-1])
+    return begins + ends
+
+
+def take_pending_pad(ctx, name: str) -> tuple[str, list[int] | None]:
+    """(the value to read, spatial pads folded from a Pad that produced `name`, if any)."""
+    pending = ctx.pending_pads.pop(name, None)
+    if pending is None:
+        return name, None
+    return pending
+
+
+def _spatial_pads(pads: list[int], rank: int) -> list[int] | None:
+    """The spatial half of a full ``[begin x rank, end x rank]`` pad list, or None when
+    batch or channel dims are padded too."""
+    begins, ends = pads[:rank], pads[rank:]
+    if any(begins[:2]) or any(ends[:2]):
+        return None
+    return begins[2:] + ends[2:]
+
+
+def _combined(pads: list[int], extra: list[int] | None) -> list[int]:
+    return pads if extra is None else [a + b for a, b in zip(pads, extra)]
+
+
+def convert_pad(ctx, node, attrs):
+    mode = attrs.get("mode", "constant")
+    if mode != "constant":
+        raise UnsupportedModel(f"Pad in mode {mode!r}", expected="mode constant")
+    x = node.input[0]
+    rank = len(ctx.shape(x))
+    if ctx.opset < 11:
+        pads = [int(pad) for pad in attrs.get("pads", attrs.get("paddings", []))]
+        fill = float(attrs.get("value", 0.0))
+    else:
+        pads = static_ints(ctx, node, 1, "pads")
+        fill = float(ctx.static(node.input[2]).reshape(())) if optional_input(node, 2) else 0.0
+        if optional_input(node, 3):
+            axes = [axis % rank for axis in static_ints(ctx, node, 3, "axes")]
+            full = [0] * (2 * rank)
+            for index, axis in enumerate(axes):
+                full[axis], full[rank + axis] = pads[index], pads[len(axes) + index]
+            pads = full
+    if any(not isinstance(pad, int) or pad < 0 for pad in pads):
+        raise UnsupportedModel(f"Pad with pads {pads}", expected="non-negative static pads")
+    if _foldable_pad(ctx, node, rank, pads, fill):
+        ctx.pending_pads[node.output[0]] = (x, _spatial_pads(pads, rank))
+        return [None]
+    return [_pad_with_concat(ctx, node, ctx.value(x), pads, fill)]
+
+
+def _foldable_pad(ctx, node, rank: int, pads: list[int], fill: float) -> bool:
+    readers = ctx.consumers.get(node.output[0], [])
+    if rank not in (3, 4) or len(readers) != 1 or node.output[0] in ctx.graph_outputs:
+        return False
+    if _spatial_pads(pads, rank) is None or readers[0].input[0] != node.output[0]:
+        return False
+    reader = readers[0]
+    if reader.op_type == "Conv":
+        return fill == 0.0
+    if reader.op_type == "AveragePool" and rank == 4:
+        return fill == 0.0 and any(attribute.name == "count_include_pad" and attribute.i == 1
+                                   for attribute in reader.attribute)
+    return reader.op_type == "MaxPool" and rank == 4 and fill == -math.inf
+
+
+def _pad_with_concat(ctx, node, value: str, pads: list[int], fill: float) -> str:
+    rank = len(pads) // 2
+    for axis in range(rank):
+        begin, end = pads[axis], pads[rank + axis]
+        if not begin and not end:
+            continue
+        type_ = ctx.builder.type(value)
+        pieces = []
+        for side, width in (("before", begin), ("after", end)):
+            if width:
+                shape = list(type_.shape)
+                shape[axis] = width
+                pieces.append((side, ctx.builder.splat(f"{hint(node)}.{side}{axis}", fill, TensorType(type_.dtype, shape))))
+        operands = [piece for side, piece in pieces if side == "before"] + [value] + \
+                   [piece for side, piece in pieces if side == "after"]
+        value = ctx.builder.op("concat", operands, {"axis": axis}, hint=hint(node))
+    return value
+
+
+# --- convolution -----------------------------------------------------------------------
+def convert_conv(ctx, node, attrs):
+    source, extra = take_pending_pad(ctx, node.input[0])
+    x = ctx.value(source)
+    x_type = ctx.builder.type(x)
+    w = operand(ctx, node.input[1], x_type.dtype)
+    bias = operand(ctx, node.input[2], x_type.dtype) if optional_input(node, 2) else None
+    w_shape = ctx.builder.type(w).shape
+    spatial = len(w_shape) - 2
+    if x_type.rank != spatial + 2 or spatial not in (1, 2):
+        raise UnsupportedModel(f"a {spatial}-D Conv", expected="Conv over 1 or 2 spatial dims")
+    kernel = [int(k) for k in attrs.get("kernel_shape", w_shape[2:])]
+    strides = [int(s) for s in attrs.get("strides", [1] * spatial)]
+    dilations = [int(d) for d in attrs.get("dilations", [1] * spatial)]
+    pads = _combined(resolve_pads(attrs, x_type.shape[2:], kernel, strides, dilations), extra)
+    groups = int(attrs.get("group", 1))
+    if spatial == 2:
+        attributes = {"stride": tuple(strides), "padding": tuple(pads), "dilation": tuple(dilations), "groups": groups}
+        operands = [x, w] + ([bias] if bias else [])
+        return [ctx.builder.op("conv2d", operands, attributes, hint=hint(node))]
+    return [_conv1d(ctx, node, x, w, bias, strides[0], pads, dilations[0], groups)]
+
+
+def _conv1d(ctx, node, x, w, bias, stride, pads, dilation, groups) -> str:
+    """A 1-D conv as a 2-D one over a unit height: [N, C, L] -> [N, C, 1, L]."""
+    batch, channels, length = ctx.builder.type(x).shape
+    out_channels, per_group, width = ctx.builder.type(w).shape
+    x4 = ctx.builder.op("reshape", [x], {"shape": (batch, channels, 1, length)}, hint=f"{hint(node)}.x2d")
+    w4 = ctx.builder.op("reshape", [w], {"shape": (out_channels, per_group, 1, width)}, hint=f"{hint(node)}.w2d")
+    attributes = {"stride": (1, stride), "padding": (0, pads[0], 0, pads[1]), "dilation": (1, dilation), "groups": groups}
+    y4 = ctx.builder.op("conv2d", [x4, w4] + ([bias] if bias else []), attributes, hint=f"{hint(node)}.2d")
+    _, _, _, out_length = ctx.builder.type(y4).shape
+    return ctx.builder.op("reshape", [y4], {"shape": (batch, out_channels, out_length)}, hint=hint(node))
+
+
+# --- pooling ---------------------------------------------------------------------------
+def convert_pool(ctx, node, attrs):
+    refuse_used_outputs(ctx, node, 1, "the max indices")
+    source, extra = take_pending_pad(ctx, node.input[0])
+    x = ctx.value(source)
+    shape = ctx.builder.type(x).shape
+    if len(shape) != 4:
+        raise UnsupportedModel(f"a {len(shape) - 2}-D {node.op_type}", expected="pooling over 2 spatial dims (NCHW)")
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    strides = [int(s) for s in attrs.get("strides", [1, 1])]
+    dilations = [int(d) for d in attrs.get("dilations", [1, 1])]
+    if dilations != [1, 1]:
+        raise UnsupportedModel(f"{node.op_type} with dilations {dilations}", expected="dilations [1, 1]")
+    declared = resolve_pads(attrs, shape[2:], kernel, strides, dilations)
+    pads = _combined(declared, extra)
+    if attrs.get("ceil_mode", 0):
+        pads = _ceil_mode_pads(shape[2:], kernel, strides, pads)
+    op = "max_pool2d" if node.op_type == "MaxPool" else "avg_pool2d"
+    attributes = {"kernel": tuple(kernel), "stride": tuple(strides), "padding": tuple(pads)}
+    if op == "max_pool2d":
+        return [ctx.builder.op(op, [x], attributes, hint=hint(node))]
+    include_pad = bool(attrs.get("count_include_pad", 0))
+    counted = _combined(declared, extra)
+    factor = _average_correction(shape[2:], kernel, strides, pads, counted, include_pad)
+    if factor is None:
+        return [ctx.builder.op(op, [x], attributes, hint=hint(node))]
+    pooled = ctx.builder.op(op, [x], attributes, hint=f"{hint(node)}.padded_mean")
+    correction = ctx.builder.literal(f"{hint(node)}.count_correction", factor.astype(np.float32),
+                                     ctx.builder.type(x).dtype)
+    return [ctx.builder.op("mul", [pooled, correction], hint=hint(node))]
+
+
+def _ceil_mode_pads(spatial, kernel, strides, pads) -> list[int]:
+    """Pads that make floor-mode windows equal ONNX's ceil_mode ones (extra end padding;
+    a window that would start past the padded input is dropped, as ONNX does)."""
+    pads = list(pads)
+    count = len(kernel)
+    for index, (size, window, stride) in enumerate(zip(spatial, kernel, strides)):
+        if not isinstance(size, int):
+            raise UnsupportedModel(f"ceil_mode over the symbolic dim {size}", expected="static spatial dims")
+        begin, end = pads[index], pads[count + index]
+        out = -(-(size + begin + end - window) // stride) + 1
+        if (out - 1) * stride >= size + begin:
+            out -= 1
+        pads[count + index] = max(end, (out - 1) * stride + window - size - begin)
+    return pads
+
+
+def _average_correction(spatial, kernel, strides, pads, counted, include_pad) -> np.ndarray | None:
+    """[OH, OW] factors turning avg_pool2d's mean over the whole kernel (padding included,
+    the IR's semantics) into ONNX's: over the cells inside the input (count_include_pad=0)
+    or inside the declared padding (=1). None when every factor is 1."""
+    count = len(kernel)
+    per_axis = []
+    for index, (size, window, stride) in enumerate(zip(spatial, kernel, strides)):
+        if not isinstance(size, int):
+            raise UnsupportedModel(f"AveragePool over the symbolic dim {size}", expected="static spatial dims")
+        begin, end = pads[index], pads[count + index]
+        low, high = (-counted[index], size + counted[count + index]) if include_pad else (0, size)
+        outputs = (size + begin + end - window) // stride + 1
+        starts = np.arange(outputs) * stride - begin
+        cells = np.minimum(starts + window, high) - np.maximum(starts, low)
+        per_axis.append(window / np.maximum(cells, 1))
+    factor = np.multiply.outer(per_axis[0], per_axis[1])
+    return None if np.all(factor == 1.0) else factor
+
+
+def convert_global_pool(ctx, node, attrs):
+    x = ctx.value(node.input[0])
+    rank = ctx.builder.type(x).rank
+    op = "reduce_mean" if node.op_type == "GlobalAveragePool" else "reduce_max"
+    return [ctx.builder.op(op, [x], {"axes": tuple(range(2, rank)), "keepdims": True}, hint=hint(node))]
+
+
+# --- normalisation ---------------------------------------------------------------------
+def convert_batchnorm(ctx, node, attrs):
+    if attrs.get("training_mode", 0):
+        raise UnsupportedModel("BatchNormalization in training mode", expected="an inference model")
+    refuse_used_outputs(ctx, node, 1, "running statistics")
+    x = ctx.value(node.input[0])
+    dtype = ctx.builder.type(x).dtype
+    operands = [x] + [operand(ctx, name, dtype) for name in node.input[1:5]]
+    eps = attrs.get("epsilon", 1e-5)
+    return [ctx.builder.op("batchnorm", operands, {"eps": _float(eps)}, hint=hint(node))]
+
+
+def convert_layernorm(ctx, node, attrs):
+    refuse_used_outputs(ctx, node, 1, "mean and inverse std")
+    x = ctx.value(node.input[0])
+    dtype = ctx.builder.type(x).dtype
+    scale = operand(ctx, node.input[1], dtype)
+    if optional_input(node, 2):
+        bias = operand(ctx, node.input[2], dtype)
+    else:
+        bias = ctx.builder.splat(f"{hint(node)}.zero_bias", 0, ctx.builder.type(scale))
+    attributes = {"axis": int(attrs.get("axis", -1)), "eps": _float(attrs.get("epsilon", 1e-5))}
+    return [ctx.builder.op("layernorm", [x, scale, bias], attributes, hint=hint(node))]
+
+
+def convert_lrn(ctx, node, attrs):
+    """y = x / (bias + alpha/size * sum of x^2 over `size` channels around c) ^ beta.
+
+    The channel-window sum is an avg_pool2d over [N, 1, C, H*W] with a [size, 1] kernel and
+    zero padding (ONNX's window: floor((size-1)/2) before, ceil((size-1)/2) after), which
+    divides by `size`: exactly the alpha/size factor.
+    """
+    x = ctx.value(node.input[0])
+    type_ = ctx.builder.type(x)
+    if type_.rank < 3:
+        raise UnsupportedModel(f"LRN over a rank-{type_.rank} input", expected="[N, C, ...] of rank >= 3")
+    size = int(attrs["size"])
+    alpha, beta, bias = attrs.get("alpha", 1e-4), attrs.get("beta", 0.75), attrs.get("bias", 1.0)
+    name, dtype = hint(node), type_.dtype
+    batch, channels = type_.shape[:2]
+    squared = ctx.builder.op("mul", [x, x], hint=f"{name}.square")
+    rows = ctx.builder.op("reshape", [squared], {"shape": (batch, 1, channels, product(type_.shape[2:]))},
+                          hint=f"{name}.channels")
+    padding = ((size - 1) // 2, 0, size - 1 - (size - 1) // 2, 0)
+    window = ctx.builder.op("avg_pool2d", [rows], {"kernel": (size, 1), "stride": (1, 1), "padding": padding},
+                            hint=f"{name}.window_mean")
+    back = ctx.builder.op("reshape", [window], {"shape": tuple(type_.shape)}, hint=f"{name}.window")
+    scaled = ctx.builder.op("mul", [back, ctx.builder.scalar(alpha, dtype)], hint=f"{name}.scaled")
+    base = ctx.builder.op("add", [scaled, ctx.builder.scalar(bias, dtype)], hint=f"{name}.base")
+    denominator = ctx.builder.op("pow", [base, ctx.builder.scalar(beta, dtype)], hint=f"{name}.denominator")
+    return [ctx.builder.op("div", [x, denominator], hint=name)]
+
+
+def _float(value) -> float:
+    from rlxir.importers.builder import shortest_float
+
+    return shortest_float(float(value))
+
+
+# --- Gemm ------------------------------------------------------------------------------
+def convert_gemm(ctx, node, attrs):
+    """Y = alpha op(A) op(B) + beta C. With a static B, no transA and alpha = beta = 1 it is
+    ``linear`` (the weight stored [K, N], transposed from ONNX's [N, K] under transB), the
+    form the fuse pass matches; otherwise matmul, scale and add."""
+    a_name, b_name, c_name = node.input[0], node.input[1], optional_input(node, 2)
+    trans_a, trans_b = bool(attrs.get("transA", 0)), bool(attrs.get("transB", 0))
+    alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
+    a = ctx.value(a_name)
+    dtype = ctx.builder.type(a).dtype
+    if ctx.is_static(b_name) and not trans_a and alpha == 1.0 and (c_name is None or beta == 1.0):
+        weight = ctx.static(b_name)
+        w = ctx.builder.tensor(b_name, weight.T if trans_b else weight, weight=True)
+        bias = [operand(ctx, c_name, dtype)] if c_name else []
+        return [ctx.builder.op("linear", [a, w] + bias, hint=hint(node))]
+    b = operand(ctx, b_name, dtype)
+    result = ctx.builder.op("matmul", [a, b], {"transpose_a": trans_a, "transpose_b": trans_b},
+                            hint=f"{hint(node)}.product" if c_name or alpha != 1.0 else hint(node))
+    if alpha != 1.0:
+        result = ctx.builder.op("mul", [result, ctx.builder.scalar(alpha, dtype)],
+                                hint=f"{hint(node)}.scaled" if c_name else hint(node))
+    if c_name and beta != 0.0:
+        c = operand(ctx, c_name, dtype)
+        if beta != 1.0:
+            c = ctx.builder.op("mul", [c, ctx.builder.scalar(beta, dtype)], hint=f"{hint(node)}.bias")
+        result = ctx.builder.op("add", [result, c], hint=hint(node))
+    return [result]
+
+
+CONVERTERS = {
+    "Conv": convert_conv, "MaxPool": convert_pool, "AveragePool": convert_pool,
+    "GlobalAveragePool": convert_global_pool, "GlobalMaxPool": convert_global_pool,
+    "BatchNormalization": convert_batchnorm, "LayerNormalization": convert_layernorm, "LRN": convert_lrn,
+    "Gemm": convert_gemm, "Pad": convert_pad,
+}
