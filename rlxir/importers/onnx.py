@@ -21,7 +21,7 @@ package, runs ``onnx.shape_inference``, and maps every node to core ops
   value as its default (``graph resnet50(B=1)``), and a Reshape target whose first entry
   is that static batch while its operand's first dim is the batch symbol reads the
   symbol (the Caffe2-era models flatten with a constant ``[1, 9216]``). `batch_size=N`
-  fixes the batch to N instead. Other dynamic dims become symbols named after their
+  fixes the batch to N instead (a static batch is imported as the symbol, then bound). Other dynamic dims become symbols named after their
   ``dim_param``.
 - **Checked against ONNX.** Every value's type is compared with the shape ONNX infers
   (the batch symbol at the model's static value); a difference is an error, never a
@@ -36,6 +36,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 
+import attrs
 import numpy as np
 import onnx
 from onnx import numpy_helper
@@ -93,7 +94,12 @@ def import_onnx(model: str | Path | onnx.ModelProto, *, batch_dim: str = "B", ba
     outputs = {output.name: context.value(output.name) for output in inferred.graph.output}
     for onnx_name, value in outputs.items():
         context.check_type(onnx_name, value)
-    return context.builder.finish(outputs.values(), context.input_names, outputs)
+    imported = context.builder.finish(outputs.values(), context.input_names, outputs)
+    if batch_size is not None and batch_dim in imported.graph.symbols:
+        # A static batch was imported as the symbol (so constant reshape targets follow
+        # it); now it takes the asked size.
+        return attrs.evolve(imported, graph=imported.graph.bind({batch_dim: batch_size}))
+    return imported
 
 
 def refuse_unsupported(graph: onnx.GraphProto, converters: Mapping, source: str) -> None:
@@ -154,6 +160,7 @@ class OnnxContext:
         self.graph_outputs = {output.name for output in graph.output}
         self.onnx_shapes = {info.name: _onnx_shape(info) for info in (*graph.value_info, *graph.output, *graph.input)}
         self._symbols: dict[str, str] = {}
+        self._batch_seen, self._first_batch = False, None
         initializers = {tensor.name: tensor for tensor in graph.initializer}
         symbols, input_types = self._input_types(graph, initializers, batch_size)
         self.builder = GraphBuilder(name, symbols)
@@ -181,7 +188,11 @@ class OnnxContext:
     def _input_dim(self, input_name: str, index: int, dim, batch_size: int | None, symbols: dict):
         known = dim.dim_value if dim.HasField("dim_value") else None
         if index == 0:
-            if batch_size is not None:
+            if not self._batch_seen:  # the first input's leading dim says what the batch is
+                self._batch_seen, self._first_batch = True, known
+            if known is not None and known != self._first_batch:
+                return known
+            if batch_size is not None and (known is None or known == batch_size):
                 if dim.dim_param:
                     self._symbols[dim.dim_param] = str(batch_size)
                 return batch_size
@@ -190,10 +201,9 @@ class OnnxContext:
                     self._symbols[dim.dim_param] = self.batch_dim
                 symbols.setdefault(self.batch_dim, None)
                 return Expr.symbol(self.batch_dim)
-            if self.static_batch is None and self.batch_dim not in symbols:
-                self.static_batch = known
-                symbols[self.batch_dim] = known
-            return Expr.symbol(self.batch_dim) if known == self.static_batch else known
+            self.static_batch = known
+            symbols[self.batch_dim] = known
+            return Expr.symbol(self.batch_dim)
         if known is not None:
             return known
         label = dim.dim_param or f"{input_name}_{index}"
@@ -252,7 +262,8 @@ class OnnxContext:
         for onnx_name, result in zip(node.output, results or ()):
             if not onnx_name or result is None:
                 continue
-            if isinstance(result, np.ndarray):
+            if not isinstance(result, str):  # a static value: an array, a NumPy scalar or a dim
+                result = np.array(result, dtype=object) if isinstance(result, Expr) else np.asarray(result)
                 self.define_static(onnx_name, result, weight=self._derives_weight(node, result))
                 continue
             self.define(onnx_name, result)

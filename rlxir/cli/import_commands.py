@@ -1,0 +1,74 @@
+"""`rlxir import`: an ONNX model as rlx text (needs the ``onnx`` extra)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from rlxir.cli.options import positive_int
+from rlxir.errors import RlxError
+from rlxir.printer import print_graph
+
+
+def register(subparsers) -> None:
+    command = subparsers.add_parser(
+        "import", help="import an ONNX model as an .rlx graph",
+        description="Read MODEL.onnx with the onnx package, map every node to core ops and print the graph as rlx "
+                    "text (to OUT with -o). Initializers (and the ConstantOfShape weights of the onnx test models) "
+                    "become params; small constants become literals; shape arithmetic is evaluated. The leading dim "
+                    "of the inputs becomes the batch symbol (a static one keeps its value as the symbol's default); "
+                    "--batch-size fixes it instead. A model with ops rlxir cannot map is refused with one error "
+                    "listing every such op type and its count. Needs: pip install 'rlxir[onnx]'.",
+        epilog="example: rlxir import resnet50.onnx -o resnet50.rlx && rlxir compile resnet50.rlx --target rocm --batch 8")
+    command.add_argument("model", metavar="MODEL", help="an .onnx file")
+    command.add_argument("-o", "--output", metavar="OUT", help="write the graph to OUT instead of standard output")
+    command.add_argument("--batch-dim", metavar="SYM", default="B", help="the batch symbol's name (default: B)")
+    command.add_argument("--batch-size", metavar="N", type=positive_int,
+                         help="fix the batch to N instead of making it a symbol")
+    command.add_argument("--name", metavar="NAME", help="the graph's name (default: the model's graph name)")
+    command.add_argument("--weights", metavar="DIR",
+                         help="also write every param's value to DIR/<name>.npy (feed them to rlxir run with -i)")
+    command.set_defaults(run=run_import)
+
+
+def run_import(args: argparse.Namespace) -> int:
+    if not args.batch_dim.isidentifier():
+        raise RlxError(f"--batch-dim {args.batch_dim!r} is not a symbol name", expected="an identifier such as B")
+    try:
+        from rlxir.importers.onnx import import_onnx
+    except ModuleNotFoundError as error:
+        if error.name not in ("onnx", "google", "google.protobuf"):
+            raise
+        raise RlxError("rlxir import needs the onnx package, which is not installed",
+                       expected="pip install 'rlxir[onnx]'") from None
+    imported = import_onnx(args.model, batch_dim=args.batch_dim, batch_size=args.batch_size, name=args.name)
+    text = print_graph(imported.graph)
+    if args.weights:
+        write_weights(imported.params, Path(args.weights))
+    if not args.output:
+        print(text, end="")
+        return 0
+    try:
+        Path(args.output).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise RlxError(f"cannot write {args.output}: {error.strerror or error}") from None
+    graph = imported.graph
+    param_bytes = sum(array.nbytes for array in imported.params.values())
+    symbols = ", ".join(name if value is None else f"{name}={value}" for name, value in graph.symbols.items())
+    print(f"wrote {args.output}: graph {graph.name}({symbols}), {len(graph)} values ({len(graph.ops())} ops, "
+          f"{len(graph.params())} params of {param_bytes} bytes)")
+    return 0
+
+
+def write_weights(params: dict, directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, array in params.items():
+            np.save(directory / f"{name}.npy", np.ascontiguousarray(array))
+    except OSError as error:
+        raise RlxError(f"cannot write to {directory}: {error.strerror or error}") from None
+
+
+__all__ = ["register", "run_import"]
