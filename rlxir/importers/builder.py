@@ -136,12 +136,16 @@ class GraphBuilder:
     def input(self, hint: str, type_: TensorType) -> str:
         return self.graph.add_input(self.fresh(hint), type_)
 
-    def param(self, hint: str, array: np.ndarray) -> str:
-        """A param holding `array` (its dtype must be one the IR has)."""
+    def param(self, hint: str, array: np.ndarray, dtype: DType | None = None) -> str:
+        """A param holding `array`, of `dtype` (default: the array's; bf16 values are float32)."""
         array = np.asarray(array)
-        name = self.graph.add_param(self.fresh(hint), TensorType(dtype_of_array(array), array.shape))
+        name = self.graph.add_param(self.fresh(hint), TensorType(dtype or dtype_of_array(array), array.shape))
         self.params[name] = array
         return name
+
+    def param_of_type(self, hint: str, type_: TensorType) -> str:
+        """A param whose value is not known (a weight of a module built without values)."""
+        return self.graph.add_param(self.fresh(hint), type_)
 
     def literal(self, hint: str, array: np.ndarray, dtype: DType | None = None) -> str:
         """A const holding `array` (a splat when every element is equal)."""
@@ -149,13 +153,13 @@ class GraphBuilder:
         dtype = dtype or dtype_of_array(array)
         return self.graph.add_const(self.fresh(hint), TensorType(dtype, array.shape), literal_of(array, dtype))
 
-    def tensor(self, hint: str, array: np.ndarray, weight: bool = False) -> str:
+    def tensor(self, hint: str, array: np.ndarray, weight: bool = False, dtype: DType | None = None) -> str:
         """A static tensor: a param when it is a named `weight` (of more than one element)
         or bigger than `LITERAL_LIMIT`, else a literal."""
         array = np.asarray(array)
         if array.size > LITERAL_LIMIT or weight and array.size > 1:
-            return self.param(hint, array)
-        return self.literal(hint, array)
+            return self.param(hint, array, dtype)
+        return self.literal(hint, array, dtype)
 
     def splat(self, hint: str, value, type_: TensorType) -> str:
         """A const of `type_` (static or symbolic shape) whose every element is `value`."""
