@@ -112,6 +112,10 @@ def _is_splat(flat: np.ndarray) -> bool:
     return bool(np.all(flat == first))
 
 
+def _counts_up(flat: np.ndarray) -> bool:
+    return bool(np.all(np.diff(flat) == 1))
+
+
 def _python_scalar(dtype: DType):
     if dtype is DType.bool:
         return bool
@@ -154,12 +158,28 @@ class GraphBuilder:
         return self.graph.add_const(self.fresh(hint), TensorType(dtype, array.shape), literal_of(array, dtype))
 
     def tensor(self, hint: str, array: np.ndarray, weight: bool = False, dtype: DType | None = None) -> str:
-        """A static tensor: a param when it is a named `weight` (of more than one element)
-        or bigger than `LITERAL_LIMIT`, else a literal."""
+        """A static tensor: a param when it is a named `weight` (of more than one element);
+        otherwise a literal when small, a splat when every element is equal, a running sum
+        when it counts up by one (position ids), and a param only when none of these is."""
         array = np.asarray(array)
-        if array.size > LITERAL_LIMIT or weight and array.size > 1:
+        if weight and array.size > 1:
             return self.param(hint, array, dtype)
-        return self.literal(hint, array, dtype)
+        if array.size <= LITERAL_LIMIT or _is_splat(array.reshape(-1)):
+            return self.literal(hint, array, dtype)
+        if array.dtype.kind in "iu" and _counts_up(array.reshape(-1)):
+            return self._count(hint, array, dtype or dtype_of_array(array))
+        return self.param(hint, array, dtype)
+
+    def _count(self, hint: str, array: np.ndarray, dtype: DType) -> str:
+        """``start, start + 1, ...`` in `array`'s shape: an exclusive cumsum of ones."""
+        ones = self.splat(f"{hint}.ones", 1, TensorType(dtype, (array.size,)))
+        count = self.op("cumsum", [ones], {"axis": 0, "exclusive": True}, hint=f"{hint}.count")
+        start = int(array.reshape(-1)[0])
+        if start:
+            count = self.op("add", [count, self.scalar(start, dtype)], hint=f"{hint}.shifted")
+        if array.ndim == 1:
+            return count
+        return self.op("reshape", [count], {"shape": array.shape}, hint=hint)
 
     def splat(self, hint: str, value, type_: TensorType) -> str:
         """A const of `type_` (static or symbolic shape) whose every element is `value`."""
