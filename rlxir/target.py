@@ -69,7 +69,9 @@ class Target:
     description: str = ""
 
     def claims(self, op: str) -> bool:
-        return op in self.claimed_ops
+        """Whether the target runs `op` natively: it is claimed, or it is the backward
+        kernel of a claimed op (`register_backward_kernel`)."""
+        return op in self.claimed_ops or _BACKWARD_KERNELS.get(op) in self.claimed_ops
 
     def derive(self, name: str, **changes) -> Target:
         """A new target like this one with some fields changed (a new `name` is required)."""
@@ -81,6 +83,16 @@ class Target:
         if self.shadow_f16_fraction:
             buffers["f16_shadow"] = int(arena_bytes * self.shadow_f16_fraction)
         return buffers
+
+
+_BACKWARD_KERNELS: dict[str, str] = {}
+
+
+def register_backward_kernel(op: str, forward_op: str) -> None:
+    """Declare `op` a backward kernel of `forward_op` (conv2d_grad_input of conv2d, ...):
+    every target that claims `forward_op` claims `op` too, as a backend with a kernel for an
+    op has its gradient kernels. Used by `rlxir.autodiff_ops`."""
+    _BACKWARD_KERNELS[op] = forward_op
 
 
 _TARGETS: dict[str, Target] = {}

@@ -56,6 +56,16 @@ INFERRED = [
     ("fused_residual_rmsnorm", ["f32[B, S, 8]", "f32[B, S, 8]", "f32[8]"], "", "f32[B, S, 8]"),
     ("fused_elementwise", ["f32[B, 4]", "f32[4]"], 'chain = "mul($0, $1); gelu(%0) {approximate = true}"',
      "f32[B, 4]"),
+    # the gradient kernels rlxir.grad emits (rlxir.autodiff_ops)
+    ("gather_grad", ["f32[B, S, 768]", "i64[B, S]"], "shape = [50257, 768]", "f32[50257, 768]"),
+    ("conv2d_grad_input", ["f32[B, 64, 112, 112]", "f32[64, 3, 7, 7]"],
+     "input_shape = [B, 3, 224, 224], stride = [2, 2], padding = [3, 3, 3, 3]", "f32[B, 3, 224, 224]"),
+    ("conv2d_grad_weight", ["f32[B, 3, 224, 224]", "f32[B, 64, 112, 112]"],
+     "kernel = [7, 7], stride = [2, 2], padding = [3, 3, 3, 3]", "f32[64, 3, 7, 7]"),
+    ("max_pool2d_grad", ["f32[B, 64, 112, 112]", "f32[B, 64, 56, 56]"],
+     "kernel = [3, 3], stride = [2, 2], padding = [1, 1, 1, 1]", "f32[B, 64, 112, 112]"),
+    ("avg_pool2d_grad", ["f32[B, 512, 1, 1]"], "input_shape = [B, 512, 7, 7], kernel = [7, 7]", "f32[B, 512, 7, 7]"),
+    ("selective_scan_grad", [*SCAN_OPERANDS, "f32[B, S, 8]"], "state_size = 4, operand = 2", "f32[8, 4]"),
 ]
 
 # (op, operand types, attribute block, words of the message, the operand blamed or None)
@@ -135,6 +145,16 @@ REFUSED = [
     ("fused_residual_layernorm", ["f32[B, 8]", "f32[B, 8]", "f32[8]", "f32[7]"], "", "norm parameter [7]", 3),
     ("fused_residual_rmsnorm", ["f32[B, 8]", "f32[B, 8]", "f32[4]"], "", "norm parameter [4]", 2),
     ("fused_elementwise", ["f32[B, 4]"], 'chain = "matmul($0, $0)"', "not an elementwise op", None),
+    ("gather_grad", ["f32[B, S, 4]", "i64[B, S]"], "shape = [10, 8]", "does not match the gather result", 0),
+    ("conv2d_grad_input", ["f32[B, 8, 6, 6]", "f32[8, 3, 3, 3]"], "input_shape = [B, 3, 8, 9]",
+     "does not match the conv2d result", 0),
+    ("conv2d_grad_weight", ["f32[B, 3, 8, 8]", "f32[B, 8, 5, 6]"], "kernel = [3, 3]", "does not match the conv2d result",
+     1),
+    ("max_pool2d_grad", ["f32[B, 4, 8, 8]", "f32[B, 4, 3, 3]"], "kernel = [2, 2]", "does not match the max_pool2d", 1),
+    ("avg_pool2d_grad", ["f32[B, 4, 2, 2]"], "input_shape = [B, 4, 8], kernel = [2, 2]", "is not NCHW", None),
+    ("selective_scan_grad", [*SCAN_OPERANDS, "f32[B, S, 4]"], "state_size = 4, operand = 0",
+     "does not match the selective_scan result", 5),
+    ("selective_scan_grad", [*SCAN_OPERANDS, "f32[B, S, 8]"], "state_size = 4, operand = 5", "cannot be 5", None),
     ("fused_elementwise", ["f32[B, 4]"], 'chain = "exp($1)"', "reads $1, but the op has 1 operands", None),
 ]
 
