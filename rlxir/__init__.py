@@ -5,6 +5,7 @@ Public API (the CLI is a thin layer over it):
 - `parse`, `parse_file` -> `Module`; `print_graph`, `print_module`; `verify`
 - `Graph`, `Module`, `TensorType`, `DType`, the op registry (`register_op`, `OpDef`, ...)
 - `RlxError` and its located subclasses
+- `grad` (the training graph of a loss), `compile_training`, `plan_training_arena_bytes`
 """
 
 from rlxir.dtypes import DType
@@ -17,12 +18,15 @@ from rlxir.printer import print_graph, print_module
 from rlxir.symbolic import Expr, format_dim, parse_dim
 from rlxir.types import TensorType
 from rlxir.verifier import find_errors, verify
+from rlxir.autodiff import grad
+from rlxir.training import TrainingResult, compile_training, plan_training_arena_bytes
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AttrSpec", "DType", "Expr", "Graph", "GraphError", "IRTypeError", "Location", "Module", "OpDef", "ParseError",
-    "RlxError", "ShapeError", "TensorType", "UnboundSymbolError", "VerifyError", "__version__", "find_errors",
-    "format_dim", "get_op", "interpret", "parse", "parse_dim", "parse_file", "print_graph", "print_module", "register_annotation",
-    "register_op", "registered_ops", "verify",
+    "RlxError", "ShapeError", "TensorType", "TrainingResult", "UnboundSymbolError", "VerifyError", "__version__",
+    "compile_training", "find_errors", "format_dim", "get_op", "grad", "interpret", "parse", "parse_dim", "parse_file",
+    "plan_training_arena_bytes", "print_graph", "print_module", "register_annotation", "register_op",
+    "registered_ops", "verify",
 ]

@@ -50,6 +50,12 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--free", action="store_true", help="probe free device memory instead of total")
 
 
+def _add_training_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--training", action="store_true",
+                        help="size the training step instead: the graph's scalar loss differentiated with respect to "
+                             "its params (rlxir grad), planned with the weights at the forward plan's offsets")
+
+
 def register(subparsers) -> None:
     compile_parser = subparsers.add_parser(
         "compile", help="compile a graph for a target and report its memory plan",
@@ -66,6 +72,7 @@ def register(subparsers) -> None:
     compile_parser.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_planner_options(compile_parser)
     _add_budget_options(compile_parser)
+    _add_training_option(compile_parser)
     compile_parser.set_defaults(run=run_compile)
 
     fit = subparsers.add_parser(
@@ -86,6 +93,7 @@ def register(subparsers) -> None:
     fit.add_argument("--json", action="store_true", help="print the result as JSON")
     _add_planner_options(fit)
     _add_budget_options(fit)
+    _add_training_option(fit)
     fit.set_defaults(run=run_fit)
 
     compare = subparsers.add_parser(
@@ -97,6 +105,7 @@ def register(subparsers) -> None:
     compare.add_argument("--targets", metavar="LIST", help="comma-separated targets (default: all)")
     compare.add_argument("--json", action="store_true", help="print the rows as JSON")
     _add_budget_options(compare)
+    _add_training_option(compare)
     compare.set_defaults(run=run_compare)
 
     targets = subparsers.add_parser("targets", help="list the targets and their pipelines",
@@ -157,6 +166,10 @@ def _human(count: int | None) -> str:
 
 # --- compile ----------------------------------------------------------------------------
 def run_compile(args: argparse.Namespace) -> int:
+    if args.training:
+        from rlxir.cli.training_commands import run_training_compile
+
+        return run_training_compile(args)
     target = get_target(args.target)
     graph = _graph(args)
     options = _options(args)
@@ -236,6 +249,11 @@ def run_fit(args: argparse.Namespace) -> int:
     def build(batch: int):
         return graph.bind({args.batch_dim: batch})
 
+    if args.training:
+        from rlxir.cli.training_commands import training_arena_builder
+
+        build = training_arena_builder(graph, target, others, args.batch_dim, _options(args))
+
     def show(trial) -> None:
         _progress(f"batch {trial.batch}: arena {format_bytes(trial.arena_bytes)} "
                   f"{'fits' if trial.fits else 'does not fit'}")
@@ -247,6 +265,8 @@ def run_fit(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json(), indent=2))
         return 0 if result.fits else 1
     print(f"target {target.name}: {budget.explain()}")
+    if args.training:
+        print("training step: the arena of the backward graph, weights at the forward plan's offsets")
     print(f"\n  {'batch':>6}  {'arena':>28}  fits")
     for trial in sorted(result.tried, key=lambda trial: trial.batch):
         print(f"  {trial.batch:>6}  {_human(trial.arena_bytes):>28}  {'yes' if trial.fits else 'no'}")
@@ -262,6 +282,10 @@ def run_fit(args: argparse.Namespace) -> int:
 
 # --- compare ----------------------------------------------------------------------------
 def run_compare(args: argparse.Namespace) -> int:
+    if args.training:
+        from rlxir.cli.training_commands import run_training_compare
+
+        return run_training_compare(args)
     graph = _graph(args)
     names = args.targets.split(",") if args.targets else sorted(available_targets())
     rows = []

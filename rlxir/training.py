@@ -1,0 +1,144 @@
+"""Compile a training step for a target: the forward plan fixes the weights, the backward
+graph (`rlxir.grad`) is planned around them.
+
+One code path, `plan_training` (both graphs through the target's own `prepare_exec_graph`
+and `plan_exec_graph`), serves `compile_training` (which adds the ceiling refusal) and
+`plan_training_arena_bytes` (the fit driver's probe), so the two cannot drift:
+
+1. The forward graph (its output: the loss) compiles with inference options; its plan's
+   `weight_layout()` gives every param's offset.
+2. The backward graph — the forward computation followed by the backward one — compiles
+   with ``backward_activations_only``: each param is bound to the forward offset of the
+   param of the same name, live for the whole step, and every activation is placed clear
+   of those weight ranges (the planner's validator checks it).
+3. A param the backward exec graph lacks (a pipeline removed or renamed it) is added back
+   as an unread param, so its weight range stays reserved; a param the forward layout
+   lacks is placed after the forward arena (aligned) and reported in `appended_weights`.
+
+What a training step needs, `TrainingResult.arena_bytes`, is the backward plan's arena:
+it holds the weights at their forward offsets and everything the step computes, so one
+buffer of that size runs the step. The forward arena is reported for reference (it is the
+inference step's buffer, not an extra one); `total_bytes` adds the side buffers that live
+outside the arena (BLAS/DNN workspaces, gpu's f16 shadow), which is what the device holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+from rlxir.autodiff import grad
+from rlxir.compiler import (ArenaTooLarge, CompileOptions, CompileResult, ExecGraph, exceeds_ceiling,
+                            plan_exec_graph, prepare_exec_graph)
+from rlxir.graph import Graph
+from rlxir.lifetimes import value_bytes
+from rlxir.planning import aligned_size
+from rlxir.target import Target, get_target
+
+
+@attrs.frozen
+class TrainingResult:
+    """Both compiles of one training step, and the numbers that size it."""
+
+    target: Target
+    forward: CompileResult
+    backward: CompileResult
+    appended_weights: Mapping[str, int]
+
+    @property
+    def arena_bytes(self) -> int:
+        """What the training step needs: the backward plan's arena (weights included)."""
+        return self.backward.arena_bytes
+
+    @property
+    def forward_arena_bytes(self) -> int:
+        return self.forward.arena_bytes
+
+    @property
+    def weight_bytes(self) -> int:
+        return sum(buffer.size for buffer in self.backward.plan.buffers if buffer.kind == "param")
+
+    @property
+    def side_buffers(self) -> Mapping[str, int]:
+        return self.backward.side_buffers
+
+    @property
+    def total_bytes(self) -> int:
+        """The training arena plus the side buffers outside it."""
+        return self.arena_bytes + sum(self.side_buffers.values())
+
+    def summary(self) -> dict:
+        return {
+            "target": self.target.name, "bindings": dict(self.backward.bindings),
+            "forward_nodes": len(self.forward.graph), "backward_nodes": len(self.backward.graph),
+            "forward_arena_bytes": self.forward_arena_bytes, "arena_bytes": self.arena_bytes,
+            "lower_bound_bytes": self.backward.lower_bound_bytes, "weight_bytes": self.weight_bytes,
+            "side_buffers": dict(self.side_buffers), "total_bytes": self.total_bytes,
+            "appended_weights": dict(self.appended_weights),
+        }
+
+
+def training_graph(graph: Graph, wrt: Iterable[str] | None = None) -> Graph:
+    """The backward graph a training compile plans: `rlxir.grad(graph, wrt)`."""
+    return grad(graph, wrt)
+
+
+def plan_training(graph: Graph, target: str | Target, bindings: Mapping[str, int] | None = None,
+                  options: CompileOptions | None = None, backward: Graph | None = None) -> TrainingResult:
+    """Compile and plan both graphs of a training step (no ceiling check). `backward` is
+    `grad(graph)` when already made (the fit driver makes it once for all batches)."""
+    target = get_target(target)
+    options = options or CompileOptions()
+    backward = backward if backward is not None else training_graph(graph)
+    forward_options = attrs.evolve(options, mode="inference", weight_layout=None)
+    forward_exec = prepare_exec_graph(graph, target, bindings, forward_options)
+    forward_plan = plan_exec_graph(forward_exec, target, forward_options)
+    backward_exec = prepare_exec_graph(backward, target, bindings, options)
+    layout, appended = _weight_layout(forward_exec, forward_plan, backward_exec, target, options)
+    backward_options = attrs.evolve(options, mode="backward_activations_only", weight_layout=layout)
+    backward_plan = plan_exec_graph(backward_exec, target, backward_options)
+    return TrainingResult(
+        target,
+        CompileResult(target, forward_exec.graph, forward_plan, forward_exec.stages, dict(forward_exec.bindings)),
+        CompileResult(target, backward_exec.graph, backward_plan, backward_exec.stages, dict(backward_exec.bindings)),
+        appended,
+    )
+
+
+def _weight_layout(forward_exec: ExecGraph, forward_plan, backward_exec: ExecGraph, target: Target,
+                   options: CompileOptions) -> tuple[dict[str, int], dict[str, int]]:
+    """The forward offsets by param name, with the params only one side has reconciled
+    (see the module docstring); returns (layout, appended params and their offsets)."""
+    layout = forward_plan.weight_layout()
+    graph = backward_exec.graph
+    first = graph.schedule()[0] if len(graph) else None
+    for name in layout:
+        if name not in graph:
+            graph.add_param(name, forward_exec.graph.type(name), forward_exec.graph.location(name), before=first)
+    alignment = options.alignment or target.alignment
+    sizing = options.sizing or target.sizing
+    cursor = aligned_size(forward_plan.arena_bytes, alignment)
+    appended = {}
+    for name in graph.params():
+        if name not in layout:
+            appended[name] = cursor
+            cursor += aligned_size(value_bytes(graph, name, sizing), alignment)
+    return {**layout, **appended}, appended
+
+
+def compile_training(graph: Graph, target: str | Target, bindings: Mapping[str, int] | None = None,
+                     options: CompileOptions | None = None, backward: Graph | None = None) -> TrainingResult:
+    """Compile `graph`'s training step for `target`; raises `ArenaTooLarge` when either
+    arena (forward or training step) is past the target's ceiling."""
+    result = plan_training(graph, target, bindings, options, backward)
+    for arena in (result.arena_bytes, result.forward_arena_bytes):
+        if exceeds_ceiling(result.target, arena):
+            raise ArenaTooLarge(result.target, arena)
+    return result
+
+
+def plan_training_arena_bytes(graph: Graph, target: str | Target, bindings: Mapping[str, int] | None = None,
+                              options: CompileOptions | None = None, backward: Graph | None = None) -> int:
+    """The training arena `compile_training` would plan, through the same path (no ceiling check)."""
+    return plan_training(graph, target, bindings, options, backward).arena_bytes
