@@ -1,4 +1,5 @@
-"""Write the repetitive example graphs: one GPT-2 block, GPT-2 small, a ResNet-18.
+"""Write the repetitive example graphs: one GPT-2 block, GPT-2 small, a ResNet-18, and a
+12-layer Mamba language model with its cross-entropy loss (a training graph).
 
     python examples/generate.py [OUT_DIR]        (default: the folder of this script)
 
@@ -9,8 +10,9 @@ of GPT-2 small come from the same template, so the two cannot drift apart.
 tests/golden/test_examples_roundtrip.py runs `write_examples` into a temporary folder and
 checks that the committed files are exactly what it writes.
 
-Parameter names follow the Hugging Face (GPT-2) and torchvision (ResNet) checkpoints;
-`linear` weights are [in, out].
+Parameter names follow the Hugging Face (GPT-2, Mamba) and torchvision (ResNet)
+checkpoints; `linear` weights are [in, out]. Each Mamba layer is the block of
+examples/mamba_block.rlx (mamba-130m sizes), which explains every step.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ import rlxir
 # GPT-2 small
 D_MODEL, HEADS, HEAD_DIM, D_MLP = 768, 12, 64, 3072
 VOCAB, CONTEXT, LAYERS = 50257, 1024, 12
+
+# Mamba (mamba-130m sizes, a smaller vocabulary so training graphs compile in seconds)
+MAMBA_D_MODEL, MAMBA_D_INNER, MAMBA_STATE, MAMBA_DT_RANK, MAMBA_CONV = 768, 1536, 16, 48, 4
+MAMBA_VOCAB, MAMBA_LAYERS = 8192, 12
 
 # ResNet-18: (stage name, channels, stride of the stage's first block), two blocks each
 RESNET_STAGES = (("layer1", 64, 1), ("layer2", 128, 2), ("layer3", 256, 2), ("layer4", 512, 2))
@@ -160,6 +166,102 @@ def resnet18_graph() -> str:
     return graph_text("resnet18(B)", lines)
 
 
+# --- Mamba ------------------------------------------------------------------------------
+def mamba_block(x: str, prefix: str) -> tuple[list[str], str]:
+    """Statements of one residual Mamba block reading %x (as examples/mamba_block.rlx:
+    rmsnorm, in-projection to the scanned branch and the gate, causal depthwise conv,
+    silu, the input-dependent delta/B/C, selective_scan, the D skip, the silu gate, the
+    out-projection, the residual add), and the value it returns. Reads the const %one."""
+    p, d, inner, state, rank = prefix, MAMBA_D_MODEL, MAMBA_D_INNER, MAMBA_STATE, MAMBA_DT_RANK
+    lines = [
+        f"param %{p}norm.weight : f32[{d}]",
+        f"param %{p}mixer.in_proj.weight : f32[{d}, {2 * inner}]",
+        f"param %{p}mixer.conv1d.weight : f32[{inner}, 1, 1, {MAMBA_CONV}]",
+        f"param %{p}mixer.conv1d.bias : f32[{inner}]",
+        f"param %{p}mixer.x_proj.weight : f32[{inner}, {rank + 2 * state}]",
+        f"param %{p}mixer.dt_proj.weight : f32[{rank}, {inner}]",
+        f"param %{p}mixer.dt_proj.bias : f32[{inner}]",
+        f"param %{p}mixer.A_log : f32[{inner}, {state}]",
+        f"param %{p}mixer.D : f32[{inner}]",
+        f"param %{p}mixer.out_proj.weight : f32[{inner}, {d}]",
+        f"%{p}normed = rmsnorm(%{x}, %{p}norm.weight) {{eps = 1e-5}}",
+        f"%{p}xz = linear(%{p}normed, %{p}mixer.in_proj.weight)",
+        f"%{p}xs = slice(%{p}xz) {{axis = -1, start = 0, len = {inner}}}",
+        f"%{p}z = slice(%{p}xz) {{axis = -1, start = {inner}, len = {inner}}}",
+        f"%{p}xs.t = transpose(%{p}xs) {{perm = [0, 2, 1]}}",
+        f"%{p}xs.img = reshape(%{p}xs.t) {{shape = [B, {inner}, 1, S]}}",
+        f"%{p}conv = conv2d(%{p}xs.img, %{p}mixer.conv1d.weight, %{p}mixer.conv1d.bias) "
+        f"{{padding = [0, {MAMBA_CONV - 1}, 0, 0], groups = {inner}}}",
+        f"%{p}conv.seq = reshape(%{p}conv) {{shape = [B, {inner}, S]}}",
+        f"%{p}conv.t = transpose(%{p}conv.seq) {{perm = [0, 2, 1]}}",
+        f"%{p}u = silu(%{p}conv.t)",
+        f"%{p}dbc = linear(%{p}u, %{p}mixer.x_proj.weight)",
+        f"%{p}dt.low = slice(%{p}dbc) {{axis = -1, start = 0, len = {rank}}}",
+        f"%{p}Bm = slice(%{p}dbc) {{axis = -1, start = {rank}, len = {state}}}",
+        f"%{p}C = slice(%{p}dbc) {{axis = -1, start = {rank + state}, len = {state}}}",
+        f"%{p}dt = linear(%{p}dt.low, %{p}mixer.dt_proj.weight, %{p}mixer.dt_proj.bias)",
+        f"%{p}dt.exp = exp(%{p}dt)",
+        f"%{p}dt.exp1 = add(%{p}dt.exp, %one)",
+        f"%{p}delta = log(%{p}dt.exp1)",
+        f"%{p}A.exp = exp(%{p}mixer.A_log)",
+        f"%{p}A = neg(%{p}A.exp)",
+        f"%{p}scan = selective_scan(%{p}u, %{p}delta, %{p}A, %{p}Bm, %{p}C) {{state_size = {state}}}",
+        f"%{p}skip = mul(%{p}u, %{p}mixer.D)",
+        f"%{p}y = add(%{p}scan, %{p}skip)",
+        f"%{p}gate = silu(%{p}z)",
+        f"%{p}gated = mul(%{p}y, %{p}gate)",
+        f"%{p}mixed = linear(%{p}gated, %{p}mixer.out_proj.weight)",
+        f"%{p}out = add(%{x}, %{p}mixed)",
+    ]
+    return lines, f"{p}out"
+
+
+def mamba_lm_graph() -> str:
+    """Tokens -> embedding (gather) -> 12 Mamba blocks -> rmsnorm -> logits against the tied
+    embedding -> mean cross-entropy against the target tokens.
+
+    The loss avoids softmax: per position, logsumexp(logits) - logits[target], with
+    logsumexp = max + log(sum(exp(logits - max))) and the target's logit picked by a
+    one-hot mask (`eq` of a vocabulary iota against the target, feeding a `where`
+    condition, through which no gradient flows). The iota is an exclusive running sum of
+    ones, so the file carries no 8192-entry literal.
+    """
+    d, vocab = MAMBA_D_MODEL, MAMBA_VOCAB
+    lines = [
+        "input %tokens : i64[B, S]",
+        "input %targets : i64[B, S]",
+        f"param %embeddings.weight : f32[{vocab}, {d}]",
+        "const %one : f32[] = 1.0",
+        "const %zero : f32[] = 0.0",
+        "const %one.i64 : i64[] = 1",
+        "%h = gather(%embeddings.weight, %tokens)",
+    ]
+    hidden = "h"
+    for layer in range(MAMBA_LAYERS):
+        body, hidden = mamba_block(hidden, f"layers.{layer}.")
+        lines += body
+    lines += [
+        f"param %norm_f.weight : f32[{d}]",
+        f"%norm_f = rmsnorm(%{hidden}, %norm_f.weight) {{eps = 1e-5}}",
+        "%logits = matmul(%norm_f, %embeddings.weight) {transpose_b = true}",
+        "%logits.max = reduce_max(%logits) {axes = [2], keepdims = true}",
+        "%shifted = sub(%logits, %logits.max)",
+        "%shifted.exp = exp(%shifted)",
+        "%sum.exp = reduce_sum(%shifted.exp) {axes = [2]}",
+        "%log.sum.exp = log(%sum.exp)",
+        f"%vocab.ones = expand(%one.i64) {{shape = [{vocab}]}}",
+        "%vocab.ids = cumsum(%vocab.ones) {axis = 0, exclusive = true}",
+        "%targets.col = reshape(%targets) {shape = [B, S, 1]}",
+        "%is.target = eq(%vocab.ids, %targets.col)",
+        "%target.masked = where(%is.target, %shifted, %zero)",
+        "%target.logit = reduce_sum(%target.masked) {axes = [2]}",
+        "%nll = sub(%log.sum.exp, %target.logit)",
+        "%loss = reduce_mean(%nll) {axes = [0, 1]}",
+        "output %loss",
+    ]
+    return graph_text("mamba_lm(B, S=256)", lines)
+
+
 # --- writing ----------------------------------------------------------------------------
 def graph_text(header: str, statements: list[str]) -> str:
     return "\n".join([f"graph {header} {{", *("  " + line for line in statements), "}", ""])
@@ -174,6 +276,7 @@ GENERATED = {
     "gpt2_block.rlx": gpt2_block_graph,
     "gpt2_small.rlx": gpt2_small_graph,
     "resnet.rlx": resnet18_graph,
+    "mamba_lm.rlx": mamba_lm_graph,
 }
 
 

@@ -22,7 +22,7 @@ EXAMPLES = ROOT / "examples"
 GOLDEN = Path(__file__).parent / "examples"
 FILES = sorted(EXAMPLES.glob("*.rlx"))
 BINDINGS = {"B": 2, "S": 16}
-REQUIRED = ("mlp", "gpt2_block", "gpt2_small", "mamba_block", "resnet")
+REQUIRED = ("mlp", "gpt2_block", "gpt2_small", "mamba_block", "mamba_lm", "resnet")
 
 
 def _canonical(path: Path) -> tuple[rlxir.Module, str]:
