@@ -46,6 +46,7 @@ class Graph:
         self._prev: dict[str, str] = {_END: _END}
         self._order: list[str] | None = []
         self._label: dict[str, int] = {_END: 0}
+        self._last_inserted: str | None = None
         self._fresh: dict[str, int] = {}
         self._bind_nx()
 
@@ -239,6 +240,7 @@ class Graph:
         self._next[name] = anchor_next
         self._prev[anchor_next] = name
         self._label[name] = self._label_between(anchor_prev, anchor_next)
+        self._last_inserted = name
         if self._order is not None and anchor_next == _END:
             self._order.append(name)
         else:
@@ -247,16 +249,22 @@ class Graph:
     # Schedule labels: integers increasing along the schedule, spaced apart so a node
     # inserted between two others takes the midpoint; when a gap is used up, every node
     # is relabelled (rare). They make "which comes first" O(1) without renumbering.
+    # A node inserted right after the previously inserted one (a decomposition adding its
+    # nodes before its anchor, a chain of after= inserts) takes a small step instead of
+    # the midpoint: halving would use the gap up every ~32 inserts, and relabelling the
+    # whole schedule that often makes big unrolls quadratic.
     _SPACING = 1 << 32
+    _SEQUENTIAL_SHIFT = 12
 
     def _label_between(self, before: str, after: str) -> int:
         label = self._label
         if after == _END:
             return (label[before] if before != _END else 0) + self._SPACING
         low = label[before] if before != _END else label[after] - 2 * self._SPACING
-        middle = (low + label[after]) // 2
-        if middle != low:
-            return middle
+        gap = label[after] - low
+        if gap >= 2:
+            sequential = before != _END and before == self._last_inserted
+            return low + (max(gap >> self._SEQUENTIAL_SHIFT, 1) if sequential else gap // 2)
         self._relabel()
         return self._label_between(before, after)
 
