@@ -12,9 +12,9 @@ Contract of `grad`:
 - The backward nodes are core ops plus the gradient kernels of `rlxir.autodiff_ops`, one
   rule per op (`rlxir.autodiff_rules.VJP_RULES`). Contributions to one value are summed;
   broadcasts are undone by reductions; the gradients of slices of one value are joined by
-  one concat (zero-filled where no slice reads), never padded one by one. A fused op with no rule of its own (attention, the
-  fused_* kernels) is replaced by its decomposition first, wherever a gradient flows
-  through it.
+  one concat (zero-filled where no slice reads), never padded one by one. A fused op with
+  no rule of its own (attention, the fused_* kernels) is replaced by its decomposition
+  first, wherever a gradient flows through it.
 - Gradients flow through floating-point values only, and never through a `where`
   condition or `gather`'s indices. An op on the way from a `wrt` value to the loss that has
   no gradient (a comparison, a cast to an integer type, an op without a rule) is an
@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rlxir.autodiff_rules import NO_GRADIENT_POSITIONS, VJP, VJP_RULES, Emitter, SlicePart
+from rlxir.autodiff_rules import NO_GRADIENT_POSITIONS, VJP_RULES
+from rlxir.autodiff_vjp import VJP, Emitter, SlicePart
 from rlxir.errors import RlxError
 from rlxir.graph import Graph
 from rlxir.ops.decompositions import unfuse_node
@@ -191,8 +192,8 @@ def _join_parts(graph: Graph, value: str, parts: list[SlicePart], emitter: Emitt
     overlap share one concat, with zeros (an expanded scalar) in the gaps."""
     layers: list[list[SlicePart]] = []
     for part in sorted(parts, key=lambda part: (part.axis, part.start)):
-        layer = next((layer for layer in layers if layer[-1].axis == part.axis and _end(graph, layer[-1]) <= part.start),
-                     None)
+        layer = next((layer for layer in layers
+                      if layer[-1].axis == part.axis and _end(graph, layer[-1]) <= part.start), None)
         if layer is None:
             layers.append([part])
         else:

@@ -246,9 +246,10 @@ def run_fit(args: argparse.Namespace) -> int:
     others = dict(args.define)
     budget = arena_budget(target, args.headroom, args.vram, "free" if args.free else "total")
 
-    def build(batch: int):
+    def bind(batch: int):
         return graph.bind({args.batch_dim: batch})
 
+    build = bind
     if args.training:
         from rlxir.cli.training_commands import training_arena_builder
 
