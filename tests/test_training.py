@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import rlxir
-from rlxir.compiler import ArenaTooLarge, CompileOptions
+from rlxir.compiler import ArenaTooLarge, CompileOptions, prepare_exec_graph
+from rlxir.interpreter import interpret, random_feeds
 from rlxir.fit import fit_batch
 from rlxir.planning import aligned_size
 from rlxir.training import plan_training, plan_training_arena_bytes, training_graph
@@ -94,3 +96,18 @@ def test_fit_sizes_the_training_step_through_the_same_path():
     assert result.fits and 1 < result.batch < 64
     assert result.arena_bytes == rlxir.compile_training(MAMBA_LM, "rocm", {"B": result.batch, "S": 8}).arena_bytes
     assert build(result.batch + 1) > result.budget.bytes
+
+
+def test_every_target_pipeline_computes_the_same_gradients():
+    """The training step each target plans computes what the backward graph does (the
+    gradient kernels survive every pipeline; gpu unrolls the scan gradients)."""
+    wrt = ["embeddings.weight", "layers.0.mixer.A_log", "layers.0.mixer.conv1d.weight", "layers.11.mixer.D"]
+    backward = rlxir.grad(MAMBA_LM, wrt).bind({"B": 1, "S": 3})
+    feeds = random_feeds(backward)
+    expected = interpret(backward, *feeds)
+    for target in ("cpu", "cuda", "rocm", "metal", "gpu"):
+        executed = prepare_exec_graph(backward, target).graph
+        actual = interpret(executed, *feeds)
+        for mine, theirs in zip(backward.outputs, executed.outputs):
+            scale = np.abs(expected[mine]).max()
+            np.testing.assert_allclose(actual[theirs], expected[mine], rtol=1e-4, atol=1e-6 * scale)
