@@ -111,9 +111,15 @@ def _active(graph: Graph, wrt: list[str]) -> tuple[set[str], dict[str, str]]:
     return {name for name in needed if name in source}, source
 
 
+UNFUSE_ROUNDS = 8
+"""Rounds of unfusing before `grad` gives up (a decomposition that keeps producing
+rule-less decomposable ops, such as a custom op that decomposes into itself)."""
+
+
 def _unfuse_gradient_paths(graph: Graph, wrt: list[str]) -> tuple[set[str], dict[str, str]]:
-    """Unfuse every op on a gradient path that has no rule but a decomposition (repeating
-    until none is left: a decomposition never leaves a fused op, so this ends)."""
+    """Unfuse every op on a gradient path that has no rule but a decomposition, repeating
+    while decompositions leave such ops (core decompositions never do: one round)."""
+    rounds = 0
     while True:
         active, source = _active(graph, wrt)
         pending = [node for node in graph.schedule()
@@ -121,12 +127,21 @@ def _unfuse_gradient_paths(graph: Graph, wrt: list[str]) -> tuple[set[str], dict
                    and graph.opdef(node) is not None and graph.opdef(node).decompose is not None]
         if not pending:
             return active, source
+        if rounds == UNFUSE_ROUNDS:
+            raise RlxError(f"decompositions still leave ops without a gradient rule after {UNFUSE_ROUNDS} rounds: "
+                           + ", ".join(f"%{node} = {graph.op(node)}" for node in pending[:3]),
+                           graph.location(pending[0]), "a decomposition into ops that have gradient rules")
         for node in pending:
-            try:
-                unfuse_node(graph, node)
-            except RlxError as error:
-                raise RlxError(f"cannot differentiate %{node} = {graph.op(node)} through its decomposition: "
-                               f"{error.message}", error.loc or graph.location(node), error.expected) from None
+            _unfuse(graph, node)
+        rounds += 1
+
+
+def _unfuse(graph: Graph, node: str) -> None:
+    try:
+        unfuse_node(graph, node)
+    except RlxError as error:
+        raise RlxError(f"cannot differentiate %{node} = {graph.op(node)} through its decomposition: "
+                       f"{error.message}", error.loc or graph.location(node), error.expected) from None
 
 
 def _check_differentiable(graph: Graph, active: set[str], source: dict[str, str], loss: str) -> None:

@@ -18,7 +18,8 @@ from rlxir.types import TensorType
 
 @attrs.frozen
 class SlicePart:
-    """A gradient for the range ``[start, start + length)`` of an operand along `axis`."""
+    """The gradient `value` of one slice of an operand: it covers ``[start, start + n)``
+    along `axis`, n being `value`'s size there; `rlxir.autodiff` places it."""
 
     value: str
     axis: int

@@ -330,3 +330,37 @@ def test_example_gradients_match_finite_differences(name, bindings, wrt):
     if graph.type(graph.outputs[0]).rank:
         graph = with_scalar_loss(graph)
     assert_gradients_agree(graph, wrt=wrt, joint=True, step=1e-6)
+
+
+def _custom(name: str, decompose=None) -> None:
+    from rlxir.ops import OpDef, register_op
+    from rlxir.ops.core import unary_rule
+
+    register_op(OpDef(name, 1, 1, unary_rule, decompose=decompose, reference=lambda inputs, attrs: inputs[0]),
+                replace=True)
+
+
+def _custom_loss(op: str) -> rlxir.Graph:
+    return parse(f"graph g {{\n  param %w : f32[3]\n  %y = {op}(%w)\n"
+                 "  %loss = reduce_sum(%y) {axes = [0]}\n  output %loss\n}")
+
+
+def test_a_custom_op_without_a_rule_or_a_decomposition_is_refused():
+    _custom("autodiff_test_opaque")
+    with pytest.raises(rlxir.RlxError, match="%y = autodiff_test_opaque: autodiff_test_opaque has no gradient"):
+        rlxir.grad(_custom_loss("autodiff_test_opaque"))
+
+
+def test_a_custom_op_is_differentiated_through_its_decomposition_but_not_forever():
+    def into_exp(graph, name):
+        return graph.add_op("exp", graph.operands(name), before=name, origin=name)
+
+    def into_itself(graph, name):
+        return graph.add_op("autodiff_test_loop", graph.operands(name), before=name, origin=name)
+
+    _custom("autodiff_test_exp", decompose=into_exp)
+    backward = rlxir.grad(_custom_loss("autodiff_test_exp"))
+    assert "autodiff_test_exp" not in {backward.op(name) for name in backward.ops()}
+    _custom("autodiff_test_loop", decompose=into_itself)
+    with pytest.raises(rlxir.RlxError, match="still leave ops without a gradient rule after 8 rounds"):
+        rlxir.grad(_custom_loss("autodiff_test_loop"))
