@@ -135,3 +135,27 @@ def test_plan_csv_writes_offsets(tmp_path, capsys):
     assert report["arena_bytes"] >= report["lower_bound_bytes"] == 12
     rows = list(csv.DictReader(target.open()))
     assert len(rows) == report["buffers"] and "offset" in rows[0]
+
+
+@pytest.mark.parametrize("command", [["fit", "--max-batch", "4"], ["compare"]])
+def test_fit_and_compare_name_an_unbound_symbol(command, capsys):
+    code, out, err = run([command[0], GPT2_BLOCK, *command[1:], *(["--target", "cpu"] if command[0] == "fit" else [])],
+                         capsys)
+    assert code == 1 and ("unbound symbol S" in err or "unbound symbols B, S" in err) and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [["fit", "--target", "cpu", "--max-batch", "4"], ["compare"]])
+def test_fit_and_compare_reject_bad_input_with_a_location(command, tmp_path, capsys):
+    path = tmp_path / "bad.rlx"
+    path.write_text("graph g(B) {\n  input %x : f32[B, 4]\n  %y = exp(%x, %x)\n  output %y\n}\n")
+    code, _, err = run([command[0], path, *command[1:]], capsys)
+    assert code == 1 and err.startswith(f"{path}:3:") and "exp takes 1 operand" in err
+
+
+def test_compare_marks_a_target_past_its_ceiling(tmp_path, capsys):
+    path = tmp_path / "big.rlx"
+    path.write_text(BIG)
+    code, out, _ = run(["compare", path, "-D", "N=600000000", "--targets", "cuda,rocm", "--json"], capsys)
+    rows = {row["target"]: row for row in json.loads(out)}
+    assert code == 0
+    assert rows["rocm"]["fits"] == "no (past ceiling)" and rows["cuda"]["arena_bytes"] == 4_800_000_000
