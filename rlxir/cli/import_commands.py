@@ -21,7 +21,8 @@ def register(subparsers) -> None:
                     "of the inputs becomes the batch symbol (a static one keeps its value as the symbol's default); "
                     "--batch-size fixes it instead. A model with ops rlxir cannot map is refused with one error "
                     "listing every such op type and its count. Needs: pip install 'rlxir[onnx]'.",
-        epilog="example: rlxir import resnet50.onnx -o resnet50.rlx && rlxir compile resnet50.rlx --target rocm --batch 8")
+        epilog="example: rlxir import resnet50.onnx -o resnet50.rlx && "
+               "rlxir compile resnet50.rlx --target rocm --batch 8")
     command.add_argument("model", metavar="MODEL", help="an .onnx file")
     command.add_argument("-o", "--output", metavar="OUT", help="write the graph to OUT instead of standard output")
     command.add_argument("--batch-dim", metavar="SYM", default="B", help="the batch symbol's name (default: B)")

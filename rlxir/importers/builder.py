@@ -202,7 +202,8 @@ class GraphBuilder:
     def type(self, value: str) -> TensorType:
         return self.graph.type(value)
 
-    def finish(self, outputs: Iterable[str], inputs: Mapping[str, str], foreign_outputs: Mapping[str, str]) -> ImportedGraph:
+    def finish(self, outputs: Iterable[str], inputs: Mapping[str, str],
+               foreign_outputs: Mapping[str, str]) -> ImportedGraph:
         from rlxir.verifier import verify
 
         self.graph.set_outputs(list(outputs))

@@ -21,8 +21,8 @@ package, runs ``onnx.shape_inference``, and maps every node to core ops
   value as its default (``graph resnet50(B=1)``), and a Reshape target whose first entry
   is that static batch while its operand's first dim is the batch symbol reads the
   symbol (the Caffe2-era models flatten with a constant ``[1, 9216]``). `batch_size=N`
-  fixes the batch to N instead (a static batch is imported as the symbol, then bound). Other dynamic dims become symbols named after their
-  ``dim_param``.
+  fixes the batch to N instead (a static batch is imported as the symbol, then bound).
+  Other dynamic dims become symbols named after their ``dim_param``.
 - **Checked against ONNX.** Every value's type is compared with the shape ONNX infers
   (the batch symbol at the model's static value); a difference is an error, never a
   silently different graph.

@@ -114,7 +114,8 @@ def _pad_with_concat(ctx, node, value: str, pads: list[int], fill: float) -> str
             if width:
                 shape = list(type_.shape)
                 shape[axis] = width
-                pieces.append((side, ctx.builder.splat(f"{hint(node)}.{side}{axis}", fill, TensorType(type_.dtype, shape))))
+                piece = ctx.builder.splat(f"{hint(node)}.{side}{axis}", fill, TensorType(type_.dtype, shape))
+                pieces.append((side, piece))
         operands = [piece for side, piece in pieces if side == "before"] + [value] + \
                    [piece for side, piece in pieces if side == "after"]
         value = ctx.builder.op("concat", operands, {"axis": axis}, hint=hint(node))
@@ -150,7 +151,8 @@ def _conv1d(ctx, node, x, w, bias, stride, pads, dilation, groups) -> str:
     out_channels, per_group, width = ctx.builder.type(w).shape
     x4 = ctx.builder.op("reshape", [x], {"shape": (batch, channels, 1, length)}, hint=f"{hint(node)}.x2d")
     w4 = ctx.builder.op("reshape", [w], {"shape": (out_channels, per_group, 1, width)}, hint=f"{hint(node)}.w2d")
-    attributes = {"stride": (1, stride), "padding": (0, pads[0], 0, pads[1]), "dilation": (1, dilation), "groups": groups}
+    attributes = {"stride": (1, stride), "padding": (0, pads[0], 0, pads[1]), "dilation": (1, dilation),
+                  "groups": groups}
     y4 = ctx.builder.op("conv2d", [x4, w4] + ([bias] if bias else []), attributes, hint=f"{hint(node)}.2d")
     _, _, _, out_length = ctx.builder.type(y4).shape
     return ctx.builder.op("reshape", [y4], {"shape": (batch, out_channels, out_length)}, hint=hint(node))

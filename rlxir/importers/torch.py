@@ -105,8 +105,9 @@ def import_exported(program: torch.export.ExportedProgram, name: str, symbols: M
                       if node.op == "call_function" and node in live and op_key(node.target) not in HANDLERS)
     if missing:
         listed = ", ".join(f"{op} x{count}" for op, count in sorted(missing.items()))
-        raise UnsupportedModel(f"cannot import {name}: {len(missing)} PyTorch op{'s have' if len(missing) > 1 else ' has'} "
-                               f"no rlx mapping: {listed}", expected="ops rlxir imports: " + ", ".join(sorted(HANDLERS)))
+        ops = f"{len(missing)} PyTorch op{'s have' if len(missing) > 1 else ' has'}"
+        raise UnsupportedModel(f"cannot import {name}: {ops} no rlx mapping: {listed}",
+                               expected="ops rlxir imports: " + ", ".join(sorted(HANDLERS)))
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     context = TorchContext(program, name, symbols)
@@ -329,7 +330,8 @@ def sympy_dim(expr, symbols: Mapping[str, str]):
         return int(expr)
     if isinstance(expr, sympy.Symbol):
         if str(expr) not in symbols:
-            raise UnsupportedModel(f"the dim {expr} is dynamic but has no name", expected="dims= naming every dynamic dim")
+            raise UnsupportedModel(f"the dim {expr} is dynamic but has no name",
+                                   expected="dims= naming every dynamic dim")
         return Expr.symbol(symbols[str(expr)])
     parts = [sympy_dim(arg, symbols) for arg in expr.args]
     if isinstance(expr, sympy.Add):

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 onnx = __import__("pytest").importorskip("onnx")
-from onnx import helper, numpy_helper  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
 
 LIGHT_MODELS = ("bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet",
                 "squeezenet", "vgg19", "zfnet512")

@@ -1,0 +1,291 @@
+"""ONNX op -> core ops: shape and tensor ops (Reshape, Flatten, Squeeze/Unsqueeze, Transpose,
+Concat, Slice, Split, Gather, Expand, Tile) and the static ones (Shape, Size, Constant,
+ConstantOfShape, Range) that shape arithmetic is made of.
+
+Each converter evaluates its op while importing when its inputs are static (`foldable`),
+over symbolic dims where a dim is a symbol, and builds core ops otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlxir.dtypes import DType
+from rlxir.importers.builder import UnsupportedModel, dtype_of_array
+from rlxir.importers.onnx import concrete, normalize_static
+from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, first_dtype, foldable, hint, operand,
+                                      optional_input, present, product, static_input, static_ints)
+from rlxir.ops import broadcast_shapes, normalize_axis
+from rlxir.symbolic import Expr
+from rlxir.types import TensorType
+
+
+def convert_shape(ctx, node, attrs):
+    shape = list(ctx.shape(node.input[0]))
+    start, end = attrs.get("start", 0), attrs.get("end")
+    picked = shape[start:end] if end is not None else shape[start:]
+    return [normalize_static(np.array(picked, dtype=object)) if picked else np.zeros((0,), np.int64)]
+
+
+def convert_size(ctx, node, attrs):
+    return [normalize_static(np.array(product(ctx.shape(node.input[0])), dtype=object))]
+
+
+def convert_constant(ctx, node, attrs):
+    from onnx import numpy_helper
+
+    floats, ints = (lambda v: np.array(v, np.float32)), (lambda v: np.array(v, np.int64))
+    for key, convert in (("value", numpy_helper.to_array), ("value_float", floats), ("value_floats", floats),
+                         ("value_int", ints), ("value_ints", ints)):
+        if key in attrs:
+            return [convert(attrs[key])]
+    raise UnsupportedModel(f"Constant with attribute {', '.join(attrs) or 'none'}",
+                           expected="value, value_float(s) or value_int(s)")
+
+
+def convert_constant_of_shape(ctx, node, attrs):
+    from onnx import numpy_helper
+
+    fill = numpy_helper.to_array(attrs["value"]).reshape(-1) if "value" in attrs else np.zeros(1, np.float32)
+    dims = static_ints(ctx, node, 0, "shape")
+    if all(isinstance(dim, int) for dim in dims):
+        # The onnx backend test models store every weight as a ConstantOfShape: a param.
+        ctx.weights.add(node.output[0])
+        return [np.broadcast_to(fill[0], tuple(dims))]
+    return [ctx.builder.splat(hint(node), fill[0].item(), TensorType(dtype_of_array(fill), dims))]
+
+
+def reshape_target(ctx, x_shape, target, allow_zero: bool) -> tuple:
+    """ONNX Reshape's target as a `reshape` shape attribute (0 copies the input dim)."""
+    target = [x_shape[index] if dim == 0 and not allow_zero else dim for index, dim in enumerate(target)]
+    batch = Expr.symbol(ctx.batch_dim)
+    if ctx.static_batch is not None and target and x_shape and x_shape[0] == batch and target[0] == ctx.static_batch:
+        target[0] = batch
+    return tuple(target)
+
+
+def convert_reshape(ctx, node, attrs):
+    target = static_ints(ctx, node, 1, "shape") if ctx.opset >= 5 else [int(dim) for dim in attrs["shape"]]
+    allow_zero = bool(attrs.get("allowzero", 0))
+    x = node.input[0]
+    if foldable(ctx, node) or ctx.is_static(x) and ctx.static(x).size <= FOLD_LIMIT and ctx.opset < 5:
+        values = ctx.static(x)
+        shape = [values.shape[index] if dim == 0 and not allow_zero else dim for index, dim in enumerate(target)]
+        return [values.reshape(shape)]
+    value = ctx.value(x)
+    shape = reshape_target(ctx, ctx.builder.type(value).shape, target, allow_zero)
+    return [_reshape(ctx, value, shape, hint(node))]
+
+
+def _reshape(ctx, value: str, shape, name: str) -> str:
+    if tuple(shape) == tuple(ctx.builder.type(value).shape):
+        return value
+    return ctx.builder.op("reshape", [value], {"shape": tuple(shape)}, hint=name)
+
+
+def convert_flatten(ctx, node, attrs):
+    x = node.input[0]
+    shape = ctx.shape(x)
+    axis = attrs.get("axis", 1)
+    axis = axis + len(shape) if axis < 0 else axis
+    target = (product(shape[:axis]), product(shape[axis:]))
+    if foldable(ctx, node):
+        return [ctx.static(x).reshape(target)]
+    return [_reshape(ctx, ctx.value(x), target, hint(node))]
+
+
+def convert_squeeze(ctx, node, attrs):
+    x = node.input[0]
+    shape = ctx.shape(x)
+    axes = axes_argument(ctx, node, attrs, 1, 13)
+    axes = [index for index, dim in enumerate(shape) if dim == 1] if axes is None else [a % len(shape) for a in axes]
+    target = tuple(dim for index, dim in enumerate(shape) if index not in axes)
+    if foldable(ctx, node):
+        return [ctx.static(x).reshape(target)]
+    return [_reshape(ctx, ctx.value(x), target, hint(node))]
+
+
+def convert_unsqueeze(ctx, node, attrs):
+    x = node.input[0]
+    shape = list(ctx.shape(x))
+    axes = axes_argument(ctx, node, attrs, 1, 13) or []
+    rank = len(shape) + len(axes)
+    for axis in sorted(axis % rank for axis in axes):
+        shape.insert(axis, 1)
+    if foldable(ctx, node):
+        return [ctx.static(x).reshape(shape)]
+    return [_reshape(ctx, ctx.value(x), shape, hint(node))]
+
+
+def convert_transpose(ctx, node, attrs):
+    x = node.input[0]
+    rank = len(ctx.shape(x))
+    perm = tuple(attrs.get("perm", range(rank - 1, -1, -1)))
+    if foldable(ctx, node):
+        return [np.transpose(ctx.static(x), perm)]
+    if perm == tuple(range(rank)):
+        return [ctx.value(x)]
+    return [ctx.builder.op("transpose", [ctx.value(x)], {"perm": perm}, hint=hint(node))]
+
+
+def convert_concat(ctx, node, attrs):
+    names = present(node)
+    axis = attrs["axis"]
+    if foldable(ctx, node):
+        return [np.concatenate([ctx.static(name) for name in names], axis=axis)]
+    dtype = first_dtype(ctx, names)
+    names = [name for name in names if 0 not in ctx.shape(name)]  # ONNX allows empty pieces
+    operands = [operand(ctx, name, dtype) for name in names]
+    if len(operands) == 1:
+        return operands
+    return [ctx.builder.op("concat", operands, {"axis": axis}, hint=hint(node))]
+
+
+def slice_arguments(ctx, node, attrs) -> tuple[list, list, list, list]:
+    if ctx.opset < 10:
+        starts, ends = list(attrs["starts"]), list(attrs["ends"])
+        axes = list(attrs.get("axes", range(len(starts))))
+        return starts, ends, axes, [1] * len(starts)
+    starts = static_ints(ctx, node, 1, "starts")
+    ends = static_ints(ctx, node, 2, "ends")
+    axes = static_ints(ctx, node, 3, "axes") if optional_input(node, 3) else list(range(len(starts)))
+    steps = static_ints(ctx, node, 4, "steps") if optional_input(node, 4) else [1] * len(starts)
+    return starts, ends, axes, steps
+
+
+def slice_bounds(start, end, step, dim) -> tuple[int, int] | None:
+    """[start, end) clamped as ONNX does for a positive step, or None when it is the whole
+    (possibly symbolic) dim."""
+    if isinstance(start, int) and start == 0 and isinstance(end, int) and end >= INT64_MAX // 2:
+        return None
+    if not isinstance(dim, int):
+        if start == 0 and end == dim:
+            return None
+        raise UnsupportedModel(f"a Slice of the symbolic dim {dim} from {start} to {end}",
+                               expected="slices of static dims, or of the whole dim")
+    start = start + dim if start < 0 else start
+    end = end + dim if end < 0 else end
+    return min(max(start, 0), dim), min(max(end, 0), dim)
+
+
+def convert_slice(ctx, node, attrs):
+    starts, ends, axes, steps = slice_arguments(ctx, node, attrs)
+    x = node.input[0]
+    if ctx.is_static(x) and ctx.static(x).size <= FOLD_LIMIT:
+        values = ctx.static(x)
+        index = [slice(None)] * values.ndim
+        for start, end, axis, step in zip(starts, ends, axes, steps):
+            index[axis % values.ndim] = slice(int(start), int(min(end, INT64_MAX)), int(step))
+        return [values[tuple(index)]]
+    result = ctx.value(x)
+    shape = ctx.builder.type(result).shape
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        if step != 1:
+            raise UnsupportedModel(f"a Slice with step {step}", expected="step 1 (the IR's slice is contiguous)")
+        axis = normalize_axis(axis, len(shape))
+        bounds = slice_bounds(start, end, step, shape[axis])
+        if bounds is None or bounds == (0, shape[axis]):
+            continue
+        begin, stop = bounds
+        result = ctx.builder.op("slice", [result], {"axis": axis, "start": begin, "len": max(stop - begin, 0)},
+                                hint=hint(node))
+    return [result]
+
+
+def convert_split(ctx, node, attrs):
+    x = node.input[0]
+    shape = ctx.shape(x)
+    axis = normalize_axis(attrs.get("axis", 0), len(shape))
+    dim = shape[axis]
+    outputs = len(node.output)
+    if ctx.opset >= 13 and optional_input(node, 1):
+        sizes = static_ints(ctx, node, 1, "split")
+    elif ctx.opset < 13 and "split" in attrs:
+        sizes = [int(size) for size in attrs["split"]]
+    else:
+        if not isinstance(dim, int):
+            raise UnsupportedModel(f"a Split of the symbolic dim {dim}", expected="splits of static dims")
+        count = attrs.get("num_outputs", outputs)
+        chunk = -(-dim // count)
+        sizes = [min(chunk, dim - index * chunk) for index in range(count)]
+    value = ctx.static(x) if ctx.is_static(x) else ctx.value(x)
+    results, start = [], 0
+    for index, size in enumerate(sizes):
+        if isinstance(value, np.ndarray):
+            results.append(np.take(value, range(start, start + size), axis=axis))
+        else:
+            results.append(ctx.builder.op("slice", [value], {"axis": axis, "start": start, "len": size},
+                                          hint=hint(node, index)))
+        start += size
+    return results
+
+
+def convert_gather(ctx, node, attrs):
+    table, indices = node.input[0], node.input[1]
+    shape = ctx.shape(table)
+    axis = normalize_axis(attrs.get("axis", 0), len(shape))
+    if ctx.is_static(indices):
+        index = np.asarray(concrete(ctx.static(indices), "Gather's indices"))
+        dim = shape[axis]
+        if isinstance(dim, int):
+            index = np.where(index < 0, index + dim, index)
+        elif np.any(index < 0):
+            raise UnsupportedModel(f"Gather with negative indices into the symbolic dim {dim}")
+        if ctx.is_static(table) and ctx.static(table).size <= FOLD_LIMIT:
+            return [np.take(ctx.static(table), index, axis=axis)]
+        index_value = ctx.builder.tensor(f"{hint(node)}.idx", index.astype(np.int64))
+    else:
+        index_value = ctx.value(indices)
+    return [ctx.builder.op("gather", [ctx.value(table), index_value], {"axis": axis}, hint=hint(node))]
+
+
+def convert_expand(ctx, node, attrs):
+    x = node.input[0]
+    target = static_ints(ctx, node, 1, "shape")
+    if foldable(ctx, node):
+        values = ctx.static(x)
+        return [np.broadcast_to(values, np.broadcast_shapes(values.shape, tuple(int(d) for d in target)))]
+    value = ctx.value(x)
+    shape = tuple(ctx.builder.type(value).shape)
+    result = broadcast_shapes(shape, tuple(target))
+    if result == shape:
+        return [value]
+    return [ctx.builder.op("expand", [value], {"shape": result}, hint=hint(node))]
+
+
+def convert_tile(ctx, node, attrs):
+    x = node.input[0]
+    repeats = static_ints(ctx, node, 1, "repeats")
+    if foldable(ctx, node):
+        return [np.tile(ctx.static(x), repeats)]
+    result = ctx.value(x)
+    for axis, count in enumerate(repeats):
+        if count != 1:
+            result = ctx.builder.op("concat", [result] * count, {"axis": axis}, hint=hint(node))
+    return [result]
+
+
+def convert_range(ctx, node, attrs):
+    start, limit, delta = (static_input(ctx, node, index, what).reshape(()).item()
+                           for index, what in enumerate(("start", "limit", "delta")))
+    if not any(isinstance(value, Expr) for value in (start, limit, delta)):
+        dtype = ctx.static(node.input[0]).dtype
+        return [np.arange(start, limit, delta, dtype=dtype)]
+    if delta != 1 or not isinstance(start, int):
+        raise UnsupportedModel(f"Range({start}, {limit}, {delta}) over a symbolic dim", expected="a step of 1")
+    # [start, limit) as an exclusive running sum of ones: the IR has no iota op.
+    count = limit - start
+    ones = ctx.builder.splat(f"{hint(node)}.ones", 1, TensorType(DType.i64, (count,)))
+    steps = ctx.builder.op("cumsum", [ones], {"axis": 0, "exclusive": True}, hint=f"{hint(node)}.steps")
+    if start == 0:
+        return [steps]
+    return [ctx.builder.op("add", [steps, ctx.builder.scalar(start, DType.i64)], hint=hint(node))]
+
+
+CONVERTERS = {
+    "Shape": convert_shape, "Size": convert_size, "Constant": convert_constant,
+    "ConstantOfShape": convert_constant_of_shape, "Reshape": convert_reshape, "Flatten": convert_flatten,
+    "Squeeze": convert_squeeze, "Unsqueeze": convert_unsqueeze, "Transpose": convert_transpose,
+    "Concat": convert_concat, "Slice": convert_slice, "Split": convert_split, "Gather": convert_gather,
+    "Expand": convert_expand, "Tile": convert_tile, "Range": convert_range,
+}
