@@ -11,6 +11,7 @@ import json
 import sys
 import time
 
+from rlxir.cli.main import UsageError
 from rlxir.cli.options import add_input_options, bindings_from, load_module, positive_int, symbol_binding
 from rlxir.compiler import CompileOptions, exceeds_ceiling, plan_exec_graph, prepare_exec_graph
 from rlxir.devices import format_bytes, parse_bytes
@@ -18,7 +19,9 @@ from rlxir.errors import RlxError
 from rlxir.fit import arena_budget, fit_batch
 from rlxir.planning import PLANNERS
 from rlxir.printer import print_graph
-from rlxir.target import available_targets, get_target
+from rlxir.pass_base import load_plugin
+from rlxir.pipeline import parse_pipeline
+from rlxir.target import Target, available_targets, get_target
 
 
 def _bytes_arg(text: str) -> int:
@@ -39,7 +42,42 @@ def _add_planner_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--planner", choices=sorted(PLANNERS), help="plan with this planner instead of the target's")
     parser.add_argument("--alignment", type=positive_int, metavar="N", help="alignment in bytes instead of the target's")
     parser.add_argument("--sizing", choices=("dtype", "f32"), help="bytes per element: the dtype's, or 4 for all")
-    parser.add_argument("--time-budget", type=float, metavar="S", help="seconds for the best planner (default 5)")
+    parser.add_argument("--time-budget", type=float, metavar="S", help="seconds for the best planner (default 4.5)")
+
+
+def _add_pipeline_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--insert-after", metavar="PASS=SPEC", action="append", default=[],
+                        help="run SPEC (passes with options) after PASS in the target's pipeline (repeatable)")
+    parser.add_argument("--insert-before", metavar="PASS=SPEC", action="append", default=[],
+                        help="run SPEC before PASS in the target's pipeline (repeatable)")
+    parser.add_argument("--plugin", metavar="MODULE", action="append", default=[],
+                        help="import MODULE first so the passes it registers can be inserted (repeatable)")
+
+
+def _anchor_and_spec(flag: str, item: str) -> tuple[str, str]:
+    anchor, equals, spec = item.partition("=")
+    if not equals or not anchor.strip() or not spec.strip():
+        raise UsageError(f"{flag} takes PASS=SPEC, e.g. fuse=mul-by-two-to-add; got {item!r}")
+    return anchor.strip(), spec.strip()
+
+
+def cli_target(name: str, args: argparse.Namespace) -> Target:
+    """The target `name`, with the pipeline insertions and plugins the options ask for.
+
+    The result keeps the target's name; its pipeline is the target's with SPEC inserted, so
+    compile, fit, compare and plan all run the extended pipeline the same way.
+    """
+    target = get_target(name)
+    for module in getattr(args, "plugin", []):
+        load_plugin(module)
+    pipeline = parse_pipeline(target.pipeline)
+    for item in getattr(args, "insert_before", []):
+        pipeline = pipeline.insert_before(*_anchor_and_spec("--insert-before", item))
+    for item in getattr(args, "insert_after", []):
+        pipeline = pipeline.insert_after(*_anchor_and_spec("--insert-after", item))
+    if pipeline.text() == target.pipeline:
+        return target
+    return target.derive(target.name, pipeline=pipeline.text())
 
 
 def _add_budget_options(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +109,7 @@ def register(subparsers) -> None:
     compile_parser.add_argument("--print-pipeline", action="store_true", help="print the target's pipeline spec")
     compile_parser.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_planner_options(compile_parser)
+    _add_pipeline_options(compile_parser)
     _add_budget_options(compile_parser)
     _add_training_option(compile_parser)
     compile_parser.set_defaults(run=run_compile)
@@ -92,6 +131,7 @@ def register(subparsers) -> None:
     fit.add_argument("--max-batch", type=positive_int, required=True, metavar="N", help="the largest batch to consider")
     fit.add_argument("--json", action="store_true", help="print the result as JSON")
     _add_planner_options(fit)
+    _add_pipeline_options(fit)
     _add_budget_options(fit)
     _add_training_option(fit)
     fit.set_defaults(run=run_fit)
@@ -105,6 +145,7 @@ def register(subparsers) -> None:
     compare.add_argument("--targets", metavar="LIST", help="comma-separated targets (default: all)")
     compare.add_argument("--json", action="store_true", help="print the rows as JSON")
     _add_budget_options(compare)
+    _add_pipeline_options(compare)
     _add_training_option(compare)
     compare.set_defaults(run=run_compare)
 
@@ -124,6 +165,7 @@ def register(subparsers) -> None:
     plan.add_argument("--plot", metavar="PNG", help="draw the plan to PNG: time on x, offset on y")
     plan.add_argument("--limit", type=int, default=40, help="buffers shown in the table (default 40)")
     _add_planner_options(plan)
+    _add_pipeline_options(plan)
     plan.set_defaults(run=run_plan)
 
     plan_csv = subparsers.add_parser(
@@ -170,7 +212,7 @@ def run_compile(args: argparse.Namespace) -> int:
         from rlxir.cli.training_commands import run_training_compile
 
         return run_training_compile(args)
-    target = get_target(args.target)
+    target = cli_target(args.target, args)
     graph = _graph(args)
     options = _options(args)
     _progress(f"compiling for {target.name} ...")
@@ -238,7 +280,7 @@ def _print_compile(args, graph, exec_graph, plan, target, report) -> None:
 
 # --- fit --------------------------------------------------------------------------------
 def run_fit(args: argparse.Namespace) -> int:
-    target = get_target(args.target)
+    target = cli_target(args.target, args)
     graph = _graph(args)
     if args.batch_dim not in graph.symbols:
         raise RlxError(f"graph {graph.name} has no batch symbol {args.batch_dim}",
@@ -291,7 +333,7 @@ def run_compare(args: argparse.Namespace) -> int:
     names = args.targets.split(",") if args.targets else sorted(available_targets())
     rows = []
     for name in names:
-        target = get_target(name.strip())
+        target = cli_target(name.strip(), args)
         _progress(f"compiling for {target.name} ...")
         rows.append(_compare_row(graph, target, bindings_from(args), args))
     _progress_done()
@@ -348,7 +390,7 @@ def run_targets(args: argparse.Namespace) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    target = get_target(args.target)
+    target = cli_target(args.target, args)
     graph = _graph(args)
     options = _options(args)
     plan = plan_exec_graph(prepare_exec_graph(graph, target, bindings_from(args), options), target, options)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rlxir.autodiff import grad
 from rlxir.cli.options import add_input_options, bind_graphs, bindings_from, load_module
-from rlxir.cli.target_commands import _graph, _human, _options, _progress, _progress_done
+from rlxir.cli.target_commands import _graph, _human, _options, _progress, _progress_done, cli_target
 from rlxir.compiler import exceeds_ceiling
 from rlxir.devices import format_bytes
 from rlxir.errors import RlxError
@@ -62,7 +62,7 @@ def run_grad(args: argparse.Namespace) -> int:
 
 # --- compile --training -----------------------------------------------------------------
 def run_training_compile(args: argparse.Namespace) -> int:
-    target = get_target(args.target)
+    target = cli_target(args.target, args)
     graph = _graph(args)
     options = _options(args)
     _progress(f"differentiating and compiling the training step for {target.name} ...")
@@ -156,7 +156,7 @@ def run_training_compare(args: argparse.Namespace) -> int:
     names = args.targets.split(",") if args.targets else sorted(available_targets())
     rows = []
     for name in names:
-        target = get_target(name.strip())
+        target = cli_target(name.strip(), args)
         _progress(f"compiling the training step for {target.name} ...")
         rows.append(_training_row(graph, backward, target, bindings_from(args), args))
     _progress_done()

@@ -159,3 +159,22 @@ def test_compare_marks_a_target_past_its_ceiling(tmp_path, capsys):
     rows = {row["target"]: row for row in json.loads(out)}
     assert code == 0
     assert rows["rocm"]["fits"] == "no (past ceiling)" and rows["cuda"]["arena_bytes"] == 4_800_000_000
+
+
+def test_compile_runs_a_plugin_pass_inserted_into_the_target_pipeline(monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(ROOT / "examples" / "plugin" / "src"))
+    code, out, _ = run(["compile", ROOT / "examples" / "mlp.rlx", "--target", "rocm", "--batch", "2",
+                        "--plugin", "rlxir_strength", "--insert-after", "fuse=mul-by-two-to-add,dce",
+                        "--print-pipeline"], capsys)
+    assert code == 0
+    assert "fuse{target=rocm},mul-by-two-to-add,dce,legalize-or-rewrite{target=rocm}" in out
+    assert "  mul-by-two-to-add " in out  # its row in the per-pass node counts
+
+
+def test_insertion_errors(capsys):
+    code, _, err = run(["compile", ROOT / "examples" / "mlp.rlx", "-t", "cpu", "--batch", "2",
+                        "--insert-before", "fusee=dce"], capsys)
+    assert code == 1 and "pipeline has no pass 'fusee'" in err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["compile", str(ROOT / "examples" / "mlp.rlx"), "-t", "cpu", "--insert-after", "fuse"])
+    assert exit_info.value.code == 2
