@@ -330,12 +330,20 @@ def run_compare(args: argparse.Namespace) -> int:
 
         return run_training_compare(args)
     graph = _graph(args)
+    bindings = bindings_from(args)
+    return compare_targets(args, lambda target: _compare_row(graph, target, bindings, args), "compiling for",
+                           (("arena", "arena_bytes"), ("lower bound", "lower_bound_bytes")))
+
+
+def compare_targets(args: argparse.Namespace, make_row, doing: str, byte_columns) -> int:
+    """One row per target (`make_row(target)`), ranked against the smallest arena, printed
+    as JSON or as a table whose byte columns are `byte_columns` ((title, key), ...)."""
     names = args.targets.split(",") if args.targets else sorted(available_targets())
     rows = []
     for name in names:
         target = cli_target(name.strip(), args)
-        _progress(f"compiling for {target.name} ...")
-        rows.append(_compare_row(graph, target, bindings_from(args), args))
+        _progress(f"{doing} {target.name} ...")
+        rows.append(make_row(target))
     _progress_done()
     arenas = [row["arena_bytes"] for row in rows if row["arena_bytes"] is not None]
     best = min(arenas) if arenas else None
@@ -344,15 +352,15 @@ def run_compare(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    header = (f"{'target':<8} {'planner':<9} {'nodes':>7} {'arena':>24} {'lower bound':>24} {'x best':>7} "
-              f"{'ceiling':>12} fits")
+    titles = "".join(f" {title:>24}" for title, _ in byte_columns)
+    header = f"{'target':<8} {'planner':<9} {'nodes':>7}{titles} {'x best':>7} {'ceiling':>12} fits"
     print(header)
     print("-" * len(header))
     for row in rows:
         ceiling = format_bytes(row["ceiling_bytes"]) if row["ceiling_bytes"] is not None else "none"
         ratio = f"{row['ratio_to_best']:.2f}" if row["ratio_to_best"] is not None else "-"
-        print(f"{row['target']:<8} {row['planner']:<9} {row['nodes']:>7} {_human(row['arena_bytes']):>24} "
-              f"{_human(row['lower_bound_bytes']):>24} {ratio:>7} {ceiling:>12} {row['fits']}")
+        values = "".join(f" {_human(row[key]):>24}" for _, key in byte_columns)
+        print(f"{row['target']:<8} {row['planner']:<9} {row['nodes']:>7}{values} {ratio:>7} {ceiling:>12} {row['fits']}")
     return 0
 
 

@@ -17,13 +17,11 @@ from pathlib import Path
 
 from rlxir.autodiff import grad
 from rlxir.cli.options import add_input_options, bind_graphs, bindings_from, load_module
-from rlxir.cli.target_commands import _graph, _human, _options, _progress, _progress_done, cli_target
+from rlxir.cli.target_commands import _graph, _human, _options, _progress, _progress_done, cli_target, compare_targets
 from rlxir.compiler import exceeds_ceiling
-from rlxir.devices import format_bytes
 from rlxir.errors import RlxError
 from rlxir.fit import arena_budget
 from rlxir.printer import print_graph
-from rlxir.target import available_targets, get_target
 from rlxir.training import TrainingResult, plan_training, training_graph
 
 
@@ -153,30 +151,11 @@ def training_arena_builder(graph, target, others: dict, batch_dim: str, options)
 def run_training_compare(args: argparse.Namespace) -> int:
     graph = _graph(args)
     backward = training_graph(graph)
-    names = args.targets.split(",") if args.targets else sorted(available_targets())
-    rows = []
-    for name in names:
-        target = cli_target(name.strip(), args)
-        _progress(f"compiling the training step for {target.name} ...")
-        rows.append(_training_row(graph, backward, target, bindings_from(args), args))
-    _progress_done()
-    best = min(row["arena_bytes"] for row in rows) if rows else None
-    for row in rows:
-        row["ratio_to_best"] = round(row["arena_bytes"] / best, 4) if best else None
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    header = (f"{'target':<8} {'planner':<9} {'nodes':>7} {'forward arena':>24} {'training arena':>24} "
-              f"{'lower bound':>24} {'x best':>7} {'ceiling':>9} fits")
-    print(header)
-    print("-" * len(header))
-    for row in rows:
-        ceiling = format_bytes(row["ceiling_bytes"]) if row["ceiling_bytes"] is not None else "none"
-        ratio = f"{row['ratio_to_best']:.2f}" if row["ratio_to_best"] is not None else "-"
-        print(f"{row['target']:<8} {row['planner']:<9} {row['nodes']:>7} {_human(row['forward_arena_bytes']):>24} "
-              f"{_human(row['arena_bytes']):>24} {_human(row['lower_bound_bytes']):>24} {ratio:>7} {ceiling:>9} "
-              f"{row['fits']}")
-    return 0
+    bindings = bindings_from(args)
+    return compare_targets(args, lambda target: _training_row(graph, backward, target, bindings, args),
+                           "compiling the training step for",
+                           (("forward arena", "forward_arena_bytes"), ("training arena", "arena_bytes"),
+                            ("lower bound", "lower_bound_bytes")))
 
 
 def _training_row(graph, backward, target, bindings, args) -> dict:
