@@ -248,13 +248,14 @@ def _pipeline_cases():
 
 @pytest.mark.parametrize("example, target", _pipeline_cases())
 def test_a_targets_lowered_graph_computes_what_its_source_computes(example, target):
+    from rlxir.pass_base import PassContext
     from rlxir.pipeline import run_pipeline
     from rlxir.target import get_target
 
     graph = parse_file(EXAMPLES / f"{example}.rlx").main
     graph = graph.bind({symbol: value for symbol, value in SMALL_SIZES.items() if symbol in graph.symbols})
     inputs, params = random_feeds(graph)
-    lowered = run_pipeline(graph, get_target(target).pipeline)
+    lowered = run_pipeline(graph, get_target(target).pipeline, ctx=PassContext(target=get_target(target)))
     expected = interpret(graph, inputs, params).values()
     actual = interpret(lowered, inputs, params).values()  # outputs keep their order through rewrites
     for want, got in zip(expected, actual):
