@@ -5,8 +5,7 @@ from rlxir.target import FUSED_KERNELS, PRIMITIVES, Target, register_target
 
 CPU = register_target(Target(
     name="cpu",
-    pipeline=("legalize-or-rewrite{target=cpu},dce,const-fold,fuse{target=cpu},unfuse-regions,dce,"
-              "lower{target=cpu}"),
+    pipeline="legalize-or-rewrite,dce,const-fold,fuse,unfuse-regions,dce,lower",
     claimed_ops=PRIMITIVES | FUSED_KERNELS | {"attention", "selective_scan"},
     last_axis_reductions=False,
     dtypes=frozenset(DType),

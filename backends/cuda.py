@@ -6,8 +6,7 @@ MIB = 1 << 20
 
 CUDA = register_target(Target(
     name="cuda",
-    pipeline=("backend-unfuse,legalize-or-rewrite{target=cuda},dce,const-fold,fuse{target=cuda},dce,"
-              "backend-unfuse,lower{target=cuda}"),
+    pipeline="backend-unfuse,legalize-or-rewrite,dce,const-fold,fuse,dce,backend-unfuse,lower",
     claimed_ops=PRIMITIVES | FUSED_KERNELS | {"attention", "selective_scan"},
     conv_im2col=True,  # conv2d lowers through an im2col buffer in the arena (docs/lir.md)
     planner="bump",

@@ -4,8 +4,7 @@ from rlxir.target import FUSED_KERNELS, PRIMITIVES, Target, register_target
 
 GPU = register_target(Target(
     name="gpu",
-    pipeline=("legalize-or-rewrite{target=gpu},dce,const-fold,fuse{target=gpu},dce,backend-unfuse,"
-              "lower{target=gpu}"),
+    pipeline="legalize-or-rewrite,dce,const-fold,fuse,dce,backend-unfuse,lower",
     claimed_ops=PRIMITIVES | FUSED_KERNELS,
     conv_im2col=True,  # conv2d lowers through an im2col buffer in the arena (docs/lir.md)
     planner="liveness",

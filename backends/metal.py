@@ -5,7 +5,7 @@ from rlxir.target import FUSED_KERNELS, PRIMITIVES, Target, register_target
 
 METAL = register_target(Target(
     name="metal",
-    pipeline="legalize-or-rewrite{target=metal},dce,const-fold,fuse{target=metal},dce,lower{target=metal}",
+    pipeline="legalize-or-rewrite,dce,const-fold,fuse,dce,lower",
     claimed_ops=PRIMITIVES | FUSED_KERNELS | {"attention", "selective_scan"},
     dtypes=frozenset(DType) - {DType.f64},  # Metal has no double precision
     conv_im2col=True,  # conv2d lowers through an im2col buffer in the arena (docs/lir.md)

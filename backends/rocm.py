@@ -6,9 +6,8 @@ MIB = 1 << 20
 
 ROCM = register_target(Target(
     name="rocm",
-    pipeline=("backend-unfuse{scan-kernel=true},legalize-or-rewrite{target=rocm},scan-unroll,"
-              "simplify,cse,dce,const-fold,legalize-broadcast,fuse{target=rocm},"
-              "legalize-or-rewrite{target=rocm},f32-exec,lower{target=rocm}"),
+    pipeline=("backend-unfuse{scan-kernel=true},legalize-or-rewrite,scan-unroll,simplify,cse,dce,const-fold,"
+              "legalize-broadcast,fuse,legalize-or-rewrite,f32-exec,lower"),
     claimed_ops=PRIMITIVES | FUSED_KERNELS | {"selective_scan"},
     conv_im2col=True,  # conv2d lowers through an im2col buffer in the arena (docs/lir.md)
     planner="bump",

@@ -5,7 +5,6 @@ from rlxir.target import register_target
 
 VULKAN = register_target(GPU.derive(
     "vulkan",
-    pipeline=GPU.pipeline.replace("target=gpu", "target=vulkan"),
     probe="vulkan",
     description="Vulkan: as gpu, with the device-local heap as capacity",
 ))

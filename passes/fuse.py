@@ -13,7 +13,6 @@ from rlxir.rewriter import Rule, rewrite_once
 from rlxir.target import Target
 
 from rlxir.passes.fuse_regions import fuse_regions
-from rlxir.passes.legalize_or_rewrite import resolve_target
 
 DEFAULT_PATTERNS = ("bias_act", "residual_norm", "shared_input_matmul", "regions")
 """What `fuse` runs when neither an option nor a pipeline target names the patterns."""
@@ -212,7 +211,7 @@ class Fuse(Pass):
     """
 
     name = "fuse"
-    target: str = option("", "target whose fusion list and region caps to use (empty: the pipeline's target)")
+    target: str = option("", "target whose fusion list and region caps to use (empty: the compiling target)")
     max_region: int = option(0, "most steps in one fused_elementwise region (0: the target's region_max_steps)")
     max_inputs: int = option(0, "most distinct inputs of one region (0: the target's region_max_inputs)")
     patterns: tuple = option((), "patterns to run, in order, e.g. bias_act:regions (empty: the target's list)")
@@ -225,7 +224,7 @@ class Fuse(Pass):
             raise ValueError("max-region and max-inputs must be positive (or 0 for the target's)")
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
-        target = resolve_target(self.name, self.target, ctx) if self.target or ctx.target else None
+        target = ctx.target_for(self) if self.target or ctx.target else None
         patterns = self.patterns or (target.fuse_patterns if target else DEFAULT_PATTERNS)
         max_steps = self.max_region or _target_field(target, "region_max_steps")
         max_inputs = self.max_inputs or _target_field(target, "region_max_inputs")

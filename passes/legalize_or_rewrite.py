@@ -12,22 +12,11 @@ from rlxir.ops.decompositions import unfuse_node
 from rlxir.pass_base import Pass, PassContext, PassError, option, register_pass
 from rlxir.rewriter import Rule, rewrite_greedy
 from rlxir.symbolic import mul
-from rlxir.target import REDUCE, Target, get_target
+from rlxir.target import REDUCE, Target
 
 AXIS_OPS = ("softmax", "cumsum")
 """Ops with one `axis` that a last-axis target runs only on the last axis."""
 AXIS_LIMITED = REDUCE | frozenset(AXIS_OPS)
-
-
-def resolve_target(pass_name: str, option_value: str, ctx: PassContext) -> Target:
-    """The pass's `target` option, else the pipeline's target; a `PassError` when neither is set."""
-    chosen = option_value or ctx.target
-    if not chosen:
-        raise PassError(f"{pass_name} needs a target", expected=f"{pass_name}{{target=NAME}} or a backend's pipeline")
-    try:
-        return get_target(chosen)
-    except RlxError as error:
-        raise PassError(f"{pass_name}: {error.message}", expected=error.expected) from None
 
 
 # --- what a target cannot run ------------------------------------------------------------
@@ -204,7 +193,7 @@ class LegalizeOrRewrite(Pass):
     """
 
     name = "legalize-or-rewrite"
-    target: str = option("", "target whose op set to legalize for (empty: the pipeline's target)")
+    target: str = option("", "target whose op set to legalize for (empty: the compiling target)")
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
-        return legalize(graph, resolve_target(self.name, self.target, ctx))
+        return legalize(graph, ctx.target_for(self))

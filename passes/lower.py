@@ -12,7 +12,6 @@ from rlxir.pass_base import Pass, PassContext, PassError, option, register_pass
 from rlxir.symbolic import evaluate, mul
 from rlxir.target import Target
 
-from rlxir.passes.legalize_or_rewrite import resolve_target
 
 KERNELS = annotations.KERNELS
 LIR_ANNOTATIONS = annotations.LIR_ANNOTATIONS
@@ -173,7 +172,7 @@ class Lower(Pass):
     """
 
     name = "lower"
-    target: str = option("", "target whose sizing and kernels to lower for (empty: the pipeline's target)")
+    target: str = option("", "target whose sizing and kernels to lower for (empty: the compiling target)")
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
-        return lower(graph, resolve_target(self.name, self.target, ctx), ctx.bindings)
+        return lower(graph, ctx.target_for(self), ctx.bindings)

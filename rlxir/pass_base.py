@@ -38,6 +38,7 @@ import attrs
 
 from rlxir.errors import RlxError
 from rlxir.graph import Graph
+from rlxir.target import Target, get_target
 
 
 class PassError(RlxError):
@@ -53,14 +54,31 @@ def option(default: Any, doc: str):
 class PassContext:
     """What passes share during one pipeline run.
 
-    `target` is the backend declaration when a backend runs the pipeline (passes that
-    depend on a target take it from their own `target` option first); `bindings` the
-    symbol values; `stats` collects one row per pass run (the pass manager fills it).
+    `target` is the backend declaration when a backend compiles (`compile` puts the target
+    it was given here, derived ones included); `bindings` the symbol values; `stats`
+    collects one row per pass run (the pass manager fills it). A pass reads its target
+    through `target_for`, never from pipeline text, so every field of a derived target
+    takes effect.
     """
 
-    target: Any = None
-    bindings: dict = attrs.field(factory=dict)
-    stats: list = attrs.field(factory=list)
+    target: Target | None = None
+    bindings: dict[str, int] = attrs.field(factory=dict)
+    stats: list[Any] = attrs.field(factory=list)
+
+    def target_for(self, pass_: Pass) -> Target:
+        """The target `pass_` works for: its own `target` option when set (a pass run alone,
+        ``rlxir opt --pipeline 'lower{target=cuda}'``), else this context's target.
+
+        Raises `PassError` when neither names one, or the option names no known target.
+        """
+        chosen: str | Target | None = getattr(pass_, "target", "") or self.target
+        if not chosen:
+            raise PassError(f"{pass_.name} needs a target",
+                            expected=f"{pass_.name}{{target=NAME}}, `rlxir opt --target NAME` or a backend's compile")
+        try:
+            return get_target(chosen)
+        except RlxError as error:
+            raise PassError(f"{pass_.name}: {error.message}", expected=error.expected) from None
 
 
 class Pass(abc.ABC):

@@ -13,6 +13,9 @@ from rlxir import AttrSpec, OpDef, RlxError, UnboundSymbolError, interpret, pars
 from rlxir.interpreter import random_feeds
 from rlxir.ops import registry as registry_module
 from rlxir.ops.core import unary_rule
+from rlxir.pass_base import PassContext
+from rlxir.pipeline import run_pipeline
+from rlxir.target import available_targets, get_target
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SMALL_SIZES = {"B": 2, "S": 8}
@@ -214,9 +217,9 @@ def test_is_exported_from_the_package():
 
 
 def _example_graphs():
-    files = sorted(EXAMPLES.glob("*.rlx")) if EXAMPLES.is_dir() else []
-    return [pytest.param(path, id=path.stem) for path in files] or [
-        pytest.param(None, marks=pytest.mark.skip(reason="no examples/*.rlx yet"))]
+    files = sorted(EXAMPLES.glob("*.rlx"))
+    assert files, f"no examples in {EXAMPLES}"
+    return [pytest.param(path, id=path.stem) for path in files]
 
 
 @pytest.mark.parametrize("path", _example_graphs())
@@ -236,25 +239,16 @@ PIPELINE_EXAMPLES = ("mlp", "gpt2_block", "mamba_block")
 
 
 def _pipeline_cases():
-    try:
-        from rlxir.target import available_targets
-    except ImportError:
-        return [pytest.param(None, None, marks=pytest.mark.skip(reason="no targets yet"))]
-    present = [name for name in PIPELINE_EXAMPLES if (EXAMPLES / f"{name}.rlx").exists()]
     return [pytest.param(example, target, id=f"{example}-{target}")
-            for example in present for target in sorted(available_targets())] or [
-        pytest.param(None, None, marks=pytest.mark.skip(reason="no examples yet"))]
+            for example in PIPELINE_EXAMPLES for target in sorted(available_targets())]
 
 
 @pytest.mark.parametrize("example, target", _pipeline_cases())
 def test_a_targets_lowered_graph_computes_what_its_source_computes(example, target):
-    from rlxir.pipeline import run_pipeline
-    from rlxir.target import get_target
-
     graph = parse_file(EXAMPLES / f"{example}.rlx").main
     graph = graph.bind({symbol: value for symbol, value in SMALL_SIZES.items() if symbol in graph.symbols})
     inputs, params = random_feeds(graph)
-    lowered = run_pipeline(graph, get_target(target).pipeline)
+    lowered = run_pipeline(graph, get_target(target).pipeline, ctx=PassContext(target=get_target(target)))
     expected = interpret(graph, inputs, params).values()
     actual = interpret(lowered, inputs, params).values()  # outputs keep their order through rewrites
     for want, got in zip(expected, actual):

@@ -25,16 +25,10 @@ answer, not an estimate. Graphs are .rlx text files (see docs/language.md)."""
 
 def _command_modules():
     # Each module adds its subcommands with `register(subparsers)`; order is help order.
-    from rlxir.cli import ir_commands
+    # Plain imports: a command module that fails to import is an error, not a missing command.
+    from rlxir.cli import import_commands, ir_commands, pass_commands, run_commands, target_commands, training_commands
 
-    modules = [ir_commands]
-    for name in ("pass_commands", "plan_commands", "target_commands", "training_commands", "import_commands", "run_commands"):
-        try:
-            modules.append(__import__(f"rlxir.cli.{name}", fromlist=["register"]))
-        except ModuleNotFoundError as error:
-            if error.name != f"rlxir.cli.{name}":
-                raise
-    return modules
+    return [ir_commands, pass_commands, target_commands, training_commands, import_commands, run_commands]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,8 +10,8 @@ Each file under ``tests/golden/passes/`` (one folder per pass) holds:
 
 The test runs the pipeline on `before` with verification and change-claim checks after
 every pass, renames the result `expected`, and compares its canonical text with the file's
-`expected` graph. When the interpreter is available it also checks that `before` and the
-result compute the same outputs. ``RLXIR_UPDATE_GOLDEN=1`` rewrites `expected` from the
+`expected` graph. Unless `SEMANTICS: off`, it also interprets `before` and the result and
+checks they compute the same outputs. ``RLXIR_UPDATE_GOLDEN=1`` rewrites `expected` from the
 actual result.
 """
 
@@ -26,6 +26,7 @@ import pytest
 
 import rlxir
 from rlxir.instruments import VerifyEach
+from rlxir.interpreter import interpret, random_feeds
 from rlxir.pipeline import parse_pipeline, run_pipeline
 
 FOLDER = Path(__file__).parent / "passes"
@@ -72,12 +73,11 @@ def test_golden(path: Path):
 
 
 def _check_semantics(before: rlxir.Graph, after: rlxir.Graph, bindings: dict[str, int]) -> None:
-    interpreter = pytest.importorskip("rlxir.interpreter")
     # One set of feeds for both: the random fill depends on a value's readers (a variance
     # read by batchnorm is drawn positive), and a rewrite changes the readers.
-    inputs, params = interpreter.random_feeds(before, bindings=bindings, seed=1)
-    expected = interpreter.interpret(before, inputs, params, bindings=bindings)
-    actual = interpreter.interpret(after, inputs, params, bindings=bindings)
+    inputs, params = random_feeds(before, bindings=bindings, seed=1)
+    expected = interpret(before, inputs, params, bindings=bindings)
+    actual = interpret(after, inputs, params, bindings=bindings)
     # Outputs compare by position: a rewritten output is a new value (%y -> %y.1).
     assert len(before.outputs) == len(after.outputs)
     for name, new_name in zip(before.outputs, after.outputs):

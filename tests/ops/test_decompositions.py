@@ -14,6 +14,7 @@ from rlxir.dtypes import DType
 from rlxir.interpreter import random_feeds
 from rlxir.ops import get_op
 from rlxir.ops.decompositions import unfuse_all, unfuse_node
+from rlxir.testing.strategies import SUPPORTED_OPS, bindings_for, graphs
 
 TOLERANCE = {"f32": dict(rtol=1e-4, atol=1e-5), "f16": dict(rtol=2e-2, atol=2e-2), "bf16": dict(rtol=5e-2, atol=5e-2)}
 
@@ -202,7 +203,8 @@ def _quick_examples():
         sizes = [graph.type(name).numel for name in graph.params()]
         if all(isinstance(size, int) for size in sizes) and sum(sizes) <= QUICK_EXAMPLE_PARAMS:
             quick.append(pytest.param(path, id=path.stem))
-    return quick or [pytest.param(None, marks=pytest.mark.skip(reason="no small examples/*.rlx"))]
+    assert quick, f"no example in {EXAMPLES} is small enough to interpret"
+    return quick
 
 
 def small_sizes(graph: Graph) -> dict[str, int]:
@@ -286,28 +288,16 @@ def test_unfusing_random_fused_ops_preserves_outputs(graph, seed):
     np.testing.assert_allclose(after, before, **TOLERANCE["f32"])
 
 
-def _random_graph_strategy():
-    try:
-        from rlxir.testing.strategies import SUPPORTED_OPS, bindings_for, graphs
-    except ImportError:
-        return None
-
-    @st.composite
-    def bound_graphs(draw) -> Graph:
-        # conv2d has no decomposition: leaving it out loses nothing for this property.
-        ops = [op for op in SUPPORTED_OPS if op != "conv2d"]
-        graph = draw(graphs(max_ops=12, dtypes=(DType.f32, DType.i32), symbols=("B", "S"), ops=ops))
-        return graph.bind(draw(bindings_for(graph)))  # selective_scan unrolls only with S bound
-
-    return bound_graphs()
+@st.composite
+def bound_random_graphs(draw) -> Graph:
+    # conv2d has no decomposition: leaving it out loses nothing for this property.
+    ops = [op for op in SUPPORTED_OPS if op != "conv2d"]
+    graph = draw(graphs(max_ops=12, dtypes=(DType.f32, DType.i32), symbols=("B", "S"), ops=ops))
+    return graph.bind(draw(bindings_for(graph)))  # selective_scan unrolls only with S bound
 
 
-RANDOM_GRAPHS = _random_graph_strategy()
-
-
-@pytest.mark.skipif(RANDOM_GRAPHS is None, reason="rlxir.testing.strategies.graphs() is not available")
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(graph=RANDOM_GRAPHS if RANDOM_GRAPHS is not None else st.nothing())
+@given(graph=bound_random_graphs())
 def test_unfusing_every_fused_op_of_a_random_graph_preserves_outputs(graph):
     feeds = random_feeds(graph)
     try:

@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 from rlxir.dtypes import DType
 from rlxir.interpreter import bind_for_run
 from rlxir.testing.gradcheck import check_gradients, with_scalar_loss
-
-strategies = pytest.importorskip("rlxir.testing.strategies")
+from rlxir.testing import strategies
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FEW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -19,8 +19,7 @@ from rlxir.graph import Graph
 from rlxir.instruments import VerifyEach
 from rlxir.interpreter import interpret, random_feeds
 from rlxir.pipeline import run_pipeline
-
-strategies = pytest.importorskip("rlxir.testing.strategies")
+from rlxir.testing import strategies
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EXACT = {"rtol": 1e-6, "atol": 1e-6}
