@@ -24,7 +24,8 @@ OP_KERNELS = {
     "layernorm": "norm", "rmsnorm": "norm", "batchnorm": "norm",
     "fused_residual_layernorm": "norm", "fused_residual_rmsnorm": "norm",
     "transpose": "copy", "expand": "copy", "concat": "copy", "slice": "copy",
-    "gather": "gather", "conv2d": "conv", "max_pool2d": "pool", "avg_pool2d": "pool",
+    "gather": "gather", "gather_elements": "gather", "scatter_elements": "gather", "topk": "reduce",
+    "conv2d": "conv", "max_pool2d": "pool", "avg_pool2d": "pool",
     "attention": "attention", "cumsum": "scan", "selective_scan": "scan",
 }
 SIDE_BUFFERS = {"gemm": "blas_workspace", "conv": "dnn_workspace"}

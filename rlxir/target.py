@@ -16,13 +16,14 @@ from rlxir.dtypes import DType
 from rlxir.errors import RlxError
 
 UNARY = frozenset({"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "silu", "sin", "cos",
-                   "erf", "gelu", "cast"})
-BINARY = frozenset({"add", "sub", "mul", "div", "pow", "maximum", "minimum"})
+                   "erf", "gelu", "cast", "floor", "ceil"})
+BINARY = frozenset({"add", "sub", "mul", "div", "pow", "maximum", "minimum", "mod", "fmod"})
 COMPARE = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "where"})
 REDUCE = frozenset({"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"})
-LAYOUT = frozenset({"reshape", "transpose", "expand", "concat", "slice", "gather"})
+LAYOUT = frozenset({"reshape", "transpose", "expand", "concat", "slice", "gather", "gather_elements",
+                    "scatter_elements"})
 PRIMITIVES = UNARY | BINARY | COMPARE | REDUCE | LAYOUT | frozenset(
-    {"matmul", "cumsum", "softmax", "conv2d", "max_pool2d", "avg_pool2d"})
+    {"matmul", "cumsum", "softmax", "conv2d", "max_pool2d", "avg_pool2d", "topk"})
 """Ops every target runs natively (reductions and softmax on the last axis at least)."""
 
 FUSED_KERNELS = frozenset({"fused_matmul_bias_act", "fused_residual_layernorm", "fused_residual_rmsnorm",

@@ -19,6 +19,7 @@ from rlxir.ops import core as _core  # noqa: F401  (registers the core ops)
 from rlxir.ops import chain as _chain  # noqa: F401  (registers fused_elementwise)
 from rlxir.ops import annotations as _annotations  # noqa: F401  (the built-in backends' stage attributes)
 from rlxir.ops import reference as _reference  # noqa: F401  (attaches the NumPy references)
+from rlxir.ops import indexing as _indexing  # noqa: F401  (gather/scatter/topk/mod, with references)
 from rlxir.ops import decompositions as _decompositions  # noqa: F401  (attaches the decompositions)
 from rlxir.ops.core import broadcast_shapes, normalize_axis
 
