@@ -157,6 +157,20 @@ def convert_binary(ctx, node, attrs):
     return [ctx.builder.op(BINARY[node.op_type], operands, hint=hint(node))]
 
 
+def convert_mod(ctx, node, attrs):
+    """Mod: fmod=0 (integers only in ONNX) takes the divisor's sign, fmod=1 the dividend's."""
+    truncated = bool(attrs.get("fmod", 0))
+    left, right = node.input[0], node.input[1]
+    if foldable(ctx, node):
+        a, b = ctx.static(left), ctx.static(right)
+        return [np.fmod(_numeric(a), _numeric(b)) if truncated else np.mod(a, b)]
+    dtype = first_dtype(ctx, [left, right])
+    if dtype.is_float and not truncated:
+        raise UnsupportedModel("Mod with fmod=0 on floats", expected="fmod=1 for float operands (as ONNX requires)")
+    operands = [operand(ctx, left, dtype), operand(ctx, right, dtype)]
+    return [ctx.builder.op("fmod" if truncated else "mod", operands, hint=hint(node))]
+
+
 def convert_variadic(ctx, node, attrs):
     """Sum, Mean, Max, Min: a left fold of the binary op (Mean divides by the count)."""
     names = present(node)
@@ -370,7 +384,7 @@ def _converters() -> dict:
     table.update({op: convert_reduce for op in REDUCTIONS})
     table.update(onnx_shape.CONVERTERS)
     table.update({
-        "Max": convert_variadic, "Min": convert_variadic, "Not": convert_not, "Reciprocal": convert_reciprocal,
+        "Mod": convert_mod, "Max": convert_variadic, "Min": convert_variadic, "Not": convert_not, "Reciprocal": convert_reciprocal,
         "Clip": convert_clip, "LeakyRelu": convert_leaky_relu, "HardSigmoid": convert_hard_sigmoid,
         "HardSwish": convert_hard_swish, "Softplus": convert_softplus, "Elu": convert_elu, "PRelu": convert_prelu,
         "Gelu": convert_gelu, "Where": convert_where, "Cast": convert_cast, "CastLike": convert_cast,

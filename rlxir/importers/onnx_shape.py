@@ -242,7 +242,8 @@ def convert_gather(ctx, node, attrs):
 def convert_expand(ctx, node, attrs):
     x = node.input[0]
     target = static_ints(ctx, node, 1, "shape")
-    if foldable(ctx, node):
+    symbolic_target = any(isinstance(dim, Expr) for dim in target)
+    if foldable(ctx, node) and not symbolic_target:  # a symbolic target cannot be a static array
         values = ctx.static(x)
         return [np.broadcast_to(values, np.broadcast_shapes(values.shape, tuple(int(d) for d in target)))]
     value = ctx.value(x)
@@ -251,6 +252,21 @@ def convert_expand(ctx, node, attrs):
     if result == shape:
         return [value]
     return [ctx.builder.op("expand", [value], {"shape": result}, hint=hint(node))]
+
+
+def convert_gather_elements(ctx, node, attrs):
+    table, indices = node.input[0], node.input[1]
+    shape = ctx.shape(table)
+    axis = normalize_axis(attrs.get("axis", 0), len(shape))
+    dim = shape[axis]
+    index = ctx.value(indices)
+    if isinstance(dim, int):  # ONNX allows negative indices, counting from the end
+        index_type = ctx.builder.type(index)
+        zero = ctx.builder.scalar(0, index_type.dtype)
+        negative = ctx.builder.op("lt", [index, zero], hint=f"{hint(node)}.negative")
+        wrapped = ctx.builder.op("add", [index, ctx.builder.scalar(dim, index_type.dtype)], hint=f"{hint(node)}.wrapped")
+        index = ctx.builder.op("where", [negative, wrapped, index], hint=f"{hint(node)}.idx")
+    return [ctx.builder.op("gather_elements", [ctx.value(table), index], {"axis": axis}, hint=hint(node))]
 
 
 def convert_tile(ctx, node, attrs):
@@ -287,5 +303,5 @@ CONVERTERS = {
     "ConstantOfShape": convert_constant_of_shape, "Reshape": convert_reshape, "Flatten": convert_flatten,
     "Squeeze": convert_squeeze, "Unsqueeze": convert_unsqueeze, "Transpose": convert_transpose,
     "Concat": convert_concat, "Slice": convert_slice, "Split": convert_split, "Gather": convert_gather,
-    "Expand": convert_expand, "Tile": convert_tile, "Range": convert_range,
+    "Expand": convert_expand, "Tile": convert_tile, "GatherElements": convert_gather_elements, "Range": convert_range,
 }

@@ -1,0 +1,57 @@
+"""ONNX GatherElements, Mod and Expand of constants to symbolic shapes, against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+from test_onnx_import_ops import check, make_model, ops_of, weights  # noqa: E402
+
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+@pytest.mark.parametrize("batch", ["N", 3])
+def test_gather_elements_with_negative_indices(batch):
+    indices = np.array([[[0, -1, 2], [3, 1, -4]]], np.int64)
+    node = helper.make_node("GatherElements", ["x", "idx"], ["y"], axis=2)
+    model = make_model([node], [("x", F, [batch, 2, 4])], [("y", F, [1, 2, 3])], [("idx", indices)])
+    imported = check(model, bindings={"B": 3})
+    assert "gather_elements" in ops_of(imported)
+
+
+@pytest.mark.parametrize("fmod, kind", [(0, I64), (1, F)])
+def test_mod_signs_follow_onnx(fmod, kind):
+    divisors = np.array([3, -3, 5, -2], np.int64 if kind == I64 else np.float32)
+    model = make_model([helper.make_node("Mod", ["a", "b"], ["y"], fmod=fmod)],
+                       [("a", kind, ["N", 4])], [("y", kind, ["N", 4])], [("b", divisors)])
+    imported = check(model, bindings={"B": 2})
+    assert ("fmod" if fmod else "mod") in ops_of(imported)
+
+
+def test_float_mod_without_fmod_is_a_located_error():
+    model = make_model([helper.make_node("Mod", ["a", "b"], ["y"], name="m0")],
+                       [("a", F, ["N", 4]), ("b", F, [4])], [("y", F, ["N", 4])])
+    from rlxir.importers import UnsupportedModel
+    from rlxir.importers.onnx import import_onnx
+
+    with pytest.raises(UnsupportedModel, match=r"ONNX node 'm0' \(Mod\).*fmod"):
+        import_onnx(model)
+
+
+def test_constant_expanded_to_the_batch_symbol():
+    """A class token (a param) expanded to [batch, 1, D] taken from Shape(x)."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["x_shape"]),
+        helper.make_node("Gather", ["x_shape", "zero"], ["batch"], axis=0),
+        helper.make_node("Unsqueeze", ["batch", "axes"], ["batch1"]),
+        helper.make_node("Concat", ["batch1", "rest"], ["target"], axis=0),
+        helper.make_node("Expand", ["token", "target"], ["tokens"]),
+        helper.make_node("Concat", ["tokens", "x"], ["y"], axis=1),
+    ]
+    model = make_model(nodes, [("x", F, ["N", 5, 8])], [("y", F, ["N", 6, 8])],
+                       [("token", weights(1, 1, 8)), ("zero", np.array(0, np.int64)),
+                        ("axes", np.array([0], np.int64)), ("rest", np.array([1, 8], np.int64))])
+    imported = check(model, bindings={"B": 2})
+    assert "expand" in ops_of(imported)
