@@ -171,6 +171,20 @@ def convert_mod(ctx, node, attrs):
     return [ctx.builder.op("fmod" if truncated else "mod", operands, hint=hint(node))]
 
 
+def convert_cumsum(ctx, node, attrs):
+    """CumSum onto ``cumsum``; reverse=1 is the total minus the forward sum of the other kind
+    (reverse inclusive = total - forward exclusive, and the other way round)."""
+    x = ctx.value(node.input[0])
+    rank = ctx.builder.type(x).rank
+    axis = normalize_axis(int(static_ints(ctx, node, 1, "axis")[0]), rank)
+    exclusive, reverse = bool(attrs.get("exclusive", 0)), bool(attrs.get("reverse", 0))
+    if not reverse:
+        return [ctx.builder.op("cumsum", [x], {"axis": axis, "exclusive": exclusive}, hint=hint(node))]
+    forward = ctx.builder.op("cumsum", [x], {"axis": axis, "exclusive": not exclusive}, hint=f"{hint(node)}.forward")
+    total = ctx.builder.op("reduce_sum", [x], {"axes": (axis,), "keepdims": True}, hint=f"{hint(node)}.total")
+    return [ctx.builder.op("sub", [total, forward], hint=hint(node))]
+
+
 def convert_variadic(ctx, node, attrs):
     """Sum, Mean, Max, Min: a left fold of the binary op (Mean divides by the count)."""
     names = present(node)
@@ -384,7 +398,7 @@ def _converters() -> dict:
     table.update({op: convert_reduce for op in REDUCTIONS})
     table.update(onnx_shape.CONVERTERS)
     table.update({
-        "Mod": convert_mod, "Max": convert_variadic, "Min": convert_variadic, "Not": convert_not, "Reciprocal": convert_reciprocal,
+        "Mod": convert_mod, "CumSum": convert_cumsum, "Max": convert_variadic, "Min": convert_variadic, "Not": convert_not, "Reciprocal": convert_reciprocal,
         "Clip": convert_clip, "LeakyRelu": convert_leaky_relu, "HardSigmoid": convert_hard_sigmoid,
         "HardSwish": convert_hard_swish, "Softplus": convert_softplus, "Elu": convert_elu, "PRelu": convert_prelu,
         "Gelu": convert_gelu, "Where": convert_where, "Cast": convert_cast, "CastLike": convert_cast,

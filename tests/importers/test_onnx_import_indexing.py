@@ -55,3 +55,12 @@ def test_constant_expanded_to_the_batch_symbol():
                         ("axes", np.array([0], np.int64)), ("rest", np.array([1, 8], np.int64))])
     imported = check(model, bindings={"B": 2})
     assert "expand" in ops_of(imported)
+
+
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_cumsum_exclusive_and_reverse(exclusive, reverse):
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)
+    model = make_model([node], [("x", F, ["N", 5])], [("y", F, ["N", 5])], [("axis", np.array(1, np.int64))])
+    imported = check(model, bindings={"B": 2})
+    assert "cumsum" in ops_of(imported)
