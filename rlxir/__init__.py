@@ -6,6 +6,12 @@ Public API (the CLI is a thin layer over it):
 - `Graph`, `Module`, `TensorType`, `DType`, the op registry (`register_op`, `OpDef`, ...)
 - `RlxError` and its located subclasses
 - `grad` (the training graph of a loss), `compile_training`, `plan_training_arena_bytes`
+- `compile`, `plan_arena_bytes` (a graph's arena on a target), `CompileOptions`, `CompileResult`,
+  `ArenaTooLarge`
+- `fit_batch`, `arena_budget`, `device_arena_limit` (the largest batch that fits a device)
+- `parse_pipeline`, `run_pipeline`, `Pipeline`, `PipelineError` (pass pipelines from text)
+
+`rlxir.compile` shadows the builtin only inside this namespace, as `torch.compile` does.
 """
 
 from rlxir.dtypes import DType
@@ -20,6 +26,9 @@ from rlxir.types import TensorType
 from rlxir.verifier import find_errors, verify
 from rlxir.autodiff import grad
 from rlxir.training import TrainingResult, compile_training, plan_training_arena_bytes
+from rlxir.compiler import ArenaTooLarge, CompileOptions, CompileResult, compile, plan_arena_bytes
+from rlxir.fit import arena_budget, device_arena_limit, fit_batch
+from rlxir.pipeline import Pipeline, PipelineError, parse_pipeline, run_pipeline
 
 __version__ = "0.1.0"
 
@@ -29,4 +38,7 @@ __all__ = [
     "compile_training", "find_errors", "format_dim", "get_op", "grad", "interpret", "parse", "parse_dim", "parse_file",
     "plan_training_arena_bytes", "print_graph", "print_module", "register_annotation", "register_op",
     "registered_ops", "verify",
+    "ArenaTooLarge", "CompileOptions", "CompileResult", "compile", "plan_arena_bytes",
+    "arena_budget", "device_arena_limit", "fit_batch",
+    "Pipeline", "PipelineError", "parse_pipeline", "run_pipeline",
 ]
