@@ -12,10 +12,10 @@ import sys
 import time
 
 from rlxir.cli.main import UsageError
-from rlxir.cli.options import add_input_options, bindings_from, load_module, positive_int, symbol_binding
+from rlxir.cli.options import add_input_options, bindings_from, load_module, positive_int, symbol_binding, time_budget
 from rlxir.compiler import CompileOptions, exceeds_ceiling, plan_exec_graph, prepare_exec_graph
 from rlxir.devices import format_bytes, parse_bytes
-from rlxir.errors import RlxError
+from rlxir.errors import Location, RlxError
 from rlxir.fit import arena_budget, fit_batch
 from rlxir.planning import PLANNERS
 from rlxir.printer import print_graph
@@ -42,7 +42,7 @@ def _add_planner_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--planner", choices=sorted(PLANNERS), help="plan with this planner instead of the target's")
     parser.add_argument("--alignment", type=positive_int, metavar="N", help="alignment in bytes instead of the target's")
     parser.add_argument("--sizing", choices=("dtype", "f32"), help="bytes per element: the dtype's, or 4 for all")
-    parser.add_argument("--time-budget", type=float, metavar="S", help="seconds for the best planner (default 4.5)")
+    parser.add_argument("--time-budget", type=time_budget, metavar="S", help="seconds for the best planner (default 4.5)")
 
 
 def _add_pipeline_options(parser: argparse.ArgumentParser) -> None:
@@ -175,7 +175,7 @@ def register(subparsers) -> None:
     plan_csv.add_argument("file", metavar="FILE.csv")
     plan_csv.add_argument("--planner", choices=sorted(PLANNERS), default="liveness", help="default: liveness")
     plan_csv.add_argument("--alignment", type=positive_int, default=1, metavar="N", help="default: 1")
-    plan_csv.add_argument("--time-budget", type=float, metavar="S", help="seconds for the best planner")
+    plan_csv.add_argument("--time-budget", type=time_budget, metavar="S", help="seconds for the best planner")
     plan_csv.add_argument("--offsets", metavar="OUT.csv", help="write the solution with an offset column")
     plan_csv.add_argument("--json", action="store_true", help="print the result as JSON")
     plan_csv.set_defaults(run=run_plan_csv)
@@ -416,13 +416,27 @@ def run_plan(args: argparse.Namespace) -> int:
 def run_plan_csv(args: argparse.Namespace) -> int:
     from rlxir.planning import get_planner, read_instance, validate_plan, write_solution
 
-    buffers = read_instance(args.file)
-    started = time.perf_counter()
-    result = get_planner(args.planner).plan(buffers, args.alignment, args.time_budget)
-    seconds = time.perf_counter() - started
-    validate_plan(buffers, result.offsets, args.alignment, result.arena_bytes)
+    from rlxir.planning import InstanceError, PlanError
+
+    try:
+        buffers = read_instance(args.file)
+        started = time.perf_counter()
+        result = get_planner(args.planner).plan(buffers, args.alignment, args.time_budget)
+        seconds = time.perf_counter() - started
+        validate_plan(buffers, result.offsets, args.alignment, result.arena_bytes)
+    except InstanceError as error:
+        # The message already starts with file:line:; keep only the explanation after it.
+        explanation = str(error).removeprefix(f"{error.path}:{error.line}: ")
+        raise RlxError(explanation, Location(error.path, error.line, 1)) from None
+    except PlanError as error:  # an instance that breaks a planning rule (duplicate ids ...)
+        raise RlxError(f"{args.file}: {error}") from None
+    except OSError as error:
+        raise RlxError(f"cannot read {args.file}: {error.strerror or error}") from None
     if args.offsets:
-        write_solution(args.offsets, buffers, result.offsets)
+        try:
+            write_solution(args.offsets, buffers, result.offsets)
+        except OSError as error:
+            raise RlxError(f"cannot write {args.offsets}: {error.strerror or error}") from None
     ratio = result.arena_bytes / result.lower_bound_bytes if result.lower_bound_bytes else 1.0
     report = {"file": args.file, "planner": args.planner, "alignment": args.alignment, "buffers": len(buffers),
               "arena_bytes": result.arena_bytes, "lower_bound_bytes": result.lower_bound_bytes,
