@@ -129,7 +129,9 @@ class SelectOutput(torch.nn.Module):
         self.field = field
         self.fixed = fixed
 
-    def forward(self, *inputs):
+    def forward(self, first, second=None):
+        # Named positional arguments (not *inputs): torch.export matches dims to them one by one.
+        inputs = (first,) if second is None else (first, second)
         return getattr(self.model(**dict(zip(self.input_names, inputs)), **self.fixed), self.field)
 
 
