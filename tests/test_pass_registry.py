@@ -10,6 +10,7 @@ from pathlib import Path
 import attrs
 import pytest
 
+from rlxir import pass_base
 from rlxir.pass_base import Pass, available_passes, get_pass, load_plugin, register_pass
 from rlxir.errors import RlxError
 
@@ -55,9 +56,14 @@ def test_every_pass_documents_itself_and_its_options():
 
 
 def test_plugin_module_registers_its_pass(monkeypatch):
+    # A fresh registry and module cache: another test may have loaded the plugin already.
+    monkeypatch.setattr(pass_base, "_PASSES", {name: cls for name, cls in pass_base._PASSES.items()
+                                               if name != "mul-by-two-to-add"})
+    monkeypatch.delitem(sys.modules, "rlxir_strength", raising=False)
     monkeypatch.syspath_prepend(str(PLUGIN / "src"))
-    added = load_plugin("rlxir_strength")
-    assert added == ["mul-by-two-to-add"] or get_pass("mul-by-two-to-add") is not None
+    assert get_pass("mul-by-two-to-add") is None
+    assert load_plugin("rlxir_strength") == ["mul-by-two-to-add"]
+    assert get_pass("mul-by-two-to-add").__module__ == "rlxir_strength"
 
 
 def test_unloadable_plugin_is_a_clean_error():

@@ -6,7 +6,7 @@ import rlxir
 from rlxir.instruments import VerifyEach
 from rlxir.ops import AttrSpec, OpDef, register_op
 from rlxir.ops.core import unary_rule
-from rlxir.pass_base import PassError
+from rlxir.pass_base import PassContext, PassError, make_pass
 from rlxir.pipeline import PipelineError, parse_pipeline, run_pipeline
 
 SCAN = """graph g(B, S) {
@@ -62,7 +62,10 @@ def test_ops_and_keep_select():
 
 
 def test_nothing_fused_returns_false():
-    unfuse("graph g { input %x : f32[2]\n %y = relu(%x)\n output %y }")
+    graph = rlxir.parse("graph g { input %x : f32[2]\n %y = relu(%x)\n output %y }").main
+    before = rlxir.print_graph(graph)
+    assert make_pass("unfuse").run(graph, PassContext()) is False
+    assert rlxir.print_graph(graph) == before
 
 
 def test_a_symbolic_scan_is_refused_naming_the_symbol_and_the_node():
