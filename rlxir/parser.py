@@ -24,7 +24,6 @@ from rlxir.errors import IRTypeError, Location, ParseError, RlxError, SourceText
 from rlxir.gcpause import fewer_collections
 from rlxir.graph import Graph, Module
 from rlxir.ops import LEAF_KINDS, annotation_specs, get_op, registered_ops
-from rlxir.ops.chain import ChainStep
 from rlxir.ops.registry import ShapeError
 from rlxir.symbolic import DimSyntaxError, Expr, add, floordiv, free_symbols, mul, parse_dim, sub
 from rlxir.syntax_errors import end_of, loc_at as _loc_at, syntax_error
@@ -505,26 +504,6 @@ class _Callbacks(Transformer):
     def false_scalar(self, children):
         return ("bool", False, children[0])
 
-    # --- fused_elementwise chains -------------------------------------------------------
-    def chain(self, steps):
-        return tuple(steps)
-
-    def step(self, children):
-        op = str(children[0])
-        args, attrs = [], ()
-        for child in children[1:]:
-            if child is None:
-                continue
-            if isinstance(child, Token):
-                digits = str(child)[1:]
-                if not digits.isdigit() or len(digits) > 9:
-                    raise ShapeError(f"chain step {op} reads {child}", expected="$N (operand N) or %N (step N)")
-                args.append((str(child)[0], int(digits)))
-            else:
-                attrs = tuple((str(key), _chain_attr_value(value)) for key, value in child)
-        return ChainStep(op, tuple(args), attrs)
-
-
 def _first_token(child) -> Token:
     if isinstance(child, _Name):
         return child.token
@@ -554,19 +533,6 @@ def _attr_value(child):
     if kind == "STRING":
         return _unescape(str(child)[1:-1])
     return _Name(child)
-
-
-def _chain_attr_value(value):
-    if isinstance(value, _Name):
-        dtype = DType.parse(value.text)
-        if dtype is not None:
-            return dtype
-        if value.text in ("inf", "nan"):
-            return float(value.text)
-        raise ShapeError(f"unexpected name {value.text!r} in a chain attribute")
-    if isinstance(value, tuple):
-        return tuple(_chain_attr_value(item) for item in value)
-    return value
 
 
 def _unescape(text: str) -> str:
@@ -649,7 +615,7 @@ def grammar_text() -> str:
 def _lark() -> Lark:
     global _PARSER
     if _PARSER is None:
-        _PARSER = Lark(grammar_text(), parser="lalr", strict=True, start=["start", "chain", "attr_block"],
+        _PARSER = Lark(grammar_text(), parser="lalr", strict=True, start=["start", "attr_block"],
                        transformer=_CALLBACKS, maybe_placeholders=True)
     return _PARSER
 
@@ -689,14 +655,3 @@ def parse_file(path: str | Path) -> Module:
     return parse(text, str(path))
 
 
-def parse_chain_text(text: str) -> tuple[ChainStep, ...]:
-    """Parse a fused_elementwise chain; errors are `ShapeError`s quoting the chain."""
-    try:
-        return _parse_with(_AttrReader(SourceText("<chain>", text)), text, "chain")
-    except UnexpectedInput as error:
-        column = getattr(error, "column", 0)
-        raise ShapeError(f"bad chain {text!r} at column {column}", expected="steps like mul($0, $1); gelu(%0)") from None
-    except ShapeError:
-        raise
-    except RlxError as error:  # e.g. an over-long integer in a step's attributes
-        raise ShapeError(f"bad chain {text!r}: {error.message}", expected=error.expected) from None

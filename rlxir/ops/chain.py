@@ -4,17 +4,34 @@ Its ``chain`` attribute is a small program over the op's operands: steps separat
 ``;``, each ``OP(ARG, ...)`` with an optional ``{attrs}`` block, where an ARG is ``$i``
 (operand i of the fused op) or ``%j`` (the result of step j). The last step is the result.
 Example: ``"mul($0, $1); gelu(%0) {approximate = true}; add(%1, $2)"``.
-The text is parsed by the rlx grammar (start symbol ``chain``), so it reads like the IR.
+The text reads like the IR; it is read here, by a small reader of its own, so the op layer
+does not depend on the front end (rlxir/parser.py). Attribute values in a step are what an
+elementwise op takes: numbers (``inf``/``nan`` included), booleans, strings, dtypes and lists.
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import attrs
 
+from rlxir.dtypes import DType
 from rlxir.ops.registry import AttrSpec, OpDef, ShapeError, check_attributes, format_attr_value, get_op, register_op
 from rlxir.types import TensorType
+
+_TOKEN = re.compile(r"""
+    (?P<space>(?:\s|\#[^\n]*)+)
+  | (?P<ref>[$%][A-Za-z0-9_.]+)
+  | (?P<float>-?(?:[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+|\.[0-9]+(?:[eE][-+]?[0-9]+)?))
+  | (?P<int>-?[0-9]+)
+  | (?P<string>"(?:\\["\\n]|[^"\\\n])*")
+  | (?P<name>-?[A-Za-z_][A-Za-z0-9_.]*)
+  | (?P<punct>[(){}\[\],;=])
+""", re.VERBOSE)
+_MAX_REF_DIGITS = 9
+_MAX_INT_DIGITS = 19
+_NAMED_VALUES = {"true": True, "false": False, "inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
 
 
 @attrs.frozen(slots=True)
@@ -37,12 +54,8 @@ def format_chain(steps) -> str:
 
 @lru_cache(maxsize=4096)
 def parse_chain(text: str) -> tuple[ChainStep, ...]:
-    """Parse and check a chain's text (cached: regions repeat)."""
-    from rlxir.parser import parse_chain_text
-
-    steps = parse_chain_text(text)
-    if not steps:
-        raise ShapeError("a fused_elementwise chain needs at least one step")
+    """Read and check a chain's text (cached: regions repeat); errors are `ShapeError`s."""
+    steps = _ChainReader(text).steps()
     for index, step in enumerate(steps):
         opdef = get_op(step.op)
         if opdef is None or not opdef.has("elementwise"):
@@ -51,6 +64,132 @@ def parse_chain(text: str) -> tuple[ChainStep, ...]:
             if kind == "%" and ref >= index:
                 raise ShapeError(f"chain step {index} reads %{ref} before it is computed")
     return steps
+
+
+class _ChainReader:
+    """Recursive descent over the chain's tokens: steps (";" steps)*."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.tokens = _tokens(text)
+        self.position = 0
+
+    def steps(self) -> tuple[ChainStep, ...]:
+        steps = [self.step()]
+        while self.accept(";"):
+            steps.append(self.step())
+        if self.peek() is not None:
+            self.fail()
+        return tuple(steps)
+
+    def step(self) -> ChainStep:
+        op = self.expect("name")
+        self.expect("(")
+        args: list[tuple[str, int]] = []
+        while not self.accept(")"):
+            if args:
+                self.expect(",")
+            args.append(_ref(op, self.expect("ref")))
+        attrs_: tuple = ()
+        if self.accept("{"):
+            attrs_ = self.attrs()
+        return ChainStep(op, tuple(args), attrs_)
+
+    def attrs(self) -> tuple:
+        pairs = []
+        while not self.accept("}"):
+            if pairs:
+                self.expect(",")
+            key = self.expect("name")
+            self.expect("=")
+            pairs.append((key, self.value()))
+        return tuple(pairs)
+
+    def value(self):
+        kind, text, _ = self.peek() or self.fail()
+        if kind == "punct" and text == "[":
+            self.position += 1
+            items = []
+            while not self.accept("]"):
+                if items:
+                    self.expect(",")
+                items.append(self.value())
+            return tuple(items)
+        self.position += 1
+        if kind in _LEAF_VALUES:
+            return _LEAF_VALUES[kind](text)
+        return self.fail(self.position - 1)
+
+    # --- tokens -------------------------------------------------------------------------
+    def peek(self):
+        return self.tokens[self.position] if self.position < len(self.tokens) else None
+
+    def accept(self, punct: str) -> bool:
+        token = self.peek()
+        if token is not None and token[0] == "punct" and token[1] == punct:
+            self.position += 1
+            return True
+        return False
+
+    def expect(self, wanted: str) -> str:
+        token = self.peek()
+        if token is None or (token[0] != wanted and not (token[0] == "punct" and token[1] == wanted)):
+            self.fail()
+        self.position += 1
+        return token[1]
+
+    def fail(self, position: int | None = None):
+        index = self.position if position is None else position
+        column = self.tokens[index][2] + 1 if index < len(self.tokens) else len(self.text) + 1
+        raise ShapeError(f"bad chain {self.text!r} at column {column}", expected="steps like mul($0, $1); gelu(%0)")
+
+
+def _tokens(text: str) -> list[tuple[str, str, int]]:
+    """(kind, text, offset) of every token; an unreadable character is a `ShapeError`."""
+    tokens, offset = [], 0
+    while offset < len(text):
+        match = _TOKEN.match(text, offset)
+        if match is None:
+            raise ShapeError(f"bad chain {text!r} at column {offset + 1}", expected="steps like mul($0, $1); gelu(%0)")
+        if match.lastgroup != "space":
+            tokens.append((match.lastgroup, match.group(), offset))
+        offset = match.end()
+    return tokens
+
+
+def _ref(op: str, token: str) -> tuple[str, int]:
+    digits = token[1:]
+    if not digits.isdigit() or len(digits) > _MAX_REF_DIGITS:
+        raise ShapeError(f"chain step {op} reads {token}", expected="$N (operand N) or %N (step N)")
+    return token[0], int(digits)
+
+
+def _int_value(text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+        raise ShapeError(f"an integer of {len(text.lstrip('-'))} digits is too large in a chain attribute",
+                         expected="an integer that fits in 64 bits")
+    return int(text)
+
+
+def _name_value(text: str):
+    if text in _NAMED_VALUES:
+        return _NAMED_VALUES[text]
+    dtype = DType.parse(text)
+    if dtype is None:
+        raise ShapeError(f"unexpected name {text!r} in a chain attribute", expected="a number, boolean, string or dtype")
+    return dtype
+
+
+def _unescape(quoted: str) -> str:
+    return re.sub(r"\\(.)", lambda match: "\n" if match.group(1) == "n" else match.group(1), quoted[1:-1])
+
+
+_LEAF_VALUES = {
+    "int": _int_value,
+    "float": float,
+    "string": _unescape,
+    "name": _name_value,
+}
 
 
 def chain_types(steps, operand_types) -> list[TensorType]:
