@@ -130,13 +130,13 @@ _FOLD_UNARY = {
     "Neg": np.negative, "Abs": np.abs, "Sqrt": np.sqrt, "Exp": np.exp, "Log": np.log, "Tanh": np.tanh,
     "Relu": lambda x: np.maximum(x, 0).astype(x.dtype), "Sigmoid": lambda x: (1 / (1 + np.exp(-x))).astype(x.dtype),
     "Erf": erf, "Sin": np.sin, "Cos": np.cos, "Not": np.logical_not, "Reciprocal": lambda x: (1 / x).astype(x.dtype),
-    "Floor": np.floor, "Ceil": np.ceil,
+    "Floor": np.floor, "Ceil": np.ceil, "IsNaN": np.isnan,
 }
 
 
 # --- elementwise -----------------------------------------------------------------------
 UNARY = {"Relu": "relu", "Sqrt": "sqrt", "Exp": "exp", "Log": "log", "Neg": "neg", "Abs": "abs", "Tanh": "tanh",
-         "Sigmoid": "sigmoid", "Erf": "erf", "Sin": "sin", "Cos": "cos"}
+         "Sigmoid": "sigmoid", "Erf": "erf", "Sin": "sin", "Cos": "cos", "Floor": "floor", "Ceil": "ceil"}
 BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Equal": "eq", "Less": "lt",
           "LessOrEqual": "le", "Greater": "gt", "GreaterOrEqual": "ge", "And": "minimum", "Or": "maximum", "Xor": "ne"}
 
@@ -211,6 +211,13 @@ def convert_not(ctx, node, attrs):
         return [np.logical_not(ctx.static(node.input[0]))]
     false = ctx.builder.scalar(False, DType.bool)
     return [ctx.builder.op("eq", [ctx.value(node.input[0]), false], hint=hint(node))]
+
+
+def convert_isnan(ctx, node, attrs):
+    if foldable(ctx, node):
+        return [np.isnan(_numeric(ctx.static(node.input[0])))]
+    x = ctx.value(node.input[0])
+    return [ctx.builder.op("ne", [x, x], hint=hint(node))]  # only NaN differs from itself (never an integer)
 
 
 def convert_reciprocal(ctx, node, attrs):
@@ -398,7 +405,7 @@ def _converters() -> dict:
     table.update({op: convert_reduce for op in REDUCTIONS})
     table.update(onnx_shape.CONVERTERS)
     table.update({
-        "Mod": convert_mod, "CumSum": convert_cumsum, "Max": convert_variadic, "Min": convert_variadic, "Not": convert_not, "Reciprocal": convert_reciprocal,
+        "Mod": convert_mod, "CumSum": convert_cumsum, "Max": convert_variadic, "Min": convert_variadic, "Not": convert_not, "IsNaN": convert_isnan, "Reciprocal": convert_reciprocal,
         "Clip": convert_clip, "LeakyRelu": convert_leaky_relu, "HardSigmoid": convert_hard_sigmoid,
         "HardSwish": convert_hard_swish, "Softplus": convert_softplus, "Elu": convert_elu, "PRelu": convert_prelu,
         "Gelu": convert_gelu, "Where": convert_where, "Cast": convert_cast, "CastLike": convert_cast,

@@ -21,7 +21,16 @@ MANIFEST = json.loads((CORPUS / "manifest.json").read_text())["models"]
 TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")
 
 # Models whose ONNX file does not import yet, with the first error seen.
-ONNX_FAILURES = {'vit': "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'Expr'", 'vit_timm': "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'Expr'", 'deit': "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'Expr'", 'swin': 'UnsupportedModel: error: cannot import swin.onnx: 2 ONNX op types have no rlx mapping: Mod x18, ScatterND x18', 'swin_timm': 'UnsupportedModel: error: cannot import swin_timm.onnx: 1 ONNX op type has no rlx mapping: Mod x18', 'mobilevit': 'UnsupportedModel: error: cannot import mobilevit.onnx: 1 ONNX op type has no rlx mapping: Ceil x6', 'levit': "UnsupportedModel: error: ONNX node '/stages/stages.1/downsample/attn_downsample/q/down/Slice' (Slice): a Slice with step 2", 'bert': 'UnsupportedModel: error: cannot import bert.onnx: 2 ONNX op types have no rlx mapping: GatherElements x1, IsNaN x2', 'roberta': 'UnsupportedModel: error: cannot import roberta.onnx: 2 ONNX op types have no rlx mapping: CumSum x1, GatherElements x1', 'distilbert': 'UnsupportedModel: error: cannot import distilbert.onnx: 1 ONNX op type has no rlx mapping: IsNaN x2', 'clip_vision': "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'Expr'", 'gpt2': 'UnsupportedModel: error: cannot import gpt2.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2', 'llama': 'UnsupportedModel: error: cannot import llama.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2', 'mistral': 'UnsupportedModel: error: cannot import mistral.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2', 'qwen2': 'UnsupportedModel: error: cannot import qwen2.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2', 'phi': 'UnsupportedModel: error: cannot import phi.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2', 'gemma': 'UnsupportedModel: error: cannot import gemma.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2', 'mamba': "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'Expr'"}
+ONNX_FAILURES = {
+    'swin': 'UnsupportedModel: error: cannot import swin.onnx: 2 ONNX op types have no rlx mapping: Mod x18, ScatterND x18',
+    'levit': "UnsupportedModel: error: ONNX node '/stages/stages.1/downsample/attn_downsample/q/down/Slice' (Slice): a Slice with step 2",
+    'gpt2': 'UnsupportedModel: error: cannot import gpt2.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2',
+    'llama': 'UnsupportedModel: error: cannot import llama.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2',
+    'mistral': 'UnsupportedModel: error: cannot import mistral.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2',
+    'qwen2': 'UnsupportedModel: error: cannot import qwen2.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2',
+    'phi': 'UnsupportedModel: error: cannot import phi.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2',
+    'gemma': 'UnsupportedModel: error: cannot import gemma.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2',
+}
 
 
 def params_for(name: str):

@@ -64,3 +64,18 @@ def test_cumsum_exclusive_and_reverse(exclusive, reverse):
     model = make_model([node], [("x", F, ["N", 5])], [("y", F, ["N", 5])], [("axis", np.array(1, np.int64))])
     imported = check(model, bindings={"B": 2})
     assert "cumsum" in ops_of(imported)
+
+
+@pytest.mark.parametrize("op_type, core", [("Floor", "floor"), ("Ceil", "ceil")])
+def test_floor_and_ceil(op_type, core):
+    model = make_model([helper.make_node(op_type, ["x"], ["y"])], [("x", F, ["N", 6])], [("y", F, ["N", 6])])
+    imported = check(model, bindings={"B": 3})
+    assert core in ops_of(imported)
+
+
+def test_isnan_is_a_self_comparison():
+    """IsNaN of sqrt(x) (NaN where x < 0): `ne(x, x)` is true exactly there."""
+    nodes = [helper.make_node("Sqrt", ["x"], ["q"]), helper.make_node("IsNaN", ["q"], ["y"])]
+    model = make_model(nodes, [("x", F, ["N", 16])], [("y", TensorProto.BOOL, ["N", 16])])
+    imported = check(model, bindings={"B": 2})
+    assert "ne" in ops_of(imported)
