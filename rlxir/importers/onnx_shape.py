@@ -180,9 +180,10 @@ def convert_slice(ctx, node, attrs):
     result = ctx.value(x)
     shape = ctx.builder.type(result).shape
     for start, end, axis, step in zip(starts, ends, axes, steps):
-        if step != 1:
-            raise UnsupportedModel(f"a Slice with step {step}", expected="step 1 (the IR's slice is contiguous)")
         axis = normalize_axis(axis, len(shape))
+        if step != 1:
+            result = strided_slice(ctx, node, result, axis, start, end, step)
+            continue
         bounds = slice_bounds(start, end, step, shape[axis])
         if bounds is None or bounds == (0, shape[axis]):
             continue
@@ -190,6 +191,61 @@ def convert_slice(ctx, node, attrs):
         result = ctx.builder.op("slice", [result], {"axis": axis, "start": begin, "len": max(stop - begin, 0)},
                                 hint=hint(node))
     return [result]
+
+
+def strided_slice(ctx, node, value: str, axis: int, start, end, step) -> str:
+    """A Slice whose step is not 1 (negative too) as a gather of the indices it keeps: the
+    IR's slice is contiguous, so a static dim's strided range becomes a constant index list."""
+    dim = ctx.builder.type(value).shape[axis]
+    if not isinstance(dim, int):
+        raise UnsupportedModel(f"a Slice with step {step} of the symbolic dim {dim}",
+                               expected="a step other than 1 on static dims only")
+    if not all(isinstance(bound, (int, np.integer)) for bound in (start, end)):
+        raise UnsupportedModel(f"a Slice with step {step} and symbolic bounds", expected="static bounds")
+    kept = np.arange(dim, dtype=np.int64)[slice(int(start), int(max(min(end, INT64_MAX), -INT64_MAX)), int(step))]
+    index = ctx.builder.tensor(f"{hint(node)}.idx", kept)
+    return ctx.builder.op("gather", [value, index], {"axis": axis}, hint=hint(node))
+
+
+def convert_gather_nd(ctx, node, attrs):
+    """GatherND with batch_dims 0: the last axis of `indices` addresses the first k axes of
+    `data`, so those k axes are flattened into one and indexed by the row-major linear index
+    (negative indices wrap on static dims)."""
+    if attrs.get("batch_dims", 0) != 0:
+        raise UnsupportedModel(f"GatherND with batch_dims={attrs['batch_dims']}", expected="batch_dims 0")
+    data, indices = node.input[0], node.input[1]
+    shape, index_shape = ctx.shape(data), ctx.shape(indices)
+    depth = index_shape[-1] if index_shape else None
+    if not isinstance(depth, int) or not 1 <= depth <= len(shape):
+        raise UnsupportedModel(f"GatherND indices of shape {list(index_shape)}",
+                               expected=f"a static last axis of 1..{len(shape)} (the rank of data)")
+    strides = [1] * depth
+    for axis in range(depth - 2, -1, -1):
+        strides[axis] = strides[axis + 1] * shape[axis + 1]
+    if any(not isinstance(stride, int) for stride in strides):
+        raise UnsupportedModel("GatherND over symbolic inner dims", expected="static dims after the first")
+    if foldable(ctx, node):
+        values, index = ctx.static(data), np.asarray(concrete(ctx.static(indices), "GatherND's indices"))
+        return [values[tuple(np.moveaxis(index, -1, 0))]]
+    builder, name = ctx.builder, hint(node)
+    index = ctx.value(indices)
+    dtype = builder.type(index).dtype
+    linear = None
+    for axis in range(depth):
+        part = builder.op("slice", [index], {"axis": len(index_shape) - 1, "start": axis, "len": 1}, hint=name)
+        if isinstance(shape[axis], int):
+            negative = builder.op("lt", [part, builder.scalar(0, dtype)], hint=name)
+            wrapped = builder.op("add", [part, builder.scalar(shape[axis], dtype)], hint=name)
+            part = builder.op("where", [negative, wrapped, part], hint=name)
+        if strides[axis] != 1:
+            part = builder.op("mul", [part, builder.scalar(strides[axis], dtype)], hint=name)
+        linear = part if linear is None else builder.op("add", [linear, part], hint=name)
+    linear = builder.op("reshape", [linear], {"shape": list(index_shape[:-1])}, hint=name)
+    rows = shape[0]
+    for dim in shape[1:depth]:
+        rows = rows * dim
+    flat = builder.op("reshape", [ctx.value(data)], {"shape": [rows, *shape[depth:]]}, hint=name)
+    return [builder.op("gather", [flat, linear], {"axis": 0}, hint=name)]
 
 
 def convert_split(ctx, node, attrs):
@@ -303,5 +359,5 @@ CONVERTERS = {
     "ConstantOfShape": convert_constant_of_shape, "Reshape": convert_reshape, "Flatten": convert_flatten,
     "Squeeze": convert_squeeze, "Unsqueeze": convert_unsqueeze, "Transpose": convert_transpose,
     "Concat": convert_concat, "Slice": convert_slice, "Split": convert_split, "Gather": convert_gather,
-    "Expand": convert_expand, "Tile": convert_tile, "GatherElements": convert_gather_elements, "Range": convert_range,
+    "Expand": convert_expand, "Tile": convert_tile, "GatherElements": convert_gather_elements, "GatherND": convert_gather_nd, "Range": convert_range,
 }

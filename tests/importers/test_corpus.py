@@ -22,14 +22,7 @@ TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")
 
 # Models whose ONNX file does not import yet, with the first error seen.
 ONNX_FAILURES = {
-    'swin': 'UnsupportedModel: error: cannot import swin.onnx: 2 ONNX op types have no rlx mapping: Mod x18, ScatterND x18',
-    'levit': "UnsupportedModel: error: ONNX node '/stages/stages.1/downsample/attn_downsample/q/down/Slice' (Slice): a Slice with step 2",
-    'gpt2': 'UnsupportedModel: error: cannot import gpt2.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2',
-    'llama': 'UnsupportedModel: error: cannot import llama.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2',
-    'mistral': 'UnsupportedModel: error: cannot import mistral.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2',
-    'qwen2': 'UnsupportedModel: error: cannot import qwen2.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2',
-    'phi': 'UnsupportedModel: error: cannot import phi.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2',
-    'gemma': 'UnsupportedModel: error: cannot import gemma.onnx: 3 ONNX op types have no rlx mapping: CumSum x1, GatherND x4, IsNaN x2',
+    'swin': 'UnsupportedModel: error: cannot import swin.onnx: 1 ONNX op type has no rlx mapping: ScatterND x18',
 }
 
 

@@ -79,3 +79,38 @@ def test_isnan_is_a_self_comparison():
     model = make_model(nodes, [("x", F, ["N", 16])], [("y", TensorProto.BOOL, ["N", 16])])
     imported = check(model, bindings={"B": 2})
     assert "ne" in ops_of(imported)
+
+
+@pytest.mark.parametrize("batch", ["N", 3])
+def test_gather_nd_of_whole_elements_and_of_rows(batch):
+    """Full-depth indices (the causal-mask lookup the dynamo exporter writes for LLMs) and
+    depth-1 indices (rows); a negative index wraps on the static axis (negative indices into
+    a symbolic dim are not wrapped: docs/importers.md)."""
+    full = np.array([[[0, 1], [2, -1]], [[1, 3], [0, 0]]], np.int64)
+    rows = np.array([[1], [2]], np.int64)
+    nodes = [helper.make_node("GatherND", ["x", "full"], ["y"]), helper.make_node("GatherND", ["x", "rows"], ["z"])]
+    model = make_model(nodes, [("x", F, [batch, 4])], [("y", F, [2, 2]), ("z", F, [2, 4])],
+                       [("full", full), ("rows", rows)])
+    imported = check(model, bindings={"B": 3})
+    assert "gather" in ops_of(imported)
+
+
+def test_gather_nd_with_batch_dims_is_a_located_error():
+    node = helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1, name="g0")
+    model = make_model([node], [("x", F, [2, 4, 3]), ("i", I64, [2, 1])], [("y", F, None)])
+    from rlxir.importers import UnsupportedModel
+    from rlxir.importers.onnx import import_onnx
+
+    with pytest.raises(UnsupportedModel, match=r"ONNX node 'g0' \(GatherND\).*batch_dims"):
+        import_onnx(model)
+
+
+@pytest.mark.parametrize("start, end, step", [(0, 9, 2), (1, 8, 3), (-1, -10, -1), (8, 0, -2)])
+def test_slice_with_any_step_on_a_static_dim(start, end, step):
+    inputs = [("x", F, ["N", 9, 3])]
+    arrays = [("s", np.array([start], np.int64)), ("e", np.array([end], np.int64)),
+              ("a", np.array([1], np.int64)), ("p", np.array([step], np.int64))]
+    node = helper.make_node("Slice", ["x", "s", "e", "a", "p"], ["y"])
+    model = make_model([node], inputs, [("y", F, None)], arrays)
+    imported = check(model, bindings={"B": 2})
+    assert "gather" in ops_of(imported)
