@@ -17,6 +17,10 @@ SKIPPING_AN_RLXIR_IMPORT = re.compile(r"importorskip\(\s*[\"']rlxir")
 
 
 def test_a_command_module_that_fails_to_import_is_an_error(monkeypatch):
+    import rlxir.cli
+
+    # once imported, the module is an attribute of its package, which `from rlxir.cli import ...` reads first
+    monkeypatch.delattr(rlxir.cli, "run_commands", raising=False)
     monkeypatch.setitem(sys.modules, "rlxir.cli.run_commands", None)  # importing it raises ImportError
     with pytest.raises(ImportError, match="run_commands"):
         build_parser()

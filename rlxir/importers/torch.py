@@ -75,6 +75,9 @@ def import_torch(module: torch.nn.Module, args: Sequence, kwargs: Mapping | None
     try:
         with torch.no_grad():
             program = torch.export.export(module, args, dict(kwargs or {}), dynamic_shapes=tuple(shapes), strict=False)
+            # functionalize with no decompositions: in-place ops (relu_, add_, hardtanh_) become their
+            # pure forms, and every other op stays as the handlers know it
+            program = program.run_decompositions({})
     except Exception as error:  # torch's export errors are many classes; they are the user's to fix
         raise RlxError(f"torch.export could not export {type(module).__name__}: {type(error).__name__}: "
                        f"{str(error).splitlines()[0] if str(error) else ''}",

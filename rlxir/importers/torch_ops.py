@@ -139,6 +139,43 @@ def handle_clamp(ctx, node, args, kwargs):
     return result
 
 
+def handle_hardtanh(ctx, node, args, kwargs):
+    """clamp(x, min_val, max_val); ReLU6 is hardtanh(0, 6)."""
+    low = args[1] if len(args) > 1 else kwargs.get("min_val", -1.0)
+    high = args[2] if len(args) > 2 else kwargs.get("max_val", 1.0)
+    return handle_clamp(ctx, node, (args[0], low, high), {})
+
+
+def _hard_sigmoid(ctx, node, x: str) -> str:
+    """relu6(x + 3) / 6, as PyTorch's hardsigmoid."""
+    builder, name = ctx.builder, node.name
+    dtype = builder.type(x).dtype
+    shifted = op(ctx, "add", [x, builder.scalar(3, dtype)], hint=f"{name}.plus3")
+    clamped = op(ctx, "minimum", [op(ctx, "maximum", [shifted, builder.scalar(0, dtype)], hint=f"{name}.low"),
+                                  builder.scalar(6, dtype)], hint=f"{name}.high")
+    return op(ctx, "div", [clamped, builder.scalar(6, dtype)], hint=name)
+
+
+def handle_hardsigmoid(ctx, node, args, kwargs):
+    return _hard_sigmoid(ctx, node, ctx.value(args[0]))
+
+
+def handle_hardswish(ctx, node, args, kwargs):
+    """x * hardsigmoid(x)."""
+    x = ctx.value(args[0])
+    gate = _hard_sigmoid(ctx, node, x)
+    return op(ctx, "mul", [x, gate], hint=node.name)
+
+
+def handle_dropout(ctx, node, args, kwargs):
+    """Inference: the operand itself (a module in eval mode, or train=False)."""
+    train = args[2] if len(args) > 2 else kwargs.get("train", False)
+    if train:
+        raise UnsupportedModel(f"node {node.name}: aten.dropout in training mode",
+                               expected="the module in eval mode (module.eval())")
+    return ctx.value(args[0])
+
+
 def handle_where(ctx, node, args, kwargs):
     dtype = result_dtype(node)
     condition = operand(ctx, args[0], DType.bool, node.name)
@@ -437,6 +474,36 @@ def handle_cumsum(ctx, node, args, kwargs):
     return op(ctx, "cumsum", [x], {"axis": args[1]}, hint=node.name)
 
 
+def handle_diff(ctx, node, args, kwargs):
+    """x[1:] - x[:-1] along `dim`, n times (`ne` for bools, as torch), after joining
+    `prepend` and `append` to x along that dim."""
+    n = args[1] if len(args) > 1 else kwargs.get("n", 1)
+    dim = args[2] if len(args) > 2 else kwargs.get("dim", -1)
+    prepend, append = (args[i] if len(args) > i else kwargs.get(key) for i, key in ((3, "prepend"), (4, "append")))
+    dtype = result_dtype(node)
+    result = operand(ctx, args[0], dtype, node.name)
+    axis = normalize_axis(dim, len(shape_of(ctx, result)))
+    parts = [operand(ctx, prepend, dtype, node.name)] if prepend is not None else []
+    parts += [result] + ([operand(ctx, append, dtype, node.name)] if append is not None else [])
+    if len(parts) > 1:
+        result = op(ctx, "concat", parts, {"axis": axis}, hint=f"{node.name}.joined")
+    for _ in range(n):
+        length = _static_dim(shape_of(ctx, result)[axis], "a diff") - 1
+        later = _slice(ctx, result, axis, 1, length, f"{node.name}.later")
+        earlier = _slice(ctx, result, axis, 0, length, f"{node.name}.earlier")
+        kind = "ne" if ctx.builder.type(result).dtype == DType.bool else "sub"
+        result = op(ctx, kind, [later, earlier], hint=node.name)
+    return result
+
+
+def handle_gather(ctx, node, args, kwargs):
+    """torch.gather(x, dim, index) is the IR's gather_elements along `dim`."""
+    x = ctx.value(args[0])
+    axis = normalize_axis(args[1], len(shape_of(ctx, x)))
+    index = operand(ctx, args[2], DType.i64, node.name)
+    return op(ctx, "gather_elements", [x, index], {"axis": axis}, hint=node.name)
+
+
 def handle_static_only(ctx, node, args, kwargs):
     refuse(f"{op_key(node.target)} on values computed at run time",
            "an op on constants (it is evaluated while importing)")
@@ -461,10 +528,13 @@ def _handlers() -> dict:
     table.update({f"aten.{name}": handle_full for name in
                   ("zeros", "ones", "full", "empty", "new_zeros", "new_ones", "new_full", "new_empty", "zeros_like",
                    "ones_like", "full_like", "empty_like")})
-    table.update({f"aten.{name}": handle_static_only for name in ("tril", "triu", "diff", "index")})
+    table.update({f"aten.{name}": handle_static_only for name in ("tril", "triu", "index")})
+    table.update({"aten.diff": handle_diff, "aten.gather": handle_gather})
     table.update({
         "aten.div": handle_div, "aten.rsub": handle_rsub, "aten.reciprocal": handle_reciprocal,
         "aten.gelu": handle_gelu, "aten.softplus": handle_softplus, "aten.clamp": handle_clamp,
+        "aten.hardtanh": handle_hardtanh, "aten.hardsigmoid": handle_hardsigmoid, "aten.hardswish": handle_hardswish,
+        "aten.dropout": handle_dropout,
         "aten.where": handle_where, "aten.masked_fill": handle_masked_fill, "aten.logical_not": handle_logical_not,
         "aten.to": handle_to, "aten._to_copy": handle_to, "aten.type_as": handle_to, "aten.view": handle_view,
         "aten.reshape": handle_view, "aten._unsafe_view": handle_view, "aten.flatten": handle_flatten,

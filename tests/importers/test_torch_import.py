@@ -138,3 +138,41 @@ def test_fake_tensor_mode_imports_shapes_without_weights():
     for name in weights:
         assert fake.graph.type(name) == real.graph.type(name)
     assert compile(fake.graph, "cpu", {"B": 1}).arena_bytes > 0
+
+
+class InPlaceBlock(torch.nn.Module):
+    """In-place activations and an in-place residual add, as torchvision's CNNs write them."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(6, 6)
+        self.acts = torch.nn.ModuleList([torch.nn.ReLU(inplace=True), torch.nn.ReLU6(inplace=True),
+                                         torch.nn.Hardswish(inplace=True), torch.nn.Hardsigmoid(inplace=True),
+                                         torch.nn.Dropout(0.3, inplace=True)])
+
+    def forward(self, x):
+        y = self.linear(x)
+        for act in self.acts:
+            y = act(y * 4)
+        y += x
+        return y
+
+
+def test_in_place_ops_are_functionalized_and_hard_activations_import():
+    torch.manual_seed(0)
+    imported = check(InPlaceBlock().eval(), (torch.randn(3, 6),), targets=TARGETS)
+    assert "linear" in ops_of(imported)
+
+
+class DiffAndGather(torch.nn.Module):
+    def forward(self, x, index):
+        steps = torch.diff(x, dim=1, prepend=x[:, :1])
+        return torch.gather(steps, 1, index) + torch.diff(x, n=2, dim=-1).sum(-1, keepdim=True)
+
+
+def test_diff_with_prepend_and_gather_on_run_time_values():
+    torch.manual_seed(0)
+    x = torch.randn(2, 7)
+    index = torch.tensor([[0, 6, 3], [5, 1, 1]])
+    imported = check(DiffAndGather(), (x, index))
+    assert {"gather_elements", "concat", "sub"} <= ops_of(imported)
