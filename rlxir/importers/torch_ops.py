@@ -504,6 +504,36 @@ def handle_gather(ctx, node, args, kwargs):
     return op(ctx, "gather_elements", [x, index], {"axis": axis}, hint=node.name)
 
 
+def handle_index(ctx, node, args, kwargs):
+    """x[i0, i1, ...] with index tensors for the leading axes (the masks transformers builds
+    at run time): those axes flattened into one, indexed by the row-major linear index of
+    the broadcast index tensors (negative indices wrap on static dims)."""
+    x, indices = ctx.value(args[0]), list(args[1])
+    shape = shape_of(ctx, x)
+    if not indices or any(index is None for index in indices) or len(indices) > len(shape):
+        refuse("aten.index with skipped axes (None) on values computed at run time",
+               "index tensors for the leading axes")
+    depth = len(indices)
+    strides = [1] * depth
+    for axis in range(depth - 2, -1, -1):
+        strides[axis] = strides[axis + 1] * _static_dim(shape[axis + 1], "an indexed inner axis")
+    linear = None
+    for axis, index in enumerate(indices):
+        part = operand(ctx, index, DType.i64, f"{node.name}.i{axis}")
+        if isinstance(shape[axis], int):
+            negative = op(ctx, "lt", [part, ctx.builder.scalar(0, DType.i64)], hint=f"{node.name}.neg")
+            wrapped = op(ctx, "add", [part, ctx.builder.scalar(shape[axis], DType.i64)], hint=f"{node.name}.wrap")
+            part = op(ctx, "where", [negative, wrapped, part], hint=f"{node.name}.i{axis}")
+        if strides[axis] != 1:
+            part = op(ctx, "mul", [part, ctx.builder.scalar(strides[axis], DType.i64)], hint=f"{node.name}.s{axis}")
+        linear = part if linear is None else op(ctx, "add", [linear, part], hint=f"{node.name}.linear")
+    rows = shape[0]
+    for dim in shape[1:depth]:
+        rows = rows * dim
+    flat = reshape(ctx, x, (rows, *shape[depth:]), f"{node.name}.flat")
+    return op(ctx, "gather", [flat, linear], {"axis": 0}, hint=node.name)
+
+
 def handle_static_only(ctx, node, args, kwargs):
     refuse(f"{op_key(node.target)} on values computed at run time",
            "an op on constants (it is evaluated while importing)")
@@ -528,8 +558,8 @@ def _handlers() -> dict:
     table.update({f"aten.{name}": handle_full for name in
                   ("zeros", "ones", "full", "empty", "new_zeros", "new_ones", "new_full", "new_empty", "zeros_like",
                    "ones_like", "full_like", "empty_like")})
-    table.update({f"aten.{name}": handle_static_only for name in ("tril", "triu", "index")})
-    table.update({"aten.diff": handle_diff, "aten.gather": handle_gather})
+    table.update({f"aten.{name}": handle_static_only for name in ("tril", "triu")})
+    table.update({"aten.diff": handle_diff, "aten.gather": handle_gather, "aten.index": handle_index})
     table.update({
         "aten.div": handle_div, "aten.rsub": handle_rsub, "aten.reciprocal": handle_reciprocal,
         "aten.gelu": handle_gelu, "aten.softplus": handle_softplus, "aten.clamp": handle_clamp,

@@ -176,3 +176,17 @@ def test_diff_with_prepend_and_gather_on_run_time_values():
     index = torch.tensor([[0, 6, 3], [5, 1, 1]])
     imported = check(DiffAndGather(), (x, index))
     assert {"gather_elements", "concat", "sub"} <= ops_of(imported)
+
+
+class IndexRows(torch.nn.Module):
+    """x[i, j] with run-time index tensors that broadcast (a mask looked up per position)."""
+
+    def forward(self, x, rows, cols):
+        return x[rows[:, None], cols[None, :]]
+
+
+def test_advanced_index_with_run_time_tensors():
+    x = torch.randn(2, 6, 3)
+    rows, cols = torch.tensor([1, 0, 1]), torch.tensor([1, -1, 2, 2])  # -1 wraps on the static axis
+    imported = check(IndexRows(), (x, rows, cols), dims=[{0: "B"}, None, None])
+    assert "gather" in ops_of(imported)
