@@ -21,7 +21,6 @@ dynamo exporter); no network.
 
 from __future__ import annotations
 
-import inspect
 import json
 import sys
 import warnings
@@ -52,15 +51,20 @@ def export(entry: models.CorpusModel, example: models.Example, path: Path) -> No
         return
     batch = torch.export.Dim(BATCH_SYMBOL, min=1, max=1024)
     shapes = tuple({example.batch_axis: batch} for _ in names)
-    if _takes_varargs(example.module):
-        shapes = (shapes,)  # forward(*inputs): torch.export reads the inputs as one tuple argument
     program = torch.onnx.export(example.module, example.inputs, dynamo=True, dynamic_shapes=shapes, **common)
     program.save(str(path), external_data=False)
 
 
-def _takes_varargs(module: torch.nn.Module) -> bool:
-    parameters = inspect.signature(module.forward).parameters.values()
-    return any(parameter.kind is inspect.Parameter.VAR_POSITIONAL for parameter in parameters)
+def strip_provenance(path: Path) -> None:
+    """Drop the exporters' doc strings and metadata: the dynamo exporter records Python stack
+    traces per node (absolute source paths of the machine that built the file), which change
+    nothing a model computes and would tie the stored files to where they were built."""
+    model = onnx.load(str(path))
+    for proto in [model, model.graph, *model.graph.node, *model.functions,
+                  *(node for function in model.functions for node in function.node)]:
+        proto.doc_string = ""
+        del proto.metadata_props[:]
+    onnx.save(model, str(path))
 
 
 def run_onnxruntime(path: Path, feeds: dict) -> list[np.ndarray]:
@@ -90,6 +94,7 @@ def build_one(name: str) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         export(entry, example, onnx_path)
+    strip_provenance(onnx_path)
     feeds = {input_name: tensor.numpy() for input_name, tensor in zip(example.input_names, example.inputs)}
     outputs = run_onnxruntime(onnx_path, feeds)
     model = onnx.load(str(onnx_path))
