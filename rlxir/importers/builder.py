@@ -209,3 +209,37 @@ class GraphBuilder:
         self.graph.set_outputs(list(outputs))
         verify(self.graph)
         return ImportedGraph(self.graph, dict(self.params), dict(inputs), dict(foreign_outputs))
+
+
+def gather_leading_axes(builder: GraphBuilder, data: str, parts: list[str], hint: str,
+                        index_shape: tuple | None = None) -> str:
+    """`data[parts[0], parts[1], ...]` for integer index values that address the leading axes
+    of `data` and broadcast with each other (ONNX GatherND, PyTorch advanced indexing): those
+    axes are flattened into one and indexed by the row-major linear index. Negative indices
+    wrap on static dims (a symbolic dim's size is not a value to add). `index_shape`, when
+    given, is the linear index's shape before the gather (GatherND drops its index axis)."""
+    shape = builder.type(data).shape
+    depth = len(parts)
+    strides = [1] * depth
+    for axis in range(depth - 2, -1, -1):
+        strides[axis] = strides[axis + 1] * shape[axis + 1]
+    if any(not isinstance(stride, int) for stride in strides):
+        raise UnsupportedModel(f"indexing the leading {depth} axes of {list(shape)} over a symbolic inner dim",
+                               expected="static dims after the first indexed one")
+    linear = None
+    for axis, part in enumerate(parts):
+        dtype = builder.type(part).dtype
+        if isinstance(shape[axis], int):
+            negative = builder.op("lt", [part, builder.scalar(0, dtype)], hint=f"{hint}.neg")
+            wrapped = builder.op("add", [part, builder.scalar(shape[axis], dtype)], hint=f"{hint}.wrap")
+            part = builder.op("where", [negative, wrapped, part], hint=f"{hint}.i{axis}")
+        if strides[axis] != 1:
+            part = builder.op("mul", [part, builder.scalar(strides[axis], dtype)], hint=f"{hint}.s{axis}")
+        linear = part if linear is None else builder.op("add", [linear, part], hint=f"{hint}.linear")
+    if index_shape is not None:
+        linear = builder.op("reshape", [linear], {"shape": list(index_shape)}, hint=f"{hint}.linear")
+    rows = shape[0]
+    for dim in shape[1:depth]:
+        rows = rows * dim
+    flat = data if depth == 1 else builder.op("reshape", [data], {"shape": [rows, *shape[depth:]]}, hint=f"{hint}.flat")
+    return builder.op("gather", [flat, linear], {"axis": 0}, hint=hint)

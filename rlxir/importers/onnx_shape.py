@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlxir.dtypes import DType
-from rlxir.importers.builder import UnsupportedModel, dtype_of_array
+from rlxir.importers.builder import UnsupportedModel, dtype_of_array, gather_leading_axes
 from rlxir.importers.onnx import concrete, normalize_static
 from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, first_dtype, foldable, hint, operand,
                                       optional_input, present, product, static_input, static_ints)
@@ -219,33 +219,14 @@ def convert_gather_nd(ctx, node, attrs):
     if not isinstance(depth, int) or not 1 <= depth <= len(shape):
         raise UnsupportedModel(f"GatherND indices of shape {list(index_shape)}",
                                expected=f"a static last axis of 1..{len(shape)} (the rank of data)")
-    strides = [1] * depth
-    for axis in range(depth - 2, -1, -1):
-        strides[axis] = strides[axis + 1] * shape[axis + 1]
-    if any(not isinstance(stride, int) for stride in strides):
-        raise UnsupportedModel("GatherND over symbolic inner dims", expected="static dims after the first")
     if foldable(ctx, node):
         values, index = ctx.static(data), np.asarray(concrete(ctx.static(indices), "GatherND's indices"))
         return [values[tuple(np.moveaxis(index, -1, 0))]]
-    builder, name = ctx.builder, hint(node)
-    index = ctx.value(indices)
-    dtype = builder.type(index).dtype
-    linear = None
-    for axis in range(depth):
-        part = builder.op("slice", [index], {"axis": len(index_shape) - 1, "start": axis, "len": 1}, hint=name)
-        if isinstance(shape[axis], int):
-            negative = builder.op("lt", [part, builder.scalar(0, dtype)], hint=name)
-            wrapped = builder.op("add", [part, builder.scalar(shape[axis], dtype)], hint=name)
-            part = builder.op("where", [negative, wrapped, part], hint=name)
-        if strides[axis] != 1:
-            part = builder.op("mul", [part, builder.scalar(strides[axis], dtype)], hint=name)
-        linear = part if linear is None else builder.op("add", [linear, part], hint=name)
-    linear = builder.op("reshape", [linear], {"shape": list(index_shape[:-1])}, hint=name)
-    rows = shape[0]
-    for dim in shape[1:depth]:
-        rows = rows * dim
-    flat = builder.op("reshape", [ctx.value(data)], {"shape": [rows, *shape[depth:]]}, hint=name)
-    return [builder.op("gather", [flat, linear], {"axis": 0}, hint=name)]
+    index, name = ctx.value(indices), hint(node)
+    last = len(index_shape) - 1
+    parts = [ctx.builder.op("slice", [index], {"axis": last, "start": axis, "len": 1}, hint=f"{name}.col{axis}")
+             for axis in range(depth)]
+    return [gather_leading_axes(ctx.builder, ctx.value(data), parts, name, index_shape=index_shape[:-1])]
 
 
 def convert_split(ctx, node, attrs):

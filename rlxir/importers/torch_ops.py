@@ -16,7 +16,7 @@ import operator
 import torch
 
 from rlxir.dtypes import DType
-from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.builder import UnsupportedModel, gather_leading_axes
 from rlxir.importers.torch import Static, torch_dtype
 from rlxir.ops import broadcast_shapes, normalize_axis
 from rlxir.symbolic import Expr, mul
@@ -506,32 +506,14 @@ def handle_gather(ctx, node, args, kwargs):
 
 def handle_index(ctx, node, args, kwargs):
     """x[i0, i1, ...] with index tensors for the leading axes (the masks transformers builds
-    at run time): those axes flattened into one, indexed by the row-major linear index of
-    the broadcast index tensors (negative indices wrap on static dims)."""
+    at run time), through `gather_leading_axes`."""
     x, indices = ctx.value(args[0]), list(args[1])
     shape = shape_of(ctx, x)
     if not indices or any(index is None for index in indices) or len(indices) > len(shape):
         refuse("aten.index with skipped axes (None) on values computed at run time",
                "index tensors for the leading axes")
-    depth = len(indices)
-    strides = [1] * depth
-    for axis in range(depth - 2, -1, -1):
-        strides[axis] = strides[axis + 1] * _static_dim(shape[axis + 1], "an indexed inner axis")
-    linear = None
-    for axis, index in enumerate(indices):
-        part = operand(ctx, index, DType.i64, f"{node.name}.i{axis}")
-        if isinstance(shape[axis], int):
-            negative = op(ctx, "lt", [part, ctx.builder.scalar(0, DType.i64)], hint=f"{node.name}.neg")
-            wrapped = op(ctx, "add", [part, ctx.builder.scalar(shape[axis], DType.i64)], hint=f"{node.name}.wrap")
-            part = op(ctx, "where", [negative, wrapped, part], hint=f"{node.name}.i{axis}")
-        if strides[axis] != 1:
-            part = op(ctx, "mul", [part, ctx.builder.scalar(strides[axis], DType.i64)], hint=f"{node.name}.s{axis}")
-        linear = part if linear is None else op(ctx, "add", [linear, part], hint=f"{node.name}.linear")
-    rows = shape[0]
-    for dim in shape[1:depth]:
-        rows = rows * dim
-    flat = reshape(ctx, x, (rows, *shape[depth:]), f"{node.name}.flat")
-    return op(ctx, "gather", [flat, linear], {"axis": 0}, hint=node.name)
+    parts = [operand(ctx, index, DType.i64, f"{node.name}.i{axis}") for axis, index in enumerate(indices)]
+    return gather_leading_axes(ctx.builder, x, parts, node.name)
 
 
 def handle_static_only(ctx, node, args, kwargs):
