@@ -534,7 +534,7 @@ def _handlers() -> dict:
     table.update({f"aten.{name}": binary(rlx) for name, rlx in BINARY.items()})
     table.update({f"aten.{name}": binary(rlx, compare=True) for name, rlx in COMPARE.items()})
     table.update({f"aten.{name}": handle_identity for name in
-                  ("contiguous", "clone", "alias", "detach", "lift_fresh_copy", "dropout", "feature_dropout")})
+                  ("contiguous", "clone", "alias", "detach", "lift_fresh_copy", "feature_dropout")})
     table.update({f"aten.{name}": handle_skip for name in
                   ("_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range_for_size", "sym_constrain_range")})
     table.update({f"aten.{name}": handle_full for name in
