@@ -10,6 +10,8 @@ Public API (the CLI is a thin layer over it):
   `ArenaTooLarge`
 - `fit_batch`, `arena_budget`, `device_arena_limit` (the largest batch that fits a device)
 - `parse_pipeline`, `run_pipeline`, `Pipeline`, `PipelineError` (pass pipelines from text)
+- `execute`, `run_in_arena`, `check_execution`, `ArenaRun`, `ExecutionCheck`, `ExecutionError`
+  (run a compiled graph inside its planned arena, on the CPU or a GPU, and check it)
 
 `rlxir.compile` shadows the builtin only inside this namespace, as `torch.compile` does.
 """
@@ -29,6 +31,7 @@ from rlxir.training import TrainingResult, compile_training, plan_training_arena
 from rlxir.compiler import ArenaTooLarge, CompileOptions, CompileResult, compile, plan_arena_bytes
 from rlxir.fit import arena_budget, device_arena_limit, fit_batch
 from rlxir.pipeline import Pipeline, PipelineError, parse_pipeline, run_pipeline
+from rlxir.executor import ArenaRun, ExecutionCheck, ExecutionError, check_execution, execute, run_in_arena
 
 __version__ = "0.1.0"
 
@@ -41,4 +44,5 @@ __all__ = [
     "ArenaTooLarge", "CompileOptions", "CompileResult", "compile", "plan_arena_bytes",
     "arena_budget", "device_arena_limit", "fit_batch",
     "Pipeline", "PipelineError", "parse_pipeline", "run_pipeline",
+    "ArenaRun", "ExecutionCheck", "ExecutionError", "check_execution", "execute", "run_in_arena",
 ]

@@ -57,10 +57,21 @@ def _root_lir(graph: Graph, name: str) -> str | None:
     return view_of[1:] if isinstance(view_of, str) and view_of.startswith("%") else None
 
 
-def _root_bump(graph: Graph, name: str, roots: dict) -> str | None:
-    if graph.op(name) in ("reshape", "cast"):
-        return roots.get(graph.operands(name)[0], graph.operands(name)[0])
-    return None
+def view_roots(graph: Graph, view_rule: str = "lir") -> dict[str, tuple[str, int]]:
+    """Every view of a lowered graph -> (its root buffer's value, its byte offset in the root).
+
+    ``lir`` reads the `view_of` / `view_offset` annotations; ``bump`` aliases reshape and every
+    cast to its operand's root at offset 0. Values that are not views are absent."""
+    roots: dict[str, tuple[str, int]] = {}
+    for name in graph.schedule():
+        if view_rule == "lir":
+            root = _root_lir(graph, name)
+            if root is not None:
+                roots[name] = (root, int(graph.attrs(name).get("view_offset", 0)))
+        elif graph.op(name) in ("reshape", "cast"):
+            operand = graph.operands(name)[0]
+            roots[name] = roots.get(operand, (operand, 0))
+    return roots
 
 
 def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str = "inference",
@@ -74,12 +85,9 @@ def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str =
         raise RlxError(f"unknown planning mode {mode!r}", expected=" or ".join(MODES))
     schedule = graph.schedule()
     end = len(schedule)
-    roots: dict[str, str] = {}
+    roots = {view: root for view, (root, _) in view_roots(graph, view_rule).items()}
     last_read: dict[str, int] = {}
     for step, name in enumerate(schedule):
-        root = _root_lir(graph, name) if view_rule == "lir" else _root_bump(graph, name, roots)
-        if root is not None:
-            roots[name] = root
         for operand in graph.operands(name):
             owner = roots.get(operand, operand)
             last_read[owner] = step

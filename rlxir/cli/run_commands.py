@@ -1,9 +1,13 @@
-"""`rlxir run`: run a graph with the NumPy reference interpreter."""
+"""`rlxir run`: run a graph with the NumPy reference interpreter, or — with `--target` — the
+target's compiled graph inside its planned arena, checked against the interpreter."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -18,11 +22,16 @@ from rlxir.verifier import verify
 def register(subparsers) -> None:
     run = subparsers.add_parser(
         "run", help="run a graph with the NumPy reference interpreter",
-        description="Run a graph of FILE node by node with each op's NumPy reference and print a summary of every "
-                    "output (shape, dtype, mean, min, max), or write each output to DIR/<name>.npy with -o. Inputs "
-                    "and params come from .npy files (--input NAME=FILE); the rest are filled deterministically "
-                    "from --seed. bf16 values are float32 arrays rounded to bf16 precision.",
-        epilog="example: rlxir run examples/mlp.rlx --batch 2 --input x=x.npy -o out/")
+        description=textwrap.fill(
+            "Run a graph of FILE node by node with each op's NumPy reference and print a summary of every output "
+            "(shape, dtype, mean, min, max), or write each output to DIR/<name>.npy with -o. Inputs and params come "
+            "from .npy files (--input NAME=FILE); the rest are filled deterministically from --seed. bf16 values are "
+            "float32 arrays rounded to bf16 precision. With --target, the target's compiled graph runs in its "
+            "planned arena instead (see the arena run options).", 79),
+        epilog="examples:\n  rlxir run examples/mlp.rlx --batch 2 --input x=x.npy -o out/\n"
+               "  rlxir run examples/gpt2_small.rlx --target rocm --batch 2\n"
+               "  rlxir run examples/mamba_lm.rlx --target cuda --batch 1 --training",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_options(run)
     run.add_argument("--input", "-i", dest="feeds", metavar="NAME=FILE", action="append", type=named_file, default=[],
                      help="feed input or param NAME from the .npy FILE (repeatable); it must have the value's shape "
@@ -30,6 +39,18 @@ def register(subparsers) -> None:
     run.add_argument("--seed", metavar="N", type=non_negative_int, default=0,
                      help="seed of the values not given with --input (default: 0)")
     run.add_argument("-o", "--output-dir", metavar="DIR", help="write each output to DIR/<name>.npy")
+    arena = run.add_argument_group(
+        "arena run", "With --target, compile the graph for T and run its final graph inside one arena of exactly "
+                     "the planned size (every value in its planned slot, dead buffers poisoned), then compare the "
+                     "outputs with the interpreter on the original graph; exit 1 when they differ")
+    arena.add_argument("--target", "-t", metavar="T", help="cpu, cuda, rocm, metal, gpu, vulkan")
+    arena.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                       help="run the kernels with NumPy (cpu, default) or CuPy on a CUDA GPU (gpu; rlxir[cuda])")
+    arena.add_argument("--training", action="store_true",
+                       help="run the training step (the loss and its gradients) in the training arena")
+    arena.add_argument("--no-check", dest="check", action="store_false",
+                       help="skip the comparison with the reference interpreter")
+    arena.add_argument("--json", action="store_true", help="print the run report as JSON")
     run.set_defaults(run=run_graph)
 
 
@@ -51,6 +72,12 @@ def run_graph(args: argparse.Namespace) -> int:
     graph = load_graph(args)
     verify(graph)
     inputs, params = load_feeds(graph, args.feeds)
+    if args.target:
+        return run_in_target_arena(args, graph, inputs, params)
+    for flag, given in (("--training", args.training), ("--json", args.json), ("--no-check", not args.check),
+                        ("--device gpu", args.device != "cpu")):
+        if given:
+            raise RlxError(f"{flag} needs --target", expected="rlxir run FILE --target T ...")
     results = interpret(graph, inputs, params, seed=args.seed)
     if args.output_dir:
         write_outputs(results, Path(args.output_dir), graph)
@@ -58,6 +85,79 @@ def run_graph(args: argparse.Namespace) -> int:
         for name, array in results.items():
             print(output_summary(name, array, graph))
     return 0
+
+
+def run_in_target_arena(args: argparse.Namespace, graph: Graph, inputs: dict, params: dict) -> int:
+    """`rlxir run --target`: compile, run in the planned arena, check, report."""
+    from rlxir.compiler import compile as compile_graph
+    from rlxir.executor import check_execution, run_in_arena
+    from rlxir.executor.check import reference_graph
+    from rlxir.training import compile_training
+
+    if args.training:
+        graph = graph.bind({symbol: default for symbol, default in graph.symbols.items() if default is not None})
+    result = compile_training(graph, args.target) if args.training else compile_graph(graph, args.target)
+    if args.check:
+        check = check_execution(graph, result, inputs, params, args.seed, args.device)
+        run = check.run
+    else:
+        check, run = None, run_in_arena(result, inputs, params, args.seed, args.device)
+    names = reference_graph(graph, result).outputs
+    outputs = dict(zip(names, run.outputs.values()))
+    shown = reference_graph(graph, result)
+    if args.json:
+        report = check.summary() if check else {"run": run.summary()}
+        report["outputs_summary"] = [output_summary(name, array, shown) for name, array in outputs.items()]
+        print(json.dumps(report, indent=2))
+    else:
+        if args.output_dir:
+            write_outputs(outputs, Path(args.output_dir), shown)
+        else:
+            for name, array in outputs.items():
+                print(output_summary(name, array, shown))
+        print()
+        print(arena_report(run, check))
+    if check is not None and not check.matched:
+        print(RlxError(f"the {run.target} arena run does not match the reference: {check.verdict}",
+                       expected="a plan whose every buffer is live while it is read (this is a defect in the "
+                                "target's pipeline or planner)").render(), file=sys.stderr)
+        return 1
+    return 0
+
+
+def arena_report(run, check) -> str:
+    """The run in words: arena, side buffers, memory outside them, kernels, storage, check."""
+    from rlxir.devices import format_bytes
+
+    share = run.outside_peak_bytes / run.arena_bytes if run.arena_bytes else 0.0
+    lines = [
+        f"arena run   {run.target} on {run.device}: one arena of {run.arena_bytes} B ({format_bytes(run.arena_bytes)}), "
+        f"side buffers {run.side_buffer_bytes} B ({format_bytes(run.side_buffer_bytes)})",
+        f"  steps     {run.steps} in {run.seconds:.3f} s; {format_bytes(run.poisoned_bytes)} of dead buffers poisoned",
+        f"  outside   {run.outside_peak_bytes} B ({format_bytes(run.outside_peak_bytes)}) held beyond the arena and "
+        f"side buffers at the peak ({share:.1%} of the arena)",
+    ]
+    if run.device_used_peak is not None:
+        lines.append(f"  device    {format_bytes(run.device_used_peak)} in use at the peak (NVML), "
+                     f"{format_bytes(run.device_used_before or 0)} before the arena")
+    if run.reference_ops:
+        counts = {op: run.reference_ops.count(op) for op in sorted(set(run.reference_ops))}
+        listed = ", ".join(f"{op} x{count}" for op, count in counts.items())
+        lines.append(f"  kernels   through the host reference (result copied into the slot): {listed}")
+    else:
+        lines.append("  kernels   every op wrote its slot")
+    if run.storage_losses:
+        lines.append(f"  storage   {len(run.storage_losses)} value(s) changed by {run.sizing} storage:")
+        lines.extend(f"            {loss.text()}" for loss in run.storage_losses[:10])
+    else:
+        lines.append(f"  storage   exact ({run.sizing} sizing)")
+    if run.poisoned_reads:
+        lines.append(f"  poison    {len(run.poisoned_reads)} read(s) of dead memory, first: %{run.poisoned_reads[0][0]} "
+                     f"read %{run.poisoned_reads[0][1]}")
+    if check is not None:
+        worst = max((output.max_abs_error for output in check.outputs), default=0.0)
+        lines.append(f"  check     {check.verdict} (the interpreter on the original graph; max abs error {worst:.3g})")
+    return "\n".join(lines)
 
 
 def load_feeds(graph: Graph, feeds: list[tuple[str, str]]) -> tuple[dict, dict]:

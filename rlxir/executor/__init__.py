@@ -1,0 +1,26 @@
+"""Run compiled graphs inside their planned arenas (docs/execution.md).
+
+- `execute(result, inputs, params, seed, device)` -> the outputs, by output name
+- `run_in_arena(...)` -> `ArenaRun`: the outputs and what the run measured
+- `check_execution(graph, result, ...)` -> `ExecutionCheck`: the run next to the reference
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rlxir.executor.arena import ExecutionError
+from rlxir.executor.check import ExecutionCheck, OutputCheck, check_execution
+from rlxir.executor.runner import ArenaRun, run_in_arena
+from rlxir.executor.storage import StorageLoss
+
+
+def execute(result, inputs: Mapping | None = None, params: Mapping | None = None, seed: int = 0,
+            device: str = "cpu") -> dict:
+    """Run a `CompileResult` (or a `TrainingResult`'s step) in one arena of exactly its
+    `arena_bytes`; returns its outputs keyed by the compiled graph's output names."""
+    return run_in_arena(result, inputs, params, seed, device).outputs
+
+
+__all__ = ["ArenaRun", "ExecutionCheck", "ExecutionError", "OutputCheck", "StorageLoss", "check_execution",
+           "execute", "run_in_arena"]

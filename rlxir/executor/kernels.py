@@ -1,0 +1,445 @@
+"""Kernels that write into their planned slot, for any array module.
+
+A kernel is ``kernel(xp, args, attrs, out, workspace) -> array``: `xp` is the array module
+(NumPy, or CuPy on a GPU), `args` the operands as the interpreter holds them, `attrs` the
+node's full attributes, `out` the result's slot (or None: allocate) and `workspace` the
+node's planned scratch bytes (a uint8 array, or None). It computes what the op's NumPy
+reference computes (`rlxir.ops.reference`), in the same order of operations, and returns
+`out`. The same code runs on both modules: nothing here names NumPy's functions except to
+read dtypes.
+
+An op without a kernel here runs its NumPy reference on the host and the result is copied
+into its slot (`run_reference`); the executor counts those calls and, on the CPU, the
+temporary they hold is part of the measured memory outside the arena.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from rlxir.dtypes import DType
+from rlxir.errors import RlxError
+from rlxir.executor.spatial import SPATIAL_KERNELS
+from rlxir.ops.chain import parse_chain
+from rlxir.ops.reference import GELU_TANH_COEFFICIENT, SQRT_2_OVER_PI, attention_scale, erf, round_to_bf16, to_dtype
+from rlxir.ops.registry import check_attributes, get_op
+
+Kernel = Callable
+ERF_CHUNK = 4096
+REGION_TILE = 1 << 16
+
+
+def _is_float(array) -> bool:
+    return np.issubdtype(array.dtype, np.floating)
+
+
+def _scalar(array, value):
+    return array.dtype.type(value)
+
+
+def special_erf(xp, x, out=None):
+    """erf on either module: CuPy's special function, or the reference's exact erf."""
+    if xp is np:
+        # the exact erf goes through Python floats: a chunk at a time bounds its temporaries
+        out = np.empty_like(x) if out is None else out
+        flat_in, flat_out = x.reshape(-1), out.reshape(-1)
+        for start in range(0, flat_in.size, ERF_CHUNK):
+            flat_out[start:start + ERF_CHUNK] = erf(flat_in[start:start + ERF_CHUNK])
+        return out
+    from cupyx.scipy.special import erf as device_erf
+
+    return device_erf(x, out=out) if out is not None else device_erf(x)
+
+
+# --- elementwise -----------------------------------------------------------------------
+def _ufunc(name: str) -> Kernel:
+    def kernel(xp, args, attrs, out, workspace=None):
+        return getattr(xp, name)(*args, out=out)
+
+    return kernel
+
+
+def _sigmoid_into(xp, x, out):
+    # exp(-logaddexp(0, -x)), as the reference: no overflow for large |x|
+    out = xp.negative(x, out=out)
+    out = xp.logaddexp(_scalar(x, 0), out, out=out)
+    out = xp.negative(out, out=out)
+    return xp.exp(out, out=out)
+
+
+def _sigmoid(xp, args, attrs, out, workspace=None):
+    return _sigmoid_into(xp, args[0], out)
+
+
+def _silu(xp, args, attrs, out, workspace=None):
+    x = args[0]
+    out = _sigmoid_into(xp, x, out)
+    return xp.multiply(x, out, out=out)
+
+
+def _relu(xp, args, attrs, out, workspace=None):
+    return xp.maximum(args[0], _scalar(args[0], 0), out=out)
+
+
+def _rsqrt(xp, args, attrs, out, workspace=None):
+    out = xp.sqrt(args[0], out=out)
+    return xp.divide(_scalar(out, 1), out, out=out)
+
+
+def gelu_into(xp, x, out, approximate: bool):
+    """0.5 x (1 + tanh(...)) or 0.5 x (1 + erf(x / sqrt 2)), in the reference's order."""
+    if approximate:
+        cubic = x * x * x
+        inner = xp.multiply(_scalar(x, GELU_TANH_COEFFICIENT), cubic, out=cubic)
+        inner = xp.add(x, inner, out=inner)
+        inner = xp.multiply(_scalar(x, SQRT_2_OVER_PI), inner, out=inner)
+        curve = xp.tanh(inner, out=inner)
+    else:
+        scaled = xp.divide(x, _scalar(x, math.sqrt(2.0)))
+        curve = special_erf(xp, scaled, out=scaled)
+    curve = xp.add(_scalar(x, 1), curve, out=curve)
+    out = xp.multiply(_scalar(x, 0.5), x, out=out)
+    return xp.multiply(out, curve, out=out)
+
+
+def _gelu(xp, args, attrs, out, workspace=None):
+    return gelu_into(xp, args[0], out, attrs["approximate"])
+
+
+def _erf(xp, args, attrs, out, workspace=None):
+    return special_erf(xp, args[0], out=out)
+
+
+def _float_only(name: str) -> Kernel:
+    """A ufunc whose integer form the reference defines differently (div, pow)."""
+    def kernel(xp, args, attrs, out, workspace=None):
+        if not _is_float(args[0]):
+            return None
+        return getattr(xp, name)(*args, out=out)
+
+    return kernel
+
+
+def _where(xp, args, attrs, out, workspace=None):
+    condition, a, b = args
+    if out is None:
+        return xp.where(condition, a, b)
+    xp.copyto(out, b)
+    xp.copyto(out, a, where=xp.broadcast_to(condition, out.shape))
+    return out
+
+
+def _cast(xp, args, attrs, out, workspace=None):
+    if attrs["to"] is DType.bf16:
+        return None
+    if out is None:
+        return args[0].astype(attrs["to"].numpy)
+    xp.copyto(out, args[0], casting="unsafe")
+    return out
+
+
+# --- reductions, softmax, norms --------------------------------------------------------
+def _reduce(name: str, accumulate: bool) -> Kernel:
+    def kernel(xp, args, attrs, out, workspace=None):
+        x = args[0]
+        options = {"axis": tuple(attrs["axes"]), "keepdims": attrs["keepdims"]}
+        if accumulate:
+            accumulator = np.int64 if x.dtype == np.bool_ else x.dtype
+            if out is not None and out.dtype != accumulator:
+                return None
+            options["dtype"] = accumulator
+        return getattr(xp, name)(x, out=out, **options)
+
+    return kernel
+
+
+def _softmax(xp, args, attrs, out, workspace=None):
+    x, axis = args[0], attrs["axis"]
+    out = xp.subtract(x, xp.max(x, axis=axis, keepdims=True), out=out)
+    out = xp.exp(out, out=out)
+    return xp.divide(out, xp.sum(out, axis=axis, keepdims=True), out=out)
+
+
+def _normalize_into(xp, out, axes, eps, centre: bool):
+    """Layer- or RMS-normalise `out` in place over `axes` (the reference's order)."""
+    if centre:
+        out = xp.subtract(out, xp.mean(out, axis=axes, keepdims=True), out=out)
+    second_moment = xp.mean(out * out, axis=axes, keepdims=True)
+    second_moment = xp.add(second_moment, _scalar(out, eps), out=second_moment)
+    return xp.divide(out, xp.sqrt(second_moment, out=second_moment), out=out)
+
+
+def _norm_axes(x, axis):
+    return tuple(range(axis % x.ndim, x.ndim))
+
+
+def _start(xp, source, out):
+    if out is None:
+        return source.copy()
+    xp.copyto(out, source)
+    return out
+
+
+def _layernorm(xp, args, attrs, out, workspace=None):
+    x, gamma, beta = args
+    out = _normalize_into(xp, _start(xp, x, out), _norm_axes(x, attrs["axis"]), attrs["eps"], centre=True)
+    out = xp.multiply(out, gamma, out=out)
+    return xp.add(out, beta, out=out)
+
+
+def _rmsnorm(xp, args, attrs, out, workspace=None):
+    x, gamma = args
+    out = _normalize_into(xp, _start(xp, x, out), _norm_axes(x, attrs["axis"]), attrs["eps"], centre=False)
+    return xp.multiply(out, gamma, out=out)
+
+
+def _residual_norm(centre: bool) -> Kernel:
+    def kernel(xp, args, attrs, out, workspace=None):
+        x, residual, gamma = args[:3]
+        out = xp.add(x, residual, out=out)
+        out = _normalize_into(xp, out, (out.ndim - 1,), attrs["eps"], centre)
+        out = xp.multiply(out, gamma, out=out)
+        return xp.add(out, args[3], out=out) if centre else out
+
+    return kernel
+
+
+# --- linear algebra --------------------------------------------------------------------
+def matmul_into(xp, a, b, out, transpose_a=False, transpose_b=False):
+    if a.ndim == 1 or b.ndim == 1:
+        return None  # the reference's unit-dim rules; rare, left to it
+    a = xp.swapaxes(a, -1, -2) if transpose_a else a
+    b = xp.swapaxes(b, -1, -2) if transpose_b else b
+    return xp.matmul(a, b, out=out)
+
+
+def _matmul(xp, args, attrs, out, workspace=None):
+    return matmul_into(xp, args[0], args[1], out, attrs["transpose_a"], attrs["transpose_b"])
+
+
+def _linear(xp, args, attrs, out, workspace=None):
+    out = matmul_into(xp, args[0], args[1], out)
+    if out is not None and len(args) == 3:
+        out = xp.add(out, args[2], out=out)
+    return out
+
+
+def _fused_matmul_bias_act(xp, args, attrs, out, workspace=None):
+    x, w, bias = args
+    out = matmul_into(xp, x, w, out)
+    if out is None:
+        return None
+    out = xp.add(out, bias, out=out)
+    activation = attrs["activation"]
+    if activation == "gelu":
+        return gelu_into(xp, out.copy(), out, approximate=False)
+    if activation == "silu":
+        return _silu(xp, [out.copy()], {}, out)
+    return out
+
+
+def _attention(xp, args, attrs, out, workspace=None):
+    """softmax(q k^T * scale + mask) v, with the row statistics in the planned workspace
+    (max and sum per query row, two float32 values) when there is one."""
+    q, k, v = args[:3]
+    if q.ndim != 4 or not _is_float(q):
+        return None
+    scores = xp.matmul(q, xp.swapaxes(k, -1, -2))
+    scores = xp.multiply(scores, _scalar(q, attention_scale(attrs, q.shape[-1])), out=scores)
+    minus_infinity = _scalar(q, -np.inf)
+    if len(args) == 4:
+        mask = args[3]
+        if mask.dtype == np.bool_:
+            scores = xp.where(mask, scores, minus_infinity)
+        else:
+            scores = xp.add(scores, mask, out=scores) if mask.shape == scores.shape else scores + mask
+    if attrs["causal"]:
+        keep = xp.arange(k.shape[-2])[None, :] <= xp.arange(q.shape[-2])[:, None]
+        scores = xp.where(keep, scores, minus_infinity)
+    rows = q.shape[:-1] + (1,)
+    if workspace is not None and workspace.nbytes >= 2 * 4 * math.prod(rows):
+        stats = workspace[: 2 * 4 * math.prod(rows)].view(np.float32).reshape((2,) + rows)
+        row_max, row_sum = stats[0], stats[1]
+        xp.copyto(row_max, xp.max(scores, axis=-1, keepdims=True), casting="same_kind")
+    else:
+        row_max, row_sum = xp.max(scores, axis=-1, keepdims=True), None
+    scores = xp.subtract(scores, row_max.astype(scores.dtype, copy=False), out=scores)
+    scores = xp.exp(scores, out=scores)
+    if row_sum is not None:
+        xp.copyto(row_sum, xp.sum(scores, axis=-1, keepdims=True), casting="same_kind")
+    else:
+        row_sum = xp.sum(scores, axis=-1, keepdims=True)
+    scores = xp.divide(scores, row_sum.astype(scores.dtype, copy=False), out=scores)
+    return xp.matmul(scores, v, out=out)
+
+
+# --- layout ----------------------------------------------------------------------------
+def _copy_of(make_view) -> Kernel:
+    def kernel(xp, args, attrs, out, workspace=None):
+        view = make_view(xp, args, attrs)
+        if out is None:
+            return view.copy()
+        xp.copyto(out, view)
+        return out
+
+    return kernel
+
+
+def _slice_view(xp, args, attrs):
+    x = args[0]
+    index = [slice(None)] * x.ndim
+    index[attrs["axis"]] = slice(attrs["start"], attrs["start"] + attrs["len"])
+    return x[tuple(index)]
+
+
+def _concat(xp, args, attrs, out, workspace=None):
+    return xp.concatenate(list(args), axis=attrs["axis"], out=out)
+
+
+def _gather(xp, args, attrs, out, workspace=None):
+    table, indices = args
+    axis = attrs["axis"]
+    size = table.shape[axis]
+    if indices.size:
+        low, high = int(indices.min()), int(indices.max())
+        if low < 0 or high >= size:
+            bad = low if low < 0 else high
+            raise RlxError(f"gather index {bad} is out of range for a table dim of {size}",
+                           expected=f"indices in [0, {size})")
+    if out is None or xp is not np:
+        result = xp.take(table, indices, axis=axis)
+        if out is None:
+            return result
+        xp.copyto(out, result)
+        return out
+    return xp.take(table, indices, axis=axis, out=out)
+
+
+def _gather_grad(xp, args, attrs, out, workspace=None):
+    """The zero table with each row of the gradient added at its index, in the slot."""
+    grad, indices = args
+    if out is None:
+        return None
+    shape = out.shape
+    axis = attrs["axis"] % len(shape)
+    if indices.size:
+        low, high = int(indices.min()), int(indices.max())
+        if low < 0 or high >= shape[axis]:
+            raise RlxError(f"gather_grad index {low if low < 0 else high} is out of range for a table dim of "
+                           f"{shape[axis]}", expected=f"indices in [0, {shape[axis]})")
+    out.fill(0)
+    rows = grad.reshape(tuple(shape[:axis]) + (indices.size,) + tuple(shape[axis + 1:]))
+    where = (slice(None),) * axis + (indices.reshape(-1),)
+    if xp is np:
+        np.add.at(out, where, rows)
+    else:
+        import cupyx
+
+        cupyx.scatter_add(out, where, rows)
+    return out
+
+
+# --- fused regions ---------------------------------------------------------------------
+def _fused_elementwise(xp, args, attrs, out, workspace=None):
+    """The region's chain, streamed over tiles of at most REGION_TILE elements of the
+    result, as a fused kernel streams: each step's intermediate exists for one tile only
+    (a fused kernel keeps it in registers); the last step writes the tile of the slot."""
+    steps = parse_chain(attrs["chain"])
+    if out is None or out.size <= REGION_TILE:
+        return _run_chain(xp, steps, args, out)
+    for index in _tiles(out.shape):
+        tile_args = [_operand_tile(arg, index, out.ndim) for arg in args]
+        if _run_chain(xp, steps, tile_args, out[index]) is None:
+            return None
+    return out
+
+
+def _run_chain(xp, steps, args, out):
+    results: list = []
+    for number, step in enumerate(steps):
+        kernel = KERNELS.get(step.op)
+        arguments = [args[ref] if kind == "$" else results[ref] for kind, ref in step.args]
+        _, step_attrs = check_attributes(get_op(step.op), dict(step.attrs))
+        result = kernel(xp, arguments, step_attrs, None, None) if kernel else None
+        if result is None:
+            return None
+        if number == len(steps) - 1 and out is not None:
+            if result.dtype != out.dtype:
+                return None
+            xp.copyto(out, result)
+            result = out
+        results.append(result)
+    return results[-1]
+
+
+def _tiles(shape: tuple):
+    """Index tuples that cover `shape` in tiles of at most REGION_TILE elements: integers
+    on the leading axes, a slice on the first axis whose trailing block fits a tile."""
+    axis = next(a for a in range(len(shape)) if math.prod(shape[a + 1:]) <= REGION_TILE)
+    rows = max(1, REGION_TILE // max(1, math.prod(shape[axis + 1:])))
+    for leading in np.ndindex(*shape[:axis]):
+        for start in range(0, shape[axis], rows):
+            yield leading + (slice(start, start + rows),)
+
+
+def _operand_tile(arg, index: tuple, rank: int):
+    """The part of a broadcast operand that a tile of the result reads."""
+    offset = rank - arg.ndim
+    picked = []
+    for axis, item in enumerate(index):
+        own = axis - offset
+        if own < 0:
+            continue
+        if arg.shape[own] == 1:
+            picked.append(0 if isinstance(item, int) else slice(None))
+        else:
+            picked.append(item)
+    return arg[tuple(picked)]
+
+
+KERNELS: dict[str, Kernel] = {
+    **{name: _ufunc(name) for name in ("negative", "absolute", "exp", "log", "sqrt", "tanh", "sin", "cos",
+                                       "floor", "ceil")},
+    "neg": _ufunc("negative"), "abs": _ufunc("absolute"),
+    "sigmoid": _sigmoid, "silu": _silu, "relu": _relu, "rsqrt": _rsqrt, "gelu": _gelu, "erf": _erf,
+    "add": _ufunc("add"), "sub": _ufunc("subtract"), "mul": _ufunc("multiply"),
+    "maximum": _ufunc("maximum"), "minimum": _ufunc("minimum"),
+    "div": _float_only("divide"), "pow": _float_only("power"),
+    "eq": _ufunc("equal"), "ne": _ufunc("not_equal"), "lt": _ufunc("less"), "le": _ufunc("less_equal"),
+    "gt": _ufunc("greater"), "ge": _ufunc("greater_equal"),
+    "where": _where, "cast": _cast,
+    "reduce_sum": _reduce("sum", True), "reduce_mean": _reduce("mean", True),
+    "reduce_max": _reduce("max", False), "reduce_min": _reduce("min", False),
+    "softmax": _softmax, "layernorm": _layernorm, "rmsnorm": _rmsnorm,
+    "fused_residual_layernorm": _residual_norm(centre=True), "fused_residual_rmsnorm": _residual_norm(centre=False),
+    "matmul": _matmul, "linear": _linear, "fused_matmul_bias_act": _fused_matmul_bias_act, "attention": _attention,
+    "transpose": _copy_of(lambda xp, args, attrs: xp.transpose(args[0], tuple(attrs["perm"]))),
+    "expand": _copy_of(lambda xp, args, attrs: xp.broadcast_to(args[0], tuple(attrs["shape"]))),
+    "slice": _copy_of(_slice_view),
+    "reshape": _copy_of(lambda xp, args, attrs: xp.reshape(args[0], tuple(attrs["shape"]))),
+    "concat": _concat, "gather": _gather, "gather_grad": _gather_grad, "fused_elementwise": _fused_elementwise,
+    **SPATIAL_KERNELS,
+}
+"""Ops with a kernel here. A kernel returns None where it leaves a case to the reference."""
+
+
+def run_reference(xp, opdef, args, attrs, dtype: DType):
+    """The op's NumPy reference on host copies of `args`, as the node's dtype (a host array)."""
+    host = [arg if xp is np else xp.asnumpy(arg) for arg in args]
+    return to_dtype(opdef.reference(host, attrs), dtype)
+
+
+def finish_dtype(xp, out, dtype: DType):
+    """Round a bf16 result held as float32 to bf16 precision, in place."""
+    if dtype is DType.bf16:
+        if xp is np:
+            out[...] = round_to_bf16(out)
+        else:
+            bits = out.view(np.uint32)
+            tie = ((bits >> 16) & np.uint32(1)) + np.uint32(0x7FFF)
+            rounded = ((bits + tie) & np.uint32(0xFFFF0000)).view(np.float32)
+            xp.copyto(out, xp.where(xp.isnan(out), out, rounded))
+    return out

@@ -1,0 +1,222 @@
+"""Run a compiled graph inside its planned arena (docs/execution.md).
+
+`run_in_arena` takes a `CompileResult` (or a `TrainingResult`: its training step) and runs
+the target's final graph in schedule order with one arena of exactly `arena_bytes`:
+
+1. inputs, params and consts are written into their slots at their step;
+2. each op reads its operands from their slots (views read their root's bytes at the
+   view's offset; nothing is copied for a view) and its kernel writes the result into
+   the op's slot, with the op's workspace slot as scratch;
+3. after each step the buffers whose lifetime ended are poisoned (0xFF bytes), so a later
+   read of dead memory — a lifetime too short, two live buffers sharing bytes — turns into
+   NaN or a wrong answer instead of passing silently; a float operand that still holds the
+   poison pattern when it is read is recorded as a poisoned read.
+
+Side buffers are separate allocations of their declared sizes. What kernels hold beyond
+the arena and the side buffers is measured (`rlxir.executor.meters`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import attrs
+import numpy as np
+
+from rlxir.dtypes import DType
+from rlxir.errors import RlxError
+from rlxir.executor.arena import Arena, ArenaLayout, ExecutionError
+from rlxir.executor.kernels import KERNELS, finish_dtype, run_reference
+from rlxir.executor.meters import DeviceMeter, HostMeter
+from rlxir.executor.storage import StorageLoss, decode, encode_into, is_direct
+from rlxir.graph import Graph
+from rlxir.interpreter import _checked_feeds, const_array, random_fill
+
+DEVICES = ("cpu", "gpu")
+
+
+@attrs.frozen
+class ArenaRun:
+    """What one run in the planned arena produced and measured."""
+
+    outputs: dict
+    target: str
+    device: str
+    sizing: str
+    arena_bytes: int
+    side_buffer_bytes: int
+    outside_peak_bytes: int  # held beyond the arena and the side buffers, at the peak
+    poisoned_reads: tuple  # (node, operand) pairs that read the poison pattern
+    storage_losses: tuple  # StorageLoss per value the storage changed
+    reference_ops: tuple  # ops that ran through the host reference instead of a kernel
+    steps: int
+    seconds: float
+    poisoned_bytes: int
+    device_used_peak: int | None = None  # NVML: bytes in use on the device at the peak (GPU runs)
+    device_used_before: int | None = None  # NVML: bytes in use before the arena was allocated
+
+    def summary(self) -> dict:
+        data = attrs.asdict(self, recurse=False)
+        data.pop("outputs")
+        data["storage_losses"] = [attrs.asdict(loss) for loss in self.storage_losses]
+        data["poisoned_reads"] = [list(pair) for pair in self.poisoned_reads]
+        data["reference_ops"] = sorted(set(self.reference_ops))
+        data["outside_fraction"] = round(self.outside_peak_bytes / self.arena_bytes, 6) if self.arena_bytes else 0.0
+        return data
+
+
+def array_module(device: str):
+    """NumPy for "cpu", CuPy for "gpu" (an `ExecutionError` when CuPy or CUDA is absent)."""
+    if device not in DEVICES:
+        raise ExecutionError(f"unknown device {device!r}", expected=" or ".join(DEVICES))
+    if device == "cpu":
+        return np
+    try:
+        import cupy
+
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:  # ImportError, or CUDA without a device
+        raise ExecutionError(f"--device gpu needs CuPy and a CUDA device: {error}",
+                             expected="pip install 'rlxir[cuda]' on a machine with an NVIDIA GPU") from None
+    return cupy
+
+
+def compiled_step(result):
+    """The `CompileResult` that runs: a training result runs its training step."""
+    return getattr(result, "backward", result)
+
+
+def run_in_arena(result, inputs: Mapping | None = None, params: Mapping | None = None, seed: int = 0,
+                 device: str = "cpu", check_reads: bool = True) -> ArenaRun:
+    """Run `result`'s final graph in one arena of its planned size (see the module docstring).
+
+    `inputs` / `params` are arrays as `rlxir.interpret` takes them (missing ones are filled
+    from `seed` as it fills them, from the final graph). Returns the outputs, by the final
+    graph's output names, with what the run measured.
+    """
+    step = compiled_step(result)
+    graph, plan = step.graph, step.plan
+    xp = array_module(device)
+    layout = ArenaLayout.of(graph, plan)
+    feeds = {**_checked_feeds(graph, inputs, "input"), **_checked_feeds(graph, params, "param")}
+    for name in graph.inputs() + graph.params():
+        if name not in feeds:
+            feeds[name] = random_fill(graph, name, seed)
+    meter = HostMeter() if xp is np else DeviceMeter(xp)
+    used_before = meter.device_used() if xp is not np else None
+    arena = Arena(xp, layout)
+    side = {name: xp.empty(size, dtype=np.uint8) for name, size in step.side_buffers.items()}
+    runner = _Runner(xp, graph, plan.sizing, arena, check_reads)
+    meter.start()
+    began = time.perf_counter()
+    try:
+        with np.errstate(all="ignore"):
+            for index, name in enumerate(graph.schedule()):
+                runner.step(name, feeds)
+                runner.poisoned_bytes += arena.poison_after(index)
+                meter.sample()
+        if xp is not np:
+            xp.cuda.Device().synchronize()
+        seconds = time.perf_counter() - began
+    finally:
+        meter.stop()
+    outputs = {name: _to_host(xp, decode(xp, arena.view(name), graph.type(name).dtype, plan.sizing)).copy()
+               for name in graph.outputs}
+    del side
+    return ArenaRun(outputs, step.target.name, device, plan.sizing, plan.arena_bytes, sum(step.side_buffers.values()),
+                    meter.peak, tuple(runner.poisoned_reads), tuple(runner.losses), tuple(runner.reference_ops),
+                    len(graph), seconds, runner.poisoned_bytes,
+                    getattr(meter, "device_used_peak", None), used_before)
+
+
+def _to_host(xp, array):
+    return array if xp is np else xp.asnumpy(array)
+
+
+class _Runner:
+    """The per-node work of a run: place feeds, read operands, run kernels, store results."""
+
+    def __init__(self, xp, graph: Graph, sizing: str, arena: Arena, check_reads: bool):
+        self.xp, self.graph, self.sizing, self.arena = xp, graph, sizing, arena
+        self.check_reads = check_reads
+        self.poisoned_reads: list[tuple[str, str]] = []
+        self.losses: list[StorageLoss] = []
+        self.reference_ops: list[str] = []
+        self.poisoned_bytes = 0
+        self._views = {name: arena.view(name) for name in arena.layout.slots}
+        self._roots = arena.layout.roots
+
+    def step(self, name: str, feeds: Mapping) -> None:
+        graph = self.graph
+        kind = graph.kind(name)
+        if kind in ("input", "param"):
+            self._store(name, self.xp.asarray(feeds[name]))
+        elif kind == "const":
+            self._store(name, self.xp.asarray(const_array(graph, name)))
+        elif name in self._roots and not self._converts(name):
+            return  # a view: its bytes are its root's, already in place
+        else:
+            self._run_op(name)
+
+    def _converts(self, name: str) -> bool:
+        """A bump-rule cast aliases its operand's slot yet changes the values: it runs, in place."""
+        return self.graph.op(name) == "cast" and self.graph.type(name).dtype is not \
+            self.graph.type(self.graph.operands(name)[0]).dtype
+
+    def _read(self, reader: str, operand: str):
+        stored = self._views[operand]
+        if self.check_reads and _holds_poison(self.xp, stored):
+            self.poisoned_reads.append((reader, operand))
+        return decode(self.xp, stored, self.graph.type(operand).dtype, self.sizing)
+
+    def _run_op(self, name: str) -> None:
+        graph, xp = self.graph, self.xp
+        dtype = graph.type(name).dtype
+        args = [self._read(name, operand) for operand in graph.operands(name)]
+        attrs_ = graph.full_attrs(name)
+        direct = is_direct(dtype, self.sizing) and name not in self._roots
+        out = self._views[name] if direct else None
+        workspace = self._views.get(f"{name}.workspace")
+        kernel = KERNELS.get(graph.op(name))
+        opdef = graph.opdef(name)
+        try:
+            result = kernel(xp, args, attrs_, out, workspace) if kernel is not None else None
+            if result is None:
+                if opdef is None or opdef.reference is None:
+                    raise ExecutionError(f"%{name} = {graph.op(name)}: the op has neither a kernel nor a NumPy "
+                                         "reference, so it cannot run", graph.location(name))
+                self.reference_ops.append(graph.op(name))
+                result = xp.asarray(run_reference(xp, opdef, args, attrs_, dtype))
+            elif dtype is DType.bf16:
+                result = finish_dtype(xp, result, dtype)
+        except RlxError as error:
+            raise error.with_location(graph.location(name)) from None
+        except (ArithmeticError, ValueError, TypeError, IndexError) as error:
+            raise ExecutionError(f"%{name} = {graph.op(name)} failed in the arena run: {error}",
+                                 graph.location(name)) from error
+        if tuple(result.shape) != self._views[name].shape:
+            raise ExecutionError(f"the kernel of {graph.op(name)} gave shape {list(result.shape)} for %{name} : "
+                                 f"{graph.type(name)}", graph.location(name))
+        if result is not out:
+            self._store(name, result)
+
+    def _store(self, name: str, values) -> None:
+        dtype = self.graph.type(name).dtype
+        stored = self._views[name]
+        if values.dtype != np.dtype(dtype.numpy) and not (dtype is DType.bf16 and values.dtype == np.float32):
+            values = values.astype(dtype.numpy)
+        change = encode_into(self.xp, stored, values, dtype, self.sizing)
+        if change is not None:
+            self.losses.append(StorageLoss(name, dtype.value, str(stored.dtype), *change))
+
+
+_ALL_ONES = {2: (np.uint16, 0xFFFF), 4: (np.uint32, 0xFFFFFFFF), 8: (np.uint64, 0xFFFFFFFFFFFFFFFF)}
+
+
+def _holds_poison(xp, stored) -> bool:
+    """Whether a float slot (or a bf16 pattern) holds the all-ones poison anywhere."""
+    if stored.size == 0 or not (np.issubdtype(stored.dtype, np.floating) or stored.dtype == np.uint16):
+        return False
+    bits, pattern = _ALL_ONES[stored.dtype.itemsize]
+    return int(stored.view(bits).max()) == pattern  # a reduction: no temporary of the operand's size
