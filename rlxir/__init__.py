@@ -31,7 +31,8 @@ from rlxir.training import TrainingResult, compile_training, plan_training_arena
 from rlxir.compiler import ArenaTooLarge, CompileOptions, CompileResult, compile, plan_arena_bytes
 from rlxir.fit import arena_budget, device_arena_limit, fit_batch
 from rlxir.pipeline import Pipeline, PipelineError, parse_pipeline, run_pipeline
-from rlxir.executor import ArenaRun, ExecutionCheck, ExecutionError, check_execution, execute, run_in_arena
+from rlxir.executor import (ArenaRun, ExecutionCheck, ExecutionError, check_execution, execute, reference_run,
+                            run_in_arena)
 
 __version__ = "0.1.0"
 
@@ -44,5 +45,5 @@ __all__ = [
     "ArenaTooLarge", "CompileOptions", "CompileResult", "compile", "plan_arena_bytes",
     "arena_budget", "device_arena_limit", "fit_batch",
     "Pipeline", "PipelineError", "parse_pipeline", "run_pipeline",
-    "ArenaRun", "ExecutionCheck", "ExecutionError", "check_execution", "execute", "run_in_arena",
+    "ArenaRun", "ExecutionCheck", "ExecutionError", "check_execution", "execute", "reference_run", "run_in_arena",
 ]

@@ -3,6 +3,7 @@
 - `execute(result, inputs, params, seed, device)` -> the outputs, by output name
 - `run_in_arena(...)` -> `ArenaRun`: the outputs and what the run measured
 - `check_execution(graph, result, ...)` -> `ExecutionCheck`: the run next to the reference
+- `reference_run(graph, ...)` -> `ReferenceRun`: the interpreter's run, to share across targets
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rlxir.executor.arena import ExecutionError
-from rlxir.executor.check import ExecutionCheck, OutputCheck, check_execution
+from rlxir.executor.check import ExecutionCheck, OutputCheck, ReferenceRun, check_execution, reference_run
 from rlxir.executor.runner import ArenaRun, run_in_arena
 from rlxir.executor.storage import StorageLoss
 
@@ -22,5 +23,5 @@ def execute(result, inputs: Mapping | None = None, params: Mapping | None = None
     return run_in_arena(result, inputs, params, seed, device).outputs
 
 
-__all__ = ["ArenaRun", "ExecutionCheck", "ExecutionError", "OutputCheck", "StorageLoss", "check_execution",
-           "execute", "run_in_arena"]
+__all__ = ["ArenaRun", "ExecutionCheck", "ExecutionError", "OutputCheck", "ReferenceRun", "StorageLoss",
+           "check_execution", "execute", "reference_run", "run_in_arena"]

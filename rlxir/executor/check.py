@@ -64,33 +64,54 @@ class ExecutionCheck:
                 "outputs": [attrs.asdict(output) for output in self.outputs]}
 
 
+def grad_of(graph: Graph) -> Graph:
+    from rlxir.autodiff import grad
+
+    return grad(graph)
+
+
 def reference_graph(graph: Graph, result) -> Graph:
     """What the compiled graph computes, before any pass: the graph, or its training step."""
-    if hasattr(result, "backward"):
-        from rlxir.autodiff import grad
-
-        return grad(graph)
-    return graph
+    return grad_of(graph) if hasattr(result, "backward") else graph
 
 
-def check_execution(graph: Graph, result, inputs: Mapping | None = None, params: Mapping | None = None,
-                    seed: int = 0, device: str = "cpu") -> ExecutionCheck:
-    """Run `result` (compiled from `graph`) in its arena and compare with the interpreter."""
-    reference_of = reference_graph(graph, result)
-    bindings = dict(compiled_step(result).bindings)
+@attrs.frozen
+class ReferenceRun:
+    """The interpreter's run of what a compiled graph computes: the feeds and the outputs.
+    One serves every target a graph is compiled for (`check_execution(..., reference=)`)."""
+
+    graph: Graph
+    inputs: dict
+    params: dict
+    outputs: dict
+
+
+def reference_run(graph: Graph, bindings: Mapping[str, int] | None = None, inputs: Mapping | None = None,
+                  params: Mapping | None = None, seed: int = 0, training: bool = False) -> ReferenceRun:
+    """Fill the feeds from `graph` (or its training step), run the interpreter on it."""
+    reference_of = grad_of(graph) if training else graph
     filled_inputs, filled_params = random_feeds(reference_of, bindings, seed)
     filled_inputs.update({key.removeprefix("%"): value for key, value in (inputs or {}).items()})
     filled_params.update({key.removeprefix("%"): value for key, value in (params or {}).items()})
-    reference = interpret(reference_of, filled_inputs, filled_params, bindings, seed)
+    outputs = interpret(reference_of, filled_inputs, filled_params, bindings, seed)
+    return ReferenceRun(reference_of, filled_inputs, filled_params, outputs)
+
+
+def check_execution(graph: Graph, result, inputs: Mapping | None = None, params: Mapping | None = None,
+                    seed: int = 0, device: str = "cpu", reference: ReferenceRun | None = None) -> ExecutionCheck:
+    """Run `result` (compiled from `graph`) in its arena and compare with the interpreter
+    (`reference`, when given, is the interpreter's run to compare with: see `reference_run`)."""
+    bindings = dict(compiled_step(result).bindings)
+    if reference is None:
+        reference = reference_run(graph, bindings, inputs, params, seed, training=hasattr(result, "backward"))
     compiled = compiled_step(result).graph
-    run = run_in_arena(result, _known(compiled, filled_inputs, "input"), _known(compiled, filled_params, "param"),
+    run = run_in_arena(result, _known(compiled, reference.inputs, "input"), _known(compiled, reference.params, "param"),
                        seed, device)
     checks = []
-    for name, compiled_name in zip(reference_of.outputs, compiled.outputs):
-        expected, actual = reference[name], run.outputs[compiled_name]
-        dtype = reference_of.type(name).dtype
-        checks.append(_compare(name, compiled_name, dtype, expected, actual))
-    return ExecutionCheck(run, reference, tuple(checks))
+    for name, compiled_name in zip(reference.graph.outputs, compiled.outputs):
+        expected, actual = reference.outputs[name], run.outputs[compiled_name]
+        checks.append(_compare(name, compiled_name, reference.graph.type(name).dtype, expected, actual))
+    return ExecutionCheck(run, reference.outputs, tuple(checks))
 
 
 def _known(graph: Graph, feeds: dict, kind: str) -> dict:
