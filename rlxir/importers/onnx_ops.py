@@ -106,6 +106,17 @@ def axes_argument(ctx, node, attrs, index: int, since: int) -> list[int] | None:
     return [int(axis) for axis in static_ints(ctx, node, index, "axes")]
 
 
+def wrapped_index(ctx, index: str, dim, name: str) -> str:
+    """`index` with negative entries counted from the end of a static dim `dim` (ONNX allows
+    them); on a symbolic dim the index is taken as it is."""
+    if not isinstance(dim, int):
+        return index
+    dtype = ctx.builder.type(index).dtype
+    negative = ctx.builder.op("lt", [index, ctx.builder.scalar(0, dtype)], hint=f"{name}.negative")
+    wrapped = ctx.builder.op("add", [index, ctx.builder.scalar(dim, dtype)], hint=f"{name}.wrapped")
+    return ctx.builder.op("where", [negative, wrapped, index], hint=f"{name}.idx")
+
+
 # --- static evaluation -----------------------------------------------------------------
 def _numeric(values: np.ndarray) -> np.ndarray:
     return concrete(values, "a static tensor")
@@ -397,7 +408,7 @@ def convert_matmul(ctx, node, attrs):
 
 
 def _converters() -> dict:
-    from rlxir.importers import onnx_nn, onnx_shape
+    from rlxir.importers import onnx_nn, onnx_scatter, onnx_shape
 
     table = {op: convert_unary for op in UNARY}
     table.update({op: convert_binary for op in BINARY})
@@ -413,6 +424,7 @@ def _converters() -> dict:
         "LogSoftmax": convert_softmax, "MatMul": convert_matmul,
     })
     table.update(onnx_nn.CONVERTERS)
+    table.update(onnx_scatter.CONVERTERS)
     return table
 
 

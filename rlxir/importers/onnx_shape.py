@@ -14,7 +14,7 @@ from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, dtype_of_array, gather_leading_axes
 from rlxir.importers.onnx import concrete, normalize_static
 from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, first_dtype, foldable, hint, operand,
-                                      optional_input, present, product, static_input, static_ints)
+                                      optional_input, present, product, static_input, static_ints, wrapped_index)
 from rlxir.ops import broadcast_shapes, normalize_axis
 from rlxir.symbolic import Expr
 from rlxir.types import TensorType
@@ -296,13 +296,7 @@ def convert_gather_elements(ctx, node, attrs):
     shape = ctx.shape(table)
     axis = normalize_axis(attrs.get("axis", 0), len(shape))
     dim = shape[axis]
-    index = ctx.value(indices)
-    if isinstance(dim, int):  # ONNX allows negative indices, counting from the end
-        index_type = ctx.builder.type(index)
-        zero = ctx.builder.scalar(0, index_type.dtype)
-        negative = ctx.builder.op("lt", [index, zero], hint=f"{hint(node)}.negative")
-        wrapped = ctx.builder.op("add", [index, ctx.builder.scalar(dim, index_type.dtype)], hint=f"{hint(node)}.wrapped")
-        index = ctx.builder.op("where", [negative, wrapped, index], hint=f"{hint(node)}.idx")
+    index = wrapped_index(ctx, ctx.value(indices), dim, hint(node))  # ONNX allows negative indices
     return [ctx.builder.op("gather_elements", [ctx.value(table), index], {"axis": axis}, hint=hint(node))]
 
 
