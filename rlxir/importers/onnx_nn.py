@@ -169,10 +169,12 @@ def convert_pool(ctx, node, attrs):
     kernel = [int(k) for k in attrs["kernel_shape"]]
     strides = [int(s) for s in attrs.get("strides", [1, 1])]
     dilations = [int(d) for d in attrs.get("dilations", [1, 1])]
-    if dilations != [1, 1]:
-        raise UnsupportedModel(f"{node.op_type} with dilations {dilations}", expected="dilations [1, 1]")
     declared = resolve_pads(attrs, shape[2:], kernel, strides, dilations)
     pads = _combined(declared, extra)
+    if dilations != [1, 1]:
+        from rlxir.importers.onnx_pool_dilated import convert_dilated_pool
+
+        return [convert_dilated_pool(ctx, node, x, kernel, strides, dilations, pads, attrs)]
     if attrs.get("ceil_mode", 0):
         pads = _ceil_mode_pads(shape[2:], kernel, strides, pads)
     op = "max_pool2d" if node.op_type == "MaxPool" else "avg_pool2d"

@@ -112,3 +112,21 @@ def test_unsupported_resize_modes_are_located_errors(attrs, why):
                        [("scales", np.array([1, 1, 2, 2], np.float32))], opset=18)
     with pytest.raises(UnsupportedModel, match=rf"ONNX node 'r1' \(Resize\).*{why}"):
         import_onnx(model)
+
+
+# --- dilated and ceil-mode pooling -----------------------------------------------------
+@pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
+@pytest.mark.parametrize("options", [
+    {"kernel_shape": [3, 3], "dilations": [2, 2]},
+    {"kernel_shape": [3, 2], "dilations": [2, 3], "strides": [2, 1], "pads": [1, 1, 2, 0]},
+    {"kernel_shape": [2, 3], "dilations": [3, 1], "strides": [2, 2], "pads": [1, 1, 0, 1], "ceil_mode": 1},
+    {"kernel_shape": [3, 3], "dilations": [2, 2], "strides": [3, 3], "ceil_mode": 1, "count_include_pad": 1,
+     "pads": [1, 1, 1, 1]},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1},
+], ids=["dilated", "dilated_strided_padded", "dilated_ceil", "dilated_ceil_counting_pads", "ceil"])
+def test_dilated_and_ceil_mode_pooling(op_type, options):
+    if op_type == "MaxPool":
+        options = {key: value for key, value in options.items() if key != "count_include_pad"}
+    node = helper.make_node(op_type, ["x"], ["y"], **options)
+    model = make_model([node], [("x", F, ["N", 2, 11, 10])], [("y", F, None)], opset=19)
+    check_everywhere(model, {"B": 2})
