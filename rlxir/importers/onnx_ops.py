@@ -408,7 +408,7 @@ def convert_matmul(ctx, node, attrs):
 
 
 def _converters() -> dict:
-    from rlxir.importers import onnx_einsum, onnx_nn, onnx_scatter, onnx_shape, onnx_upsample
+    from rlxir.importers import onnx_control, onnx_einsum, onnx_nn, onnx_scatter, onnx_shape, onnx_upsample
 
     table = {op: convert_unary for op in UNARY}
     table.update({op: convert_binary for op in BINARY})
@@ -427,6 +427,7 @@ def _converters() -> dict:
     table.update(onnx_scatter.CONVERTERS)
     table.update(onnx_einsum.CONVERTERS)
     table.update(onnx_upsample.CONVERTERS)
+    table.update(onnx_control.CONVERTERS)
     return table
 
 

@@ -301,14 +301,30 @@ def convert_gather_elements(ctx, node, attrs):
 
 
 def convert_tile(ctx, node, attrs):
+    """Tile: unit dims are broadcast by one ``expand`` (so a constant tiled by a count from
+    ``Shape(x)``, such as a class token to the batch, stays one op over a symbolic dim);
+    other dims repeat by ``concat``, which needs a static count."""
     x = node.input[0]
     repeats = static_ints(ctx, node, 1, "repeats")
-    if foldable(ctx, node):
+    symbolic = any(isinstance(count, Expr) for count in repeats)
+    if foldable(ctx, node) and not symbolic:
         return [np.tile(ctx.static(x), repeats)]
     result = ctx.value(x)
-    for axis, count in enumerate(repeats):
-        if count != 1:
-            result = ctx.builder.op("concat", [result] * count, {"axis": axis}, hint=hint(node))
+    shape = tuple(ctx.builder.type(result).shape)
+    if len(repeats) != len(shape):
+        raise UnsupportedModel(f"Tile repeats {repeats} for a rank-{len(shape)} input", expected="a count per axis")
+    spread = tuple(count if dim == 1 else dim for dim, count in zip(shape, repeats))
+    concatenated = any(dim != 1 and count != 1 for dim, count in zip(shape, repeats))
+    if spread != shape:
+        result = ctx.builder.op("expand", [result], {"shape": spread},
+                                hint=f"{hint(node)}.spread" if concatenated else hint(node))
+    for axis, (dim, count) in enumerate(zip(shape, repeats)):
+        if dim == 1 or count == 1:
+            continue
+        if not isinstance(count, int):
+            raise UnsupportedModel(f"Tile by the symbolic count {count} of a dim of {dim}",
+                                   expected="symbolic counts only on dims of 1 (a broadcast)")
+        result = ctx.builder.op("concat", [result] * count, {"axis": axis}, hint=hint(node))
     return [result]
 
 
