@@ -9,9 +9,10 @@
 - **Resize** works per resized axis from the source coordinate ONNX defines for each output
   position (`source_coordinates`), computed while importing (the spatial dims must be
   static). Nearest: a ``gather`` of the picked rows, or a ``reshape``/``expand`` when every
-  input row repeats the same whole number of times. Linear: a ``matmul`` with the
-  ``[out, in]`` interpolation matrix (two non-zeros per row), on the left for the height and
-  transposed on the right for the width, so a bilinear resize is two matmuls.
+  input row repeats the same whole number of times. Linear: the two neighbouring rows
+  gathered and blended, ``low + (high - low) * weight``, per resized axis (two axes for
+  bilinear; any axis works). Row numbers and weights are literals of the output's length
+  (never params: they belong to the op, not to the model's weights).
 """
 
 from __future__ import annotations
@@ -121,17 +122,13 @@ def nearest_rows(coordinates: np.ndarray, nearest_mode: str, size: int) -> np.nd
     return np.clip(picked, 0, size - 1).astype(np.int64)
 
 
-def linear_matrix(coordinates: np.ndarray, size: int) -> np.ndarray:
-    """[out, in] weights of linear interpolation at `coordinates` (clamped to the input)."""
+def linear_taps(coordinates: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lower row, upper row, weight of the upper row) of linear interpolation at
+    `coordinates`, clamped to the input as ONNX clamps them."""
     clamped = np.clip(coordinates, 0, size - 1)
     low = np.floor(clamped).astype(np.int64)
     high = np.minimum(low + 1, size - 1)
-    fraction = clamped - low
-    matrix = np.zeros((len(coordinates), size))
-    rows = np.arange(len(coordinates))
-    np.add.at(matrix, (rows, low), 1 - fraction)
-    np.add.at(matrix, (rows, high), fraction)
-    return matrix
+    return low, high, clamped - low
 
 
 def _resize_options(attrs) -> tuple[str, str, str]:
@@ -195,7 +192,7 @@ def convert_resize(ctx, node, attrs):
         if mode == "nearest":
             x = _resize_nearest(ctx, x, axis, nearest_rows(coordinates, nearest_mode, size), step)
         else:
-            x = _resize_linear(ctx, x, axis, linear_matrix(coordinates, size), step)
+            x = _resize_linear(ctx, x, axis, linear_taps(coordinates, size), step)
     return [x]
 
 
@@ -210,20 +207,28 @@ def _resize_nearest(ctx, x: str, axis: int, rows: np.ndarray, name: str) -> str:
         spread = ctx.builder.op("expand", [column], {"shape": shape[:axis + 1] + (repeat,) + shape[axis + 1:]},
                                 hint=f"{name}.repeated")
         return ctx.builder.op("reshape", [spread], {"shape": shape[:axis] + (out,) + shape[axis + 1:]}, hint=name)
-    index = ctx.builder.tensor(f"{name}.rows", rows)
+    return _gather_rows(ctx, x, axis, rows, name)
+
+
+def _gather_rows(ctx, x: str, axis: int, rows: np.ndarray, name: str) -> str:
+    # A literal, not a param: the rows are part of the op, not a weight `rlxir run` may fill.
+    index = ctx.builder.literal(f"{name}.rows", rows)
     return ctx.builder.op("gather", [x, index], {"axis": axis}, hint=name)
 
 
-def _resize_linear(ctx, x: str, axis: int, matrix: np.ndarray, name: str) -> str:
+def _resize_linear(ctx, x: str, axis: int, taps, name: str) -> str:
+    """``x[low] + (x[high] - x[low]) * weight`` along `axis`."""
+    low, high, weight = taps
     type_ = ctx.builder.type(x)
-    if axis < type_.rank - 2:
-        raise UnsupportedModel(f"a linear Resize of axis {axis} of a rank-{type_.rank} input",
-                               expected="linear resizing of the last two axes (bilinear)")
-    if axis == type_.rank - 1:
-        weights = ctx.builder.tensor(f"{name}.weights", matrix.T.astype(type_.dtype.numpy))
-        return ctx.builder.op("matmul", [x, weights], hint=name)
-    weights = ctx.builder.tensor(f"{name}.weights", matrix.astype(type_.dtype.numpy))
-    return ctx.builder.op("matmul", [weights, x], hint=name)
+    lower = _gather_rows(ctx, x, axis, low, f"{name}.low" if weight.any() else name)
+    if not weight.any():  # every output sits on an input row
+        return lower
+    upper = _gather_rows(ctx, x, axis, high, f"{name}.high")
+    step = ctx.builder.op("sub", [upper, lower], hint=f"{name}.step")
+    column = weight.reshape((-1,) + (1,) * (type_.rank - 1 - axis)).astype(np.float64)
+    fraction = ctx.builder.literal(f"{name}.weight", column, type_.dtype)
+    scaled = ctx.builder.op("mul", [step, fraction], hint=f"{name}.scaled")
+    return ctx.builder.op("add", [lower, scaled], hint=name)
 
 
 CONVERTERS = {"ConvTranspose": convert_conv_transpose, "Resize": convert_resize}

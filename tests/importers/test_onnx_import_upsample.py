@@ -86,7 +86,8 @@ def _resize_model(mode, transform, nearest_mode, scales=None, sizes=None, shape=
 @pytest.mark.parametrize("scales", [[1, 1, 2, 2], [1, 1, 1.5, 0.5], [1, 1, 3, 1]])
 def test_resize_nearest(transform, nearest_mode, scales):
     imported = check_everywhere(_resize_model("nearest", transform, nearest_mode, scales=scales), {"B": 2})
-    assert "matmul" not in ops_of(imported)
+    assert {"gather", "expand"} & set(ops_of(imported))
+    assert not imported.params  # the picked rows are literals, not params `rlxir run` would fill
 
 
 def test_resize_nearest_by_a_whole_factor_is_a_broadcast():
@@ -98,7 +99,15 @@ def test_resize_nearest_by_a_whole_factor_is_a_broadcast():
 @pytest.mark.parametrize("target", [{"scales": [1, 1, 2, 2]}, {"sizes": [8, 4]}, {"sizes": [1, 9]}])
 def test_resize_bilinear(transform, target):
     imported = check_everywhere(_resize_model("linear", transform, None, **target), {"B": 2})
-    assert "matmul" in ops_of(imported)
+    assert "gather" in ops_of(imported)
+    assert not imported.params
+
+
+def test_resize_linear_of_a_sequence():
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear")
+    model = make_model([node], [("x", F, ["N", 3, 7])], [("y", F, None)],
+                       [("scales", np.array([1, 1, 2.5], np.float32))])
+    check_everywhere(model, {"B": 2})
 
 
 @pytest.mark.parametrize("attrs, why", [
