@@ -14,7 +14,8 @@ import numpy as np
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, flatten_leading_axes, linear_index
 from rlxir.importers.onnx import concrete
-from rlxir.importers.onnx_ops import foldable, hint, operand, optional_input, static_ints, unused, wrapped_index
+from rlxir.importers.onnx_ops import (foldable, hint, operand, optional_input, product, static_ints, unused,
+                                      wrapped_index)
 from rlxir.ops import normalize_axis
 from rlxir.types import TensorType
 
@@ -56,15 +57,15 @@ def convert_scatter_nd(ctx, node, attrs):
     name = hint(node)
     data_value = ctx.value(data)
     dtype = ctx.builder.type(data_value).dtype
-    index = ctx.value(indices)
-    last = len(index_shape) - 1
-    columns = [ctx.builder.op("slice", [index], {"axis": last, "start": axis, "len": 1}, hint=f"{name}.col{axis}")
-               for axis in range(depth)]
-    rows = _row_count(index_shape[:-1])
+    rows = product(index_shape[:-1])
     slice_shape = tuple(shape[depth:])
-    linear = linear_index(ctx.builder, shape, columns, name)
-    linear = ctx.builder.op("reshape", [linear], {"shape": (rows,) + (1,) * len(slice_shape)},
-                            hint=f"{name}.rows")
+    column = (rows,) + (1,) * len(slice_shape)
+    static_rows = _static_linear_index(ctx, indices, shape, depth)
+    if static_rows is not None:
+        linear = ctx.builder.literal(f"{name}.rows", static_rows.reshape(column))
+    else:
+        linear = ctx.builder.op("reshape", [_run_time_linear_index(ctx, indices, shape, depth, name)],
+                                {"shape": column}, hint=f"{name}.rows")
     if slice_shape:
         linear = ctx.builder.op("expand", [linear], {"shape": (rows,) + slice_shape}, hint=f"{name}.spread")
     flat_updates = ctx.builder.op("reshape", [operand(ctx, updates, dtype)], {"shape": (rows,) + slice_shape},
@@ -77,11 +78,29 @@ def convert_scatter_nd(ctx, node, attrs):
     return [ctx.builder.op("reshape", [scattered], {"shape": tuple(shape)}, hint=name)]
 
 
-def _row_count(dims) -> object:
-    total = 1
-    for dim in dims:
-        total = total * dim
-    return total
+def _static_linear_index(ctx, indices: str, shape, depth: int) -> np.ndarray | None:
+    """The row-major positions of constant index rows among the first `depth` axes
+    flattened (negative indices wrapped on static dims), or None when the indices are
+    computed at run time or an inner dim is symbolic."""
+    if not ctx.is_static(indices) or any(not isinstance(dim, int) for dim in shape[1:depth]):
+        return None
+    index = np.asarray(concrete(ctx.static(indices), "ScatterND's indices")).reshape(-1, depth).astype(np.int64)
+    linear = np.zeros(len(index), np.int64)
+    for axis in range(depth):
+        column = index[:, axis]
+        if isinstance(shape[axis], int):
+            column = np.where(column < 0, column + shape[axis], column)
+        stride = int(np.prod(shape[axis + 1:depth], dtype=np.int64))
+        linear += column * stride
+    return linear
+
+
+def _run_time_linear_index(ctx, indices: str, shape, depth: int, name: str) -> str:
+    index = ctx.value(indices)
+    last = ctx.builder.type(index).rank - 1
+    columns = [ctx.builder.op("slice", [index], {"axis": last, "start": axis, "len": 1}, hint=f"{name}.col{axis}")
+               for axis in range(depth)]
+    return linear_index(ctx.builder, shape, columns, name)
 
 
 # --- ScatterElements -------------------------------------------------------------------

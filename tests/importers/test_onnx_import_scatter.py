@@ -39,6 +39,16 @@ def test_scatter_nd_writes_slices_of_the_leading_axes(reduction):
     assert "scatter_elements" in ops_of(imported)
 
 
+@pytest.mark.parametrize("reduction", ["add", "max"])
+def test_scatter_nd_with_run_time_indices(reduction):
+    """Indices fed as an input (random rows in 0..3, repeats included: add and max count them all)."""
+    node = helper.make_node("ScatterND", ["data", "idx", "updates"], ["y"], reduction=reduction)
+    model = make_model([node], [("data", F, [4, 4, 3]), ("idx", I64, [6, 2]), ("updates", F, [6, 3])],
+                       [("y", F, [4, 4, 3])], opset=18)
+    imported = check_everywhere(model)
+    assert "slice" in ops_of(imported)  # the index columns, split at run time
+
+
 def test_scatter_nd_into_the_batch_axis():
     node = helper.make_node("ScatterND", ["data", "idx", "updates"], ["y"])
     model = make_model([node], [("data", F, ["N", 4, 5]), ("updates", F, [1, 4, 5])], [("y", F, ["N", 4, 5])],
