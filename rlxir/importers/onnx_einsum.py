@@ -60,6 +60,7 @@ def convert_einsum(ctx, node, attrs):
         if len(term) != len(ctx.shape(name)):
             raise UnsupportedModel(f"Einsum {equation!r}: term {term!r} for an operand of rank {len(ctx.shape(name))}",
                                    expected="one letter per axis")
+    _same_sizes(ctx, equation, names, letters)
     if foldable(ctx, node):
         return [np.einsum(equation, *(np.asarray(ctx.static(name)) for name in names))]
     dtype = first_dtype(ctx, names)
@@ -71,6 +72,19 @@ def convert_einsum(ctx, node, attrs):
         return [_arrange(ctx, a, a_letters, output, name)]
     b, b_letters = _sum_unshared(ctx, values[1], letters[1], set(output) | set(a_letters), f"{name}.b")
     return [_contract(ctx, a, a_letters, b, b_letters, output, name)]
+
+
+def _same_sizes(ctx, equation: str, names: list[str], letters: list[str]) -> None:
+    """A letter has one size in every operand (or 1, which broadcasts)."""
+    seen: dict = {}
+    for name, term in zip(names, letters):
+        for letter, size in zip(term, ctx.shape(name)):
+            known = seen.setdefault(letter, size)
+            if known != size and known != 1 and size != 1:
+                raise UnsupportedModel(f"Einsum {equation!r}: letter {letter!r} is {known} in one operand and {size} "
+                                       "in the other", expected="one size per letter (or 1, broadcast)")
+            if known == 1:
+                seen[letter] = size
 
 
 def _sum_unshared(ctx, value: str, letters: str, kept: set, name: str) -> tuple[str, str]:

@@ -187,6 +187,8 @@ def convert_resize(ctx, node, attrs):
                if scale is not None]
     for count, (axis, out, scale) in enumerate(resized):
         size = _static(ctx.builder.type(x).shape[axis])
+        if not isinstance(out, int) or out < 1:
+            raise UnsupportedModel(f"Resize of axis {axis} from {size} to {out}", expected="at least one output row")
         coordinates = source_coordinates(transform, size, out, scale)
         step = name if count == len(resized) - 1 else f"{name}.axis{axis}"
         if mode == "nearest":

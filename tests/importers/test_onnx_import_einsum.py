@@ -62,3 +62,10 @@ def test_other_equations_are_refused_naming_the_node_and_equation(equation, shap
     model = make_model([node], [(name, F, shape) for name, shape in zip(names, shapes)], [("y", F, None)], opset=12)
     with pytest.raises(UnsupportedModel, match=rf"ONNX node 'e0' \(Einsum\): Einsum '{__import__('re').escape(equation)}'.*{why}"):
         import_onnx(model)
+
+
+def test_a_letter_of_two_sizes_is_refused_naming_it():
+    node = helper.make_node("Einsum", ["a", "b"], ["y"], equation="ij,jk->ik", name="e1")
+    model = make_model([node], [("a", F, [2, 3]), ("b", F, [4, 5])], [("y", F, None)], opset=12)
+    with pytest.raises(UnsupportedModel, match=r"ONNX node 'e1' \(Einsum\): Einsum 'ij,jk->ik': letter 'j' is 3 .* and 4"):
+        import_onnx(model)

@@ -110,15 +110,16 @@ def test_resize_linear_of_a_sequence():
     check_everywhere(model, {"B": 2})
 
 
-@pytest.mark.parametrize("attrs, why", [
-    ({"mode": "cubic"}, "mode 'cubic'"),
-    ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}, "tf_crop_and_resize"),
-    ({"mode": "nearest", "antialias": 1}, "antialias"),
+@pytest.mark.parametrize("attrs, scales, why", [
+    ({"mode": "cubic"}, [1, 1, 2, 2], "mode 'cubic'"),
+    ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}, [1, 1, 2, 2], "tf_crop_and_resize"),
+    ({"mode": "nearest", "antialias": 1}, [1, 1, 2, 2], "antialias"),
+    ({"mode": "nearest"}, [1, 1, 0.1, 1], "from 4 to 0"),
 ])
-def test_unsupported_resize_modes_are_located_errors(attrs, why):
+def test_unsupported_resize_modes_are_located_errors(attrs, scales, why):
     node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="r1", **attrs)
     model = make_model([node], [("x", F, [1, 3, 4, 4])], [("y", F, None)],
-                       [("scales", np.array([1, 1, 2, 2], np.float32))], opset=18)
+                       [("scales", np.array(scales, np.float32))], opset=18)
     with pytest.raises(UnsupportedModel, match=rf"ONNX node 'r1' \(Resize\).*{why}"):
         import_onnx(model)
 
