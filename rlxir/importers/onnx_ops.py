@@ -5,7 +5,9 @@ value name, a NumPy array (the output is static: shape arithmetic evaluated whil
 importing, possibly holding symbolic dims), or None (an optional output nobody reads).
 Shape and tensor ops (Reshape, Slice, Gather, Shape arithmetic, ...) are in
 `rlxir.importers.onnx_shape`; network ops (conv, pooling, norms, Gemm, LRN, Pad) in
-`rlxir.importers.onnx_nn`.
+`rlxir.importers.onnx_nn` (dilated pooling in `onnx_pool_dilated`); ScatterND,
+ScatterElements, TopK and Trilu in `onnx_scatter`; Einsum in `onnx_einsum`; ConvTranspose and
+Resize in `onnx_upsample`; If in `onnx_control`.
 """
 
 from __future__ import annotations
