@@ -215,10 +215,20 @@ def gather_leading_axes(builder: GraphBuilder, data: str, parts: list[str], hint
                         index_shape: tuple | None = None) -> str:
     """`data[parts[0], parts[1], ...]` for integer index values that address the leading axes
     of `data` and broadcast with each other (ONNX GatherND, PyTorch advanced indexing): those
-    axes are flattened into one and indexed by the row-major linear index. Negative indices
-    wrap on static dims (a symbolic dim's size is not a value to add). `index_shape`, when
-    given, is the linear index's shape before the gather (GatherND drops its index axis)."""
-    shape = builder.type(data).shape
+    axes are flattened into one and indexed by the row-major linear index (`linear_index`).
+    `index_shape`, when given, is the linear index's shape before the gather (GatherND drops
+    its index axis)."""
+    linear = linear_index(builder, builder.type(data).shape, parts, hint)
+    if index_shape is not None:
+        linear = builder.op("reshape", [linear], {"shape": list(index_shape)}, hint=f"{hint}.linear")
+    return builder.op("gather", [flatten_leading_axes(builder, data, len(parts), hint), linear], {"axis": 0},
+                      hint=hint)
+
+
+def linear_index(builder: GraphBuilder, shape: tuple, parts: list[str], hint: str) -> str:
+    """The row-major position, among the leading ``len(parts)`` axes of `shape` flattened, of
+    the index values `parts` (one per axis, broadcasting with each other). Negative indices
+    wrap on static dims (a symbolic dim's size is not a value to add)."""
     depth = len(parts)
     strides = [1] * depth
     for axis in range(depth - 2, -1, -1):
@@ -236,10 +246,15 @@ def gather_leading_axes(builder: GraphBuilder, data: str, parts: list[str], hint
         if strides[axis] != 1:
             part = builder.op("mul", [part, builder.scalar(strides[axis], dtype)], hint=f"{hint}.s{axis}")
         linear = part if linear is None else builder.op("add", [linear, part], hint=f"{hint}.linear")
-    if index_shape is not None:
-        linear = builder.op("reshape", [linear], {"shape": list(index_shape)}, hint=f"{hint}.linear")
+    return linear
+
+
+def flatten_leading_axes(builder: GraphBuilder, data: str, depth: int, hint: str) -> str:
+    """`data` with its first `depth` axes merged into one (itself when `depth` is 1)."""
+    shape = builder.type(data).shape
+    if depth == 1:
+        return data
     rows = shape[0]
     for dim in shape[1:depth]:
         rows = rows * dim
-    flat = data if depth == 1 else builder.op("reshape", [data], {"shape": [rows, *shape[depth:]]}, hint=f"{hint}.flat")
-    return builder.op("gather", [flat, linear], {"axis": 0}, hint=hint)
+    return builder.op("reshape", [data], {"shape": [rows, *shape[depth:]]}, hint=f"{hint}.flat")

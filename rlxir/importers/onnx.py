@@ -104,7 +104,7 @@ def import_onnx(model: str | Path | onnx.ModelProto, *, batch_dim: str = "B", ba
 
 def refuse_unsupported(graph: onnx.GraphProto, converters: Mapping, source: str) -> None:
     """One error listing every op type without a converter (with its count), or nothing."""
-    missing = Counter(_op_key(node) for node in graph.node if _op_key(node) not in converters)
+    missing = Counter(op_key(node) for node in graph.node if op_key(node) not in converters)
     if not missing:
         return
     listed = ", ".join(f"{op} x{count}" for op, count in sorted(missing.items()))
@@ -114,8 +114,20 @@ def refuse_unsupported(graph: onnx.GraphProto, converters: Mapping, source: str)
                            expected="ops rlxir imports: " + ", ".join(sorted(converters)))
 
 
-def _op_key(node: onnx.NodeProto) -> str:
+def op_key(node: onnx.NodeProto) -> str:
     return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+
+
+def node_reads(graph: onnx.GraphProto):
+    """(node, the value names it reads) for every node, those inside an If's branches too
+    (nested ones as well): a branch's nodes read their inputs, and the If reads the branch's
+    outputs."""
+    for node in graph.node:
+        yield node, list(node.input)
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                yield from node_reads(attribute.g)
+                yield node, [output.name for output in attribute.g.output]
 
 
 def opset_version(model: onnx.ModelProto) -> int:
@@ -154,8 +166,8 @@ class OnnxContext:
         self.weights: set[str] = set()
         self.pending_pads: dict[str, tuple] = {}
         self.consumers: dict[str, list] = defaultdict(list)
-        for node in graph.node:
-            for operand in node.input:
+        for node, operands in node_reads(graph):
+            for operand in operands:
                 self.consumers[operand].append(node)
         self.graph_outputs = {output.name for output in graph.output}
         self.onnx_shapes = {info.name: _onnx_shape(info) for info in (*graph.value_info, *graph.output, *graph.input)}
@@ -252,7 +264,7 @@ class OnnxContext:
 
     # --- nodes --------------------------------------------------------------------------
     def convert(self, node: onnx.NodeProto, converters: Mapping) -> None:
-        converter = converters[_op_key(node)]
+        converter = converters[op_key(node)]
         try:
             results = converter(self, node, node_attributes(node))
         except RlxError as error:

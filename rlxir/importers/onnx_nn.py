@@ -169,10 +169,12 @@ def convert_pool(ctx, node, attrs):
     kernel = [int(k) for k in attrs["kernel_shape"]]
     strides = [int(s) for s in attrs.get("strides", [1, 1])]
     dilations = [int(d) for d in attrs.get("dilations", [1, 1])]
-    if dilations != [1, 1]:
-        raise UnsupportedModel(f"{node.op_type} with dilations {dilations}", expected="dilations [1, 1]")
     declared = resolve_pads(attrs, shape[2:], kernel, strides, dilations)
     pads = _combined(declared, extra)
+    if dilations != [1, 1]:
+        from rlxir.importers.onnx_pool_dilated import convert_dilated_pool
+
+        return [convert_dilated_pool(ctx, node, x, kernel, strides, dilations, pads, attrs)]
     if attrs.get("ceil_mode", 0):
         pads = _ceil_mode_pads(shape[2:], kernel, strides, pads)
     op = "max_pool2d" if node.op_type == "MaxPool" else "avg_pool2d"
@@ -257,6 +259,40 @@ def convert_layernorm(ctx, node, attrs):
     return [ctx.builder.op("layernorm", [x, scale, bias], attributes, hint=hint(node))]
 
 
+def convert_instance_norm(ctx, node, attrs):
+    """InstanceNormalization normalises each (sample, channel) over its spatial cells: a
+    ``layernorm`` over [N, C, H*W] with unit gamma and zero beta, then the per-channel scale
+    and bias as [C, 1, ...] columns."""
+    x = ctx.value(node.input[0])
+    type_ = ctx.builder.type(x)
+    if type_.rank < 3:
+        raise UnsupportedModel(f"InstanceNormalization of a rank-{type_.rank} input", expected="[N, C, ...] of rank >= 3")
+    name, dtype = hint(node), type_.dtype
+    batch, channels = type_.shape[:2]
+    cells = product(type_.shape[2:])
+    flat = x if type_.rank == 3 else ctx.builder.op("reshape", [x], {"shape": (batch, channels, cells)},
+                                                    hint=f"{name}.cells")
+    one = ctx.builder.splat(f"{name}.unit_gamma", 1, TensorType(dtype, (cells,)))
+    zero = ctx.builder.splat(f"{name}.zero_beta", 0, TensorType(dtype, (cells,)))
+    eps = _float(attrs.get("epsilon", 1e-5))
+    normalized = ctx.builder.op("layernorm", [flat, one, zero], {"axis": -1, "eps": eps}, hint=f"{name}.normalized")
+    if type_.rank != 3:
+        normalized = ctx.builder.op("reshape", [normalized], {"shape": tuple(type_.shape)}, hint=f"{name}.unflat")
+    column = (channels,) + (1,) * (type_.rank - 2)
+    scale = channel_column(ctx, node.input[1], dtype, column, f"{name}.scale")
+    bias = channel_column(ctx, node.input[2], dtype, column, f"{name}.bias")
+    scaled = ctx.builder.op("mul", [normalized, scale], hint=f"{name}.scaled")
+    return [ctx.builder.op("add", [scaled, bias], hint=name)]
+
+
+def channel_column(ctx, onnx_name: str, dtype, column: tuple, name: str) -> str:
+    """A per-channel [C] vector as a [C, 1, ...] column (reshaped while importing when static)."""
+    if ctx.is_static(onnx_name) and onnx_name not in ctx.values:
+        return ctx.builder.tensor(onnx_name, np.asarray(ctx.static(onnx_name)).reshape(column), weight=True,
+                                  dtype=dtype)
+    return ctx.builder.op("reshape", [operand(ctx, onnx_name, dtype)], {"shape": column}, hint=name)
+
+
 def convert_lrn(ctx, node, attrs):
     """y = x / (bias + alpha/size * sum of x^2 over `size` channels around c) ^ beta.
 
@@ -324,5 +360,5 @@ CONVERTERS = {
     "Conv": convert_conv, "MaxPool": convert_pool, "AveragePool": convert_pool,
     "GlobalAveragePool": convert_global_pool, "GlobalMaxPool": convert_global_pool,
     "BatchNormalization": convert_batchnorm, "LayerNormalization": convert_layernorm, "LRN": convert_lrn,
-    "Gemm": convert_gemm, "Pad": convert_pad,
+    "Gemm": convert_gemm, "Pad": convert_pad, "InstanceNormalization": convert_instance_norm,
 }

@@ -5,7 +5,9 @@ value name, a NumPy array (the output is static: shape arithmetic evaluated whil
 importing, possibly holding symbolic dims), or None (an optional output nobody reads).
 Shape and tensor ops (Reshape, Slice, Gather, Shape arithmetic, ...) are in
 `rlxir.importers.onnx_shape`; network ops (conv, pooling, norms, Gemm, LRN, Pad) in
-`rlxir.importers.onnx_nn`.
+`rlxir.importers.onnx_nn` (dilated pooling in `onnx_pool_dilated`); ScatterND,
+ScatterElements, TopK and Trilu in `onnx_scatter`; Einsum in `onnx_einsum`; ConvTranspose and
+Resize in `onnx_upsample`; If in `onnx_control`.
 """
 
 from __future__ import annotations
@@ -104,6 +106,17 @@ def axes_argument(ctx, node, attrs, index: int, since: int) -> list[int] | None:
     if optional_input(node, index) is None:
         return None
     return [int(axis) for axis in static_ints(ctx, node, index, "axes")]
+
+
+def wrapped_index(ctx, index: str, dim, name: str) -> str:
+    """`index` with negative entries counted from the end of a static dim `dim` (ONNX allows
+    them); on a symbolic dim the index is taken as it is."""
+    if not isinstance(dim, int):
+        return index
+    dtype = ctx.builder.type(index).dtype
+    negative = ctx.builder.op("lt", [index, ctx.builder.scalar(0, dtype)], hint=f"{name}.negative")
+    wrapped = ctx.builder.op("add", [index, ctx.builder.scalar(dim, dtype)], hint=f"{name}.wrapped")
+    return ctx.builder.op("where", [negative, wrapped, index], hint=f"{name}.idx")
 
 
 # --- static evaluation -----------------------------------------------------------------
@@ -397,7 +410,7 @@ def convert_matmul(ctx, node, attrs):
 
 
 def _converters() -> dict:
-    from rlxir.importers import onnx_nn, onnx_shape
+    from rlxir.importers import onnx_control, onnx_einsum, onnx_nn, onnx_scatter, onnx_shape, onnx_upsample
 
     table = {op: convert_unary for op in UNARY}
     table.update({op: convert_binary for op in BINARY})
@@ -413,6 +426,10 @@ def _converters() -> dict:
         "LogSoftmax": convert_softmax, "MatMul": convert_matmul,
     })
     table.update(onnx_nn.CONVERTERS)
+    table.update(onnx_scatter.CONVERTERS)
+    table.update(onnx_einsum.CONVERTERS)
+    table.update(onnx_upsample.CONVERTERS)
+    table.update(onnx_control.CONVERTERS)
     return table
 
 

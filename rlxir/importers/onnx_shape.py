@@ -14,7 +14,7 @@ from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, dtype_of_array, gather_leading_axes
 from rlxir.importers.onnx import concrete, normalize_static
 from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, first_dtype, foldable, hint, operand,
-                                      optional_input, present, product, static_input, static_ints)
+                                      optional_input, present, product, static_input, static_ints, wrapped_index)
 from rlxir.ops import broadcast_shapes, normalize_axis
 from rlxir.symbolic import Expr
 from rlxir.types import TensorType
@@ -296,25 +296,35 @@ def convert_gather_elements(ctx, node, attrs):
     shape = ctx.shape(table)
     axis = normalize_axis(attrs.get("axis", 0), len(shape))
     dim = shape[axis]
-    index = ctx.value(indices)
-    if isinstance(dim, int):  # ONNX allows negative indices, counting from the end
-        index_type = ctx.builder.type(index)
-        zero = ctx.builder.scalar(0, index_type.dtype)
-        negative = ctx.builder.op("lt", [index, zero], hint=f"{hint(node)}.negative")
-        wrapped = ctx.builder.op("add", [index, ctx.builder.scalar(dim, index_type.dtype)], hint=f"{hint(node)}.wrapped")
-        index = ctx.builder.op("where", [negative, wrapped, index], hint=f"{hint(node)}.idx")
+    index = wrapped_index(ctx, ctx.value(indices), dim, hint(node))  # ONNX allows negative indices
     return [ctx.builder.op("gather_elements", [ctx.value(table), index], {"axis": axis}, hint=hint(node))]
 
 
 def convert_tile(ctx, node, attrs):
+    """Tile: unit dims are broadcast by one ``expand`` (so a constant tiled by a count from
+    ``Shape(x)``, such as a class token to the batch, stays one op over a symbolic dim);
+    other dims repeat by ``concat``, which needs a static count."""
     x = node.input[0]
     repeats = static_ints(ctx, node, 1, "repeats")
-    if foldable(ctx, node):
+    symbolic = any(isinstance(count, Expr) for count in repeats)
+    if foldable(ctx, node) and not symbolic:
         return [np.tile(ctx.static(x), repeats)]
     result = ctx.value(x)
-    for axis, count in enumerate(repeats):
-        if count != 1:
-            result = ctx.builder.op("concat", [result] * count, {"axis": axis}, hint=hint(node))
+    shape = tuple(ctx.builder.type(result).shape)
+    if len(repeats) != len(shape):
+        raise UnsupportedModel(f"Tile repeats {repeats} for a rank-{len(shape)} input", expected="a count per axis")
+    spread = tuple(count if dim == 1 else dim for dim, count in zip(shape, repeats))
+    concatenated = any(dim != 1 and count != 1 for dim, count in zip(shape, repeats))
+    if spread != shape:
+        result = ctx.builder.op("expand", [result], {"shape": spread},
+                                hint=f"{hint(node)}.spread" if concatenated else hint(node))
+    for axis, (dim, count) in enumerate(zip(shape, repeats)):
+        if dim == 1 or count == 1:
+            continue
+        if not isinstance(count, int):
+            raise UnsupportedModel(f"Tile by the symbolic count {count} of a dim of {dim}",
+                                   expected="symbolic counts only on dims of 1 (a broadcast)")
+        result = ctx.builder.op("concat", [result] * count, {"axis": axis}, hint=hint(node))
     return [result]
 
 

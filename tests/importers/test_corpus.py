@@ -21,9 +21,7 @@ MANIFEST = json.loads((CORPUS / "manifest.json").read_text())["models"]
 TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")
 
 # Models whose ONNX file does not import yet, with the first error seen.
-ONNX_FAILURES = {
-    'swin': 'UnsupportedModel: error: cannot import swin.onnx: 1 ONNX op type has no rlx mapping: ScatterND x18',
-}
+ONNX_FAILURES: dict[str, str] = {}
 
 
 def params_for(name: str):

@@ -1,0 +1,94 @@
+"""ONNX If with a condition known while importing (folded to the taken branch) and Tile by
+counts that hold the batch symbol, against onnxruntime and compiled on the six targets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+from test_onnx_import_ops import make_model, ops_of, weights  # noqa: E402
+from test_onnx_import_scatter import check_everywhere  # noqa: E402
+
+from rlxir.importers import UnsupportedModel  # noqa: E402
+from rlxir.importers.onnx import import_onnx  # noqa: E402
+
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def _branch(name, op_type, output):
+    """A branch computing `op_type`(x) from the outer x (ONNX scoping)."""
+    return helper.make_graph([helper.make_node(op_type, ["x"], [output])], name, [],
+                             [helper.make_tensor_value_info(output, F, None)])
+
+
+def _if_model(condition_nodes, initializers, then_op="Relu", else_op="Neg"):
+    nodes = condition_nodes + [
+        helper.make_node("If", ["cond"], ["picked"], then_branch=_branch("then", then_op, "then_out"),
+                         else_branch=_branch("else", else_op, "else_out"), name="if0"),
+        helper.make_node("Add", ["picked", "x"], ["y"]),
+    ]
+    return make_model(nodes, [("x", F, ["N", 3, 4])], [("y", F, ["N", 3, 4])], initializers)
+
+
+@pytest.mark.parametrize("rows, taken", [(3, "relu"), (5, "neg")])
+def test_if_on_a_static_shape_check_takes_one_branch(rows, taken):
+    """cond = (x.shape[1] == rows), evaluated from the static dim while importing."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one"], ["dim"], axis=0),
+             helper.make_node("Equal", ["dim", "rows"], ["cond"])]
+    model = _if_model(nodes, [("one", np.array(1, np.int64)), ("rows", np.array(rows, np.int64))])
+    imported = check_everywhere(model, {"B": 2})
+    assert ops_of(imported) == [taken, "add"]
+
+
+def test_if_branch_with_an_unsupported_op_is_refused_listing_it():
+    model = _if_model([], [("cond", np.array(True))], then_op="Hardmax")
+    with pytest.raises(UnsupportedModel, match=r"ONNX node 'if0' \(If\).*no rlx mapping: Hardmax x1"):
+        import_onnx(model)
+
+
+def test_the_branch_not_taken_may_hold_anything():
+    model = _if_model([], [("cond", np.array(False))], then_op="Hardmax")
+    assert ops_of(check_everywhere(model, {"B": 2})) == ["neg", "add"]
+
+
+def test_if_on_a_run_time_condition_is_a_located_error():
+    nodes = [helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+             helper.make_node("Greater", ["total", "zero"], ["cond"])]
+    model = _if_model(nodes, [("zero", np.array(0, np.float32))])
+    with pytest.raises(UnsupportedModel, match=r"ONNX node 'if0' \(If\): its condition \(input 0\) must be known"):
+        import_onnx(model)
+
+
+def test_tile_of_a_constant_to_the_batch():
+    """A [1, 1, 4] token tiled by [batch, 1, 1] with the batch read from Shape(x)."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+             helper.make_node("Unsqueeze", ["batch", "axes"], ["batch1"]),
+             helper.make_node("Concat", ["batch1", "ones"], ["repeats"], axis=0),
+             helper.make_node("Tile", ["token", "repeats"], ["tokens"]),
+             helper.make_node("Concat", ["tokens", "x"], ["y"], axis=1)]
+    model = make_model(nodes, [("x", F, ["N", 3, 4])], [("y", F, ["N", 4, 4])],
+                       [("token", weights(1, 1, 4)), ("zero", np.array(0, np.int64)),
+                        ("axes", np.array([0], np.int64)), ("ones", np.array([1, 1], np.int64))])
+    imported = check_everywhere(model, {"B": 3})
+    assert ops_of(imported) == ["expand", "concat"]
+
+
+def test_tile_repeating_whole_dims_and_broadcasting_unit_ones():
+    node = helper.make_node("Tile", ["x", "repeats"], ["y"])
+    model = make_model([node], [("x", F, ["N", 1, 3])], [("y", F, ["N", 4, 6])],
+                       [("repeats", np.array([1, 4, 2], np.int64))])
+    assert ops_of(check_everywhere(model, {"B": 2})) == ["expand", "concat"]
+
+
+def test_tile_of_a_batch_of_rows_by_the_batch_is_a_located_error():
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Tile", ["x", "shape"], ["y"], name="t0")]
+    model = make_model(nodes, [("x", F, ["N", 3])], [("y", F, None)])
+    with pytest.raises(UnsupportedModel, match=r"ONNX node 't0' \(Tile\): Tile by the symbolic count B"):
+        import_onnx(model)
+
+
