@@ -64,7 +64,7 @@ def _ufunc(name: str) -> Kernel:
 
 def _sigmoid_into(xp, x, out):
     # exp(-logaddexp(0, -x)), as the reference: no overflow for large |x|
-    out = xp.negative(x, out=out)
+    out = xp.asarray(xp.negative(x, out=out))  # asarray: a 0-d result is a scalar, unfit for out=
     out = xp.logaddexp(_scalar(x, 0), out, out=out)
     out = xp.negative(out, out=out)
     return xp.exp(out, out=out)
@@ -85,23 +85,23 @@ def _relu(xp, args, attrs, out, workspace=None):
 
 
 def _rsqrt(xp, args, attrs, out, workspace=None):
-    out = xp.sqrt(args[0], out=out)
+    out = xp.asarray(xp.sqrt(args[0], out=out))
     return xp.divide(_scalar(out, 1), out, out=out)
 
 
 def gelu_into(xp, x, out, approximate: bool):
     """0.5 x (1 + tanh(...)) or 0.5 x (1 + erf(x / sqrt 2)), in the reference's order."""
     if approximate:
-        cubic = x * x * x
+        cubic = xp.asarray(x * x * x)  # a 0-d operation gives a scalar; out= needs an array
         inner = xp.multiply(_scalar(x, GELU_TANH_COEFFICIENT), cubic, out=cubic)
         inner = xp.add(x, inner, out=inner)
         inner = xp.multiply(_scalar(x, SQRT_2_OVER_PI), inner, out=inner)
         curve = xp.tanh(inner, out=inner)
     else:
-        scaled = xp.divide(x, _scalar(x, math.sqrt(2.0)))
+        scaled = xp.asarray(xp.divide(x, _scalar(x, math.sqrt(2.0))))
         curve = special_erf(xp, scaled, out=scaled)
     curve = xp.add(_scalar(x, 1), curve, out=curve)
-    out = xp.multiply(_scalar(x, 0.5), x, out=out)
+    out = xp.asarray(xp.multiply(_scalar(x, 0.5), x, out=out))
     return xp.multiply(out, curve, out=out)
 
 
@@ -158,7 +158,7 @@ def _reduce(name: str, accumulate: bool) -> Kernel:
 
 def _softmax(xp, args, attrs, out, workspace=None):
     x, axis = args[0], attrs["axis"]
-    out = xp.subtract(x, xp.max(x, axis=axis, keepdims=True), out=out)
+    out = xp.asarray(xp.subtract(x, xp.max(x, axis=axis, keepdims=True), out=out))
     out = xp.exp(out, out=out)
     return xp.divide(out, xp.sum(out, axis=axis, keepdims=True), out=out)
 
@@ -167,7 +167,7 @@ def _normalize_into(xp, out, axes, eps, centre: bool):
     """Layer- or RMS-normalise `out` in place over `axes` (the reference's order)."""
     if centre:
         out = xp.subtract(out, xp.mean(out, axis=axes, keepdims=True), out=out)
-    second_moment = xp.mean(out * out, axis=axes, keepdims=True)
+    second_moment = xp.asarray(xp.mean(out * out, axis=axes, keepdims=True))
     second_moment = xp.add(second_moment, _scalar(out, eps), out=second_moment)
     return xp.divide(out, xp.sqrt(second_moment, out=second_moment), out=out)
 
@@ -199,7 +199,7 @@ def _rmsnorm(xp, args, attrs, out, workspace=None):
 def _residual_norm(centre: bool) -> Kernel:
     def kernel(xp, args, attrs, out, workspace=None):
         x, residual, gamma = args[:3]
-        out = xp.add(x, residual, out=out)
+        out = xp.asarray(xp.add(x, residual, out=out))
         out = _normalize_into(xp, out, (out.ndim - 1,), attrs["eps"], centre)
         out = xp.multiply(out, gamma, out=out)
         return xp.add(out, args[3], out=out) if centre else out
