@@ -13,7 +13,7 @@ import time
 
 from rlxir.cli.main import UsageError
 from rlxir.cli.options import add_input_options, bindings_from, load_module, positive_int, symbol_binding, time_budget
-from rlxir.compiler import CompileOptions, exceeds_ceiling, plan_exec_graph, prepare_exec_graph
+from rlxir.compiler import CompileOptions, CompileResult, exceeds_ceiling, plan_exec_graph, prepare_exec_graph
 from rlxir.devices import format_bytes, parse_bytes
 from rlxir.errors import Location, RlxError
 from rlxir.fit import arena_budget, fit_batch
@@ -140,9 +140,12 @@ def register(subparsers) -> None:
         "compare", help="compile a graph for every target and compare their arenas",
         description="Compile the graph for each target and print one row per target: nodes after its pipeline, "
                     "arena, lower bound, the ratio to the smallest arena, the ABI ceiling, and whether it fits "
-                    "the budget (probe or --vram).")
+                    "the budget (probe or --vram). With --execute, each target's compiled graph also runs inside "
+                    "its planned arena and is compared with the interpreter (a 'run' column).")
     add_input_options(compare)
     compare.add_argument("--targets", metavar="LIST", help="comma-separated targets (default: all)")
+    compare.add_argument("--execute", action="store_true",
+                         help="run each target's plan in its arena (rlxir run --target) and say whether it matched")
     compare.add_argument("--json", action="store_true", help="print the rows as JSON")
     _add_budget_options(compare)
     _add_pipeline_options(compare)
@@ -331,8 +334,26 @@ def run_compare(args: argparse.Namespace) -> int:
         return run_training_compare(args)
     graph = _graph(args)
     bindings = bindings_from(args)
-    return compare_targets(args, lambda target: _compare_row(graph, target, bindings, args), "compiling for",
-                           (("arena", "arena_bytes"), ("lower bound", "lower_bound_bytes")))
+    reference = SharedReference(graph, bindings)
+    return compare_targets(args, lambda target: _compare_row(graph, target, bindings, args, reference),
+                           "compiling for", (("arena", "arena_bytes"), ("lower bound", "lower_bound_bytes")))
+
+
+class SharedReference:
+    """The interpreter's run of a graph, made on first use and shared by every target."""
+
+    def __init__(self, graph, bindings: dict, training: bool = False):
+        self.graph, self.bindings, self.training = graph, bindings, training
+        self._run = None
+
+    def get(self):
+        if self._run is None:
+            from rlxir.executor import reference_run
+
+            _progress("running the reference interpreter ...")
+            bound = self.graph.bind(self.bindings) if self.bindings else self.graph
+            self._run = reference_run(bound, training=self.training)
+        return self._run
 
 
 def compare_targets(args: argparse.Namespace, make_row, doing: str, byte_columns) -> int:
@@ -353,20 +374,55 @@ def compare_targets(args: argparse.Namespace, make_row, doing: str, byte_columns
         print(json.dumps(rows, indent=2))
         return 0
     titles = "".join(f" {title:>24}" for title, _ in byte_columns)
-    header = f"{'target':<8} {'planner':<9} {'nodes':>7}{titles} {'x best':>7} {'ceiling':>12} fits"
+    executed = any("run" in row for row in rows)
+    header = f"{'target':<8} {'planner':<9} {'nodes':>7}{titles} {'x best':>7} {'ceiling':>12} {'fits':<20}"
+    header = (header + " run") if executed else header.rstrip()
     print(header)
     print("-" * len(header))
     for row in rows:
         ceiling = format_bytes(row["ceiling_bytes"]) if row["ceiling_bytes"] is not None else "none"
         ratio = f"{row['ratio_to_best']:.2f}" if row["ratio_to_best"] is not None else "-"
         values = "".join(f" {_human(row[key]):>24}" for _, key in byte_columns)
-        print(f"{row['target']:<8} {row['planner']:<9} {row['nodes']:>7}{values} {ratio:>7} {ceiling:>12} {row['fits']}")
+        line = f"{row['target']:<8} {row['planner']:<9} {row['nodes']:>7}{values} {ratio:>7} {ceiling:>12} {row['fits']:<20}"
+        print(f"{line} {row['run']}" if executed else line.rstrip())
+    failed = [row["target"] for row in rows if row.get("run_matched") is False]
+    if failed:
+        print(RlxError(f"the arena run did not match the reference on {', '.join(failed)}",
+                       expected="every target's plan to run and match (this is a defect in its pipeline or "
+                                "planner)").render(), file=sys.stderr)
+        return 1
     return 0
 
 
-def _compare_row(graph, target, bindings, args) -> dict:
+def execution_column(row: dict, run_check) -> dict:
+    """Add the --execute columns to a compare row: `run_check()` gives the ExecutionCheck."""
+    if row["fits"] == "no (past ceiling)":
+        row["run"], row["run_matched"] = "not run (past the ceiling)", None
+        return row
+    check = run_check()
+    row["run"], row["run_matched"] = check.verdict, check.matched
+    row["run_outside_bytes"] = check.run.outside_peak_bytes
+    return row
+
+
+def _compare_row(graph, target, bindings, args, reference: SharedReference) -> dict:
     exec_graph = prepare_exec_graph(graph, target, bindings)
     plan = plan_exec_graph(exec_graph, target)
+    row = _compare_numbers(exec_graph, plan, target, args)
+    if not getattr(args, "execute", False):
+        return row
+
+    def run_check():
+        from rlxir.executor import check_execution
+
+        _progress(f"running {target.name}'s plan in its arena ...")
+        result = CompileResult(target, exec_graph.graph, plan, exec_graph.stages, dict(exec_graph.bindings))
+        return check_execution(reference.get().graph, result, reference=reference.get())
+
+    return execution_column(row, run_check)
+
+
+def _compare_numbers(exec_graph, plan, target, args) -> dict:
     budget = arena_budget(target, args.headroom, args.vram, "free" if args.free else "total")
     if exceeds_ceiling(target, plan.arena_bytes):
         fits = "no (past ceiling)"

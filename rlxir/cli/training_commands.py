@@ -17,7 +17,8 @@ from pathlib import Path
 
 from rlxir.autodiff import grad
 from rlxir.cli.options import add_input_options, bind_graphs, bindings_from, load_module
-from rlxir.cli.target_commands import _graph, _human, _options, _progress, _progress_done, cli_target, compare_targets
+from rlxir.cli.target_commands import (SharedReference, _graph, _human, _options, _progress, _progress_done, cli_target,
+                                       compare_targets, execution_column)
 from rlxir.compiler import exceeds_ceiling
 from rlxir.errors import RlxError
 from rlxir.fit import arena_budget
@@ -152,14 +153,29 @@ def run_training_compare(args: argparse.Namespace) -> int:
     graph = _graph(args)
     backward = training_graph(graph)
     bindings = bindings_from(args)
-    return compare_targets(args, lambda target: _training_row(graph, backward, target, bindings, args),
+    reference = SharedReference(graph, bindings, training=True)
+    return compare_targets(args, lambda target: _training_row(graph, backward, target, bindings, args, reference),
                            "compiling the training step for",
                            (("forward arena", "forward_arena_bytes"), ("training arena", "arena_bytes"),
                             ("lower bound", "lower_bound_bytes")))
 
 
-def _training_row(graph, backward, target, bindings, args) -> dict:
+def _training_row(graph, backward, target, bindings, args, reference) -> dict:
     result = plan_training(graph, target, bindings, backward=backward)
+    row = _training_numbers(result, target, args)
+    if not getattr(args, "execute", False):
+        return row
+
+    def run_check():
+        from rlxir.executor import check_execution
+
+        bound = graph.bind(bindings) if bindings else graph
+        return check_execution(bound, result, reference=reference.get())
+
+    return execution_column(row, run_check)
+
+
+def _training_numbers(result, target, args) -> dict:
     budget = arena_budget(target, args.headroom, args.vram, "free" if args.free else "total")
     if exceeds_ceiling(target, result.arena_bytes) or exceeds_ceiling(target, result.forward_arena_bytes):
         fits = "no (past ceiling)"

@@ -1,0 +1,107 @@
+"""`rlxir run --target`: the compiled graph runs in its planned arena and is checked;
+`rlxir compare --execute` adds the run column."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlxir.cli import main
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+def run(argv, capsys):
+    code = main([str(arg) for arg in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def output_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("%")]
+
+
+def test_gpt2_small_on_rocm_prints_the_interpreters_outputs(capsys):
+    code, plain, _ = run(["run", EXAMPLES / "gpt2_small.rlx", "--batch", "2"], capsys)
+    assert code == 0
+    code, arena, err = run(["run", EXAMPLES / "gpt2_small.rlx", "--target", "rocm", "--batch", "2"], capsys)
+    assert code == 0, err
+    assert output_lines(arena) == output_lines(plain) and output_lines(plain)
+    assert "arena run   rocm on cpu: one arena of" in arena
+    assert "check     ran, matched" in arena
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda", "rocm", "metal", "gpu", "vulkan"])
+def test_json_report_has_the_plan_numbers_and_the_verdict(target, capsys):
+    code, out, err = run(["run", EXAMPLES / "mlp.rlx", "--target", target, "--batch", "2", "--json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["matched"] is True and report["verdict"] == "ran, matched"
+    assert report["run"]["target"] == target and report["run"]["arena_bytes"] > 0
+    assert report["run"]["poisoned_reads"] == [] and report["run"]["outside_fraction"] < 0.1
+    assert [output["name"] for output in report["outputs"]] == ["probs"]
+
+
+def test_outputs_written_under_the_original_names(tmp_path, capsys):
+    code, out, err = run(["run", EXAMPLES / "mlp.rlx", "--target", "cuda", "--batch", "2", "-o", tmp_path], capsys)
+    assert code == 0, err
+    written = np.load(tmp_path / "probs.npy")
+    assert written.shape == (2, 10)
+    np.testing.assert_allclose(written.sum(axis=-1), 1.0, rtol=1e-5)
+
+
+def test_training_step_runs_in_the_training_arena(capsys):
+    argv = ["run", EXAMPLES / "mamba_lm.rlx", "--target", "cuda", "--batch", "1", "-D", "S=8", "--training"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "%grad.embeddings.weight" in out and "check     ran, matched" in out
+
+
+def test_no_check_runs_without_the_reference(capsys):
+    code, out, err = run(["run", EXAMPLES / "mlp.rlx", "--target", "metal", "--batch", "1", "--no-check"], capsys)
+    assert code == 0, err
+    assert "check" not in out.split("arena run")[1]
+
+
+@pytest.mark.parametrize("flag", [["--training"], ["--json"], ["--no-check"], ["--device", "gpu"]])
+def test_arena_flags_need_a_target(flag, capsys):
+    code, out, err = run(["run", EXAMPLES / "mlp.rlx", "--batch", "1", *flag], capsys)
+    assert code == 1 and "needs --target" in err and "Traceback" not in err
+
+
+def test_gpu_device_without_cuda_is_a_clear_error(capsys):
+    pytest.importorskip("numpy")
+    try:
+        import cupy
+
+        cupy.cuda.runtime.getDeviceCount()
+        pytest.skip("this machine has a CUDA device")
+    except Exception:
+        pass
+    code, out, err = run(["run", EXAMPLES / "mlp.rlx", "--target", "cuda", "--batch", "1", "--device", "gpu"], capsys)
+    assert code == 1 and "--device gpu needs CuPy and a CUDA device" in err and "rlxir[cuda]" in err
+
+
+def test_compare_execute_adds_the_run_column(capsys):
+    argv = ["compare", EXAMPLES / "gpt2_block.rlx", "--batch", "1", "-D", "S=8", "--execute", "--vram", "80GB"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    header, _, *rows = out.splitlines()
+    assert header.rstrip().endswith("run")
+    assert len(rows) == 6 and all(row.rstrip().endswith("ran, matched") for row in rows)
+
+
+def test_compare_execute_training_json(capsys):
+    argv = ["compare", EXAMPLES / "mamba_block.rlx", "--batch", "1", "-D", "S=8", "--execute", "--training",
+            "--json", "--targets", "cpu,rocm"]
+    # mamba_block's output is not a scalar loss: the training step is refused, located
+    code, out, err = run(argv, capsys)
+    assert code == 1 and "not a floating-point scalar" in err
+    argv[1] = EXAMPLES / "mamba_lm.rlx"
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [row["run"] for row in rows] == ["ran, matched", "ran, matched"]
