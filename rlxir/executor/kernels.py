@@ -30,6 +30,7 @@ from rlxir.ops.registry import check_attributes, get_op
 Kernel = Callable
 ERF_CHUNK = 4096
 REGION_TILE = 1 << 16
+ATTENTION_TILE = 1 << 22
 
 
 def _is_float(array) -> bool:
@@ -242,38 +243,54 @@ def _fused_matmul_bias_act(xp, args, attrs, out, workspace=None):
 
 
 def _attention(xp, args, attrs, out, workspace=None):
-    """softmax(q k^T * scale + mask) v, with the row statistics in the planned workspace
-    (max and sum per query row, two float32 values) when there is one."""
+    """softmax(q k^T * scale + mask) v, one batch entry and one block of query rows at a time,
+    so the scores never exceed ATTENTION_TILE elements (the plan sizes no S x S matrix); each
+    row's max and sum go to the planned workspace (two float32 values a row) when there is one."""
     q, k, v = args[:3]
     if q.ndim != 4 or not _is_float(q):
         return None
-    scores = xp.matmul(q, xp.swapaxes(k, -1, -2))
-    scores = xp.multiply(scores, _scalar(q, attention_scale(attrs, q.shape[-1])), out=scores)
-    minus_infinity = _scalar(q, -np.inf)
+    batch, heads, queries, _ = q.shape
+    keys = k.shape[-2]
+    if out is None:
+        out = xp.empty(q.shape[:-1] + (v.shape[-1],), q.dtype)
+    rows = batch * heads * queries
+    stats = None
+    if workspace is not None and workspace.nbytes >= 2 * 4 * rows:
+        stats = workspace[: 2 * 4 * rows].view(np.float32).reshape(2, batch, heads, queries, 1)
+    block = max(1, min(queries, ATTENTION_TILE // max(1, heads * keys)))
+    scale = _scalar(q, attention_scale(attrs, q.shape[-1]))
+    for entry in range(batch):
+        for first in range(0, queries, block):
+            last = min(queries, first + block)
+            index = (entry, slice(None), slice(first, last))
+            scores = xp.matmul(q[index], xp.swapaxes(k[entry], -1, -2))
+            scores = xp.multiply(scores, scale, out=scores)
+            scores = _masked(xp, scores, args, attrs, index, first, last, keys)
+            row_max = xp.max(scores, axis=-1, keepdims=True)
+            scores = xp.subtract(scores, row_max, out=scores)
+            scores = xp.exp(scores, out=scores)
+            row_sum = xp.sum(scores, axis=-1, keepdims=True)
+            if stats is not None:
+                xp.copyto(stats[0][index], row_max, casting="same_kind")
+                xp.copyto(stats[1][index], row_sum, casting="same_kind")
+            scores = xp.divide(scores, row_sum, out=scores)
+            xp.copyto(out[index], xp.matmul(scores, v[entry]))
+    return out
+
+
+def _masked(xp, scores, args, attrs, index, first: int, last: int, keys: int):
+    """The block's scores with the mask (bool: keep where true; else added) and causality."""
+    minus_infinity = _scalar(scores, -np.inf)
     if len(args) == 4:
-        mask = args[3]
+        mask = _operand_tile(args[3], index, 4)
         if mask.dtype == np.bool_:
             scores = xp.where(mask, scores, minus_infinity)
         else:
-            scores = xp.add(scores, mask, out=scores) if mask.shape == scores.shape else scores + mask
+            scores = xp.add(scores, mask, out=scores)
     if attrs["causal"]:
-        keep = xp.arange(k.shape[-2])[None, :] <= xp.arange(q.shape[-2])[:, None]
+        keep = xp.arange(keys)[None, :] <= xp.arange(first, last)[:, None]
         scores = xp.where(keep, scores, minus_infinity)
-    rows = q.shape[:-1] + (1,)
-    if workspace is not None and workspace.nbytes >= 2 * 4 * math.prod(rows):
-        stats = workspace[: 2 * 4 * math.prod(rows)].view(np.float32).reshape((2,) + rows)
-        row_max, row_sum = stats[0], stats[1]
-        xp.copyto(row_max, xp.max(scores, axis=-1, keepdims=True), casting="same_kind")
-    else:
-        row_max, row_sum = xp.max(scores, axis=-1, keepdims=True), None
-    scores = xp.subtract(scores, row_max.astype(scores.dtype, copy=False), out=scores)
-    scores = xp.exp(scores, out=scores)
-    if row_sum is not None:
-        xp.copyto(row_sum, xp.sum(scores, axis=-1, keepdims=True), casting="same_kind")
-    else:
-        row_sum = xp.sum(scores, axis=-1, keepdims=True)
-    scores = xp.divide(scores, row_sum.astype(scores.dtype, copy=False), out=scores)
-    return xp.matmul(scores, v, out=out)
+    return scores
 
 
 # --- layout ----------------------------------------------------------------------------

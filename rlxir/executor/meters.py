@@ -50,12 +50,14 @@ class DeviceMeter:
             def malloc_postprocess(self, device_id, size, mem_size, mem_ptr, pmem_id):
                 meter._current += mem_size
                 meter.peak = max(meter.peak, meter._current)
+                meter.largest = max(meter.largest, mem_size)
 
             def free_postprocess(self, device_id, mem_size, mem_ptr, pmem_id):
                 meter._current -= mem_size
 
         self.cupy = cupy
         self.peak = 0
+        self.largest = 0  # the largest single allocation (what to look at when the peak is high)
         self._current = 0
         self._hook = _Hook()
         self.device_used_peak = None

@@ -88,12 +88,13 @@ def compiled_step(result):
 
 
 def run_in_arena(result, inputs: Mapping | None = None, params: Mapping | None = None, seed: int = 0,
-                 device: str = "cpu", check_reads: bool = True) -> ArenaRun:
+                 device: str = "cpu", check_reads: bool = True, to_host: bool = True) -> ArenaRun:
     """Run `result`'s final graph in one arena of its planned size (see the module docstring).
 
     `inputs` / `params` are arrays as `rlxir.interpret` takes them (missing ones are filled
     from `seed` as it fills them, from the final graph). Returns the outputs, by the final
-    graph's output names, with what the run measured.
+    graph's output names, with what the run measured: host copies, or with `to_host=False`
+    the output slots themselves (views that keep the arena alive; on a GPU, device arrays).
     """
     step = compiled_step(result)
     graph, plan = step.graph, step.plan
@@ -121,8 +122,9 @@ def run_in_arena(result, inputs: Mapping | None = None, params: Mapping | None =
         seconds = time.perf_counter() - began
     finally:
         meter.stop()
-    outputs = {name: _to_host(xp, decode(xp, arena.view(name), graph.type(name).dtype, plan.sizing)).copy()
-               for name in graph.outputs}
+    outputs = {name: decode(xp, arena.view(name), graph.type(name).dtype, plan.sizing) for name in graph.outputs}
+    if to_host:
+        outputs = {name: _to_host(xp, value).copy() for name, value in outputs.items()}
     del side
     return ArenaRun(outputs, step.target.name, device, plan.sizing, plan.arena_bytes, sum(step.side_buffers.values()),
                     meter.peak, tuple(runner.poisoned_reads), tuple(runner.losses), tuple(runner.reference_ops),
@@ -151,9 +153,9 @@ class _Runner:
         graph = self.graph
         kind = graph.kind(name)
         if kind in ("input", "param"):
-            self._store(name, self.xp.asarray(feeds[name]))
+            self._place(name, np.asarray(feeds[name]))
         elif kind == "const":
-            self._store(name, self.xp.asarray(const_array(graph, name)))
+            self._place(name, const_array(graph, name))
         elif name in self._roots and not self._converts(name):
             return  # a view: its bytes are its root's, already in place
         else:
@@ -200,6 +202,20 @@ class _Runner:
                                  f"{graph.type(name)}", graph.location(name))
         if result is not out:
             self._store(name, result)
+
+    def _place(self, name: str, values: np.ndarray) -> None:
+        """Write a host array (a feed or a const) into its slot; on a GPU it is encoded on the
+        host and copied straight into the slot, so no device temporary holds it."""
+        if self.xp is np:
+            self._store(name, values)
+            return
+        stored = self._views[name]
+        staged = np.empty(stored.shape, stored.dtype)
+        dtype = self.graph.type(name).dtype
+        change = encode_into(np, staged, np.asarray(values, dtype.numpy), dtype, self.sizing)
+        if change is not None:
+            self.losses.append(StorageLoss(name, dtype.value, str(stored.dtype), *change))
+        stored.set(staged)
 
     def _store(self, name: str, values) -> None:
         dtype = self.graph.type(name).dtype
