@@ -1,8 +1,11 @@
 """ATen ops of the PyTorch importer, each on a tiny module exported here and compared with
 eager PyTorch: ceil-mode and exclude-pad pooling, pad, roll, writes into slices, fills,
-strided slices, min / max and their indices, the ``_as`` reshapes."""
+strided slices, min / max and their indices, the ``_as`` reshapes; and where an
+unsupported op is reported."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -170,3 +173,40 @@ def test_reshape_as_view_as_expand_as_and_copy():
         return x.reshape_as(y) + x.view_as(y) + y[:, :1].expand_as(y), z
 
     check(Apply(as_others), (torch.randn(2, 4, 3), torch.randn(2, 3, 4)))
+
+
+# --- where an unsupported op is --------------------------------------------------------
+class Sorts(torch.nn.Module):
+    def forward(self, x):
+        return torch.sort(x).values  # the unsupported call
+
+
+class DilatedPool(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pool = torch.nn.MaxPool2d(2, dilation=2)
+
+    def forward(self, x):
+        return self.pool(x) * 2  # the refused call
+
+
+def line_marked(comment: str) -> int:
+    return next(number for number, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+                if text.endswith(comment))
+
+
+def test_an_unsupported_op_is_located_at_the_models_line():
+    line = line_marked("# the unsupported call")
+    with pytest.raises(UnsupportedModel) as raised:
+        import_torch(Sorts(), (torch.randn(2, 4),))
+    error = raised.value
+    assert (error.file, error.line, error.col) == (__file__, line, 9)
+    assert f"aten.sort x1 (first at {Path(__file__).name}:{line})" in error.message
+    assert "return torch.sort(x).values" in error.render()
+
+
+def test_a_refused_node_is_located_at_the_models_line_not_inside_torch():
+    with pytest.raises(UnsupportedModel, match=r"max_pool2d \(aten.max_pool2d.default\): max_pool2d with dilation") \
+            as raised:
+        import_torch(DilatedPool(), (torch.randn(2, 3, 8, 8),))
+    assert (raised.value.file, raised.value.line) == (__file__, line_marked("# the refused call"))
