@@ -11,7 +11,8 @@ import torch
 from rlxir.dtypes import DType
 from rlxir.importers.pooling import average_factors, ceil_mode_padding
 from rlxir.importers.torch import Static
-from rlxir.importers.torch_ops import binary, op, op_key, operand, refuse, reshape, result_dtype, shape_of
+from rlxir.importers.torch_ops import (binary, op, op_key, operand, refuse, reshape, result_dtype, shape_of,
+                                       static_dim)
 from rlxir.ops import normalize_axis
 from rlxir.symbolic import mul
 from rlxir.types import TensorType
@@ -75,6 +76,18 @@ def _product(shape):
     for size in shape:
         total = mul(total, size)
     return total
+
+
+def handle_topk(ctx, node, args, kwargs):
+    """topk(x, k, dim=-1, largest=True, sorted=True) -> (values, indices): the IR's topk
+    gives the indices, best first (ties to the lower index); values gather them."""
+    names = ("k", "dim", "largest", "sorted")
+    given = {"dim": -1, "largest": True, **dict(zip(names, args[1:])), **kwargs}
+    x = ctx.value(args[0])
+    axis = normalize_axis(given["dim"], len(shape_of(ctx, x)))
+    indices = op(ctx, "topk", [x], {"k": int(given["k"]), "axis": axis, "largest": bool(given["largest"])},
+                 hint=f"{node.name}.indices")
+    return [op(ctx, "gather_elements", [x, indices], {"axis": axis}, hint=node.name), indices]
 
 
 def handle_softmax(ctx, node, args, kwargs):
@@ -277,16 +290,41 @@ def handle_pool(ctx, node, args, kwargs):
 
 
 def handle_adaptive_avg_pool(ctx, node, args, kwargs):
-    if list(_pair(args[1], 2)) != [1, 1]:
-        refuse(f"adaptive_avg_pool2d to {list(args[1])}", "output size 1 (a global average)")
+    """adaptive_avg_pool2d(x, (oh, ow)): output row i averages input rows floor(i H / oh) to
+    ceil((i + 1) H / oh) (PyTorch's windows). 1x1 is a mean; sizes that divide the input are
+    an avg_pool2d; others a matmul per axis by a static averaging matrix."""
     x = ctx.value(args[0])
-    return op(ctx, "reduce_mean", [x], {"axes": (2, 3), "keepdims": True}, hint=node.name)
+    shape = shape_of(ctx, x)
+    sizes = [shape[2 + axis] if size is None else size for axis, size in enumerate(_pair(args[1], 2))]
+    if sizes == [1, 1]:
+        return op(ctx, "reduce_mean", [x], {"axes": (2, 3), "keepdims": True}, hint=node.name)
+    spatial = [static_dim(size, f"adaptive_avg_pool2d to {sizes}") for size in shape[2:]]
+    if sizes == spatial:
+        return x
+    if all(size % out == 0 for size, out in zip(spatial, sizes)):
+        kernel = tuple(size // out for size, out in zip(spatial, sizes))
+        return op(ctx, "avg_pool2d", [x], {"kernel": kernel, "stride": kernel}, hint=node.name)
+    dtype = ctx.builder.type(x).dtype
+    rows = ctx.builder.literal(f"{node.name}.rows", _averaging(spatial[0], sizes[0]), dtype)
+    columns = ctx.builder.literal(f"{node.name}.columns", _averaging(spatial[1], sizes[1]).T, dtype)
+    by_rows = op(ctx, "matmul", [rows, x], hint=f"{node.name}.by_rows")
+    return op(ctx, "matmul", [by_rows, columns], hint=node.name)
+
+
+def _averaging(size: int, out: int) -> np.ndarray:
+    """The [out, size] matrix whose row i averages PyTorch's i-th adaptive window."""
+    matrix = np.zeros((out, size), np.float32)
+    for index in range(out):
+        start, stop = index * size // out, -(-(index + 1) * size // out)
+        matrix[index, start:stop] = 1.0 / (stop - start)
+    return matrix
 
 
 HANDLERS = {
     "aten.mean": reduction("reduce_mean"), "aten.sum": reduction("reduce_sum"), "aten.amax": reduction("reduce_max"),
     "aten.amin": reduction("reduce_min"), "aten.max": handle_extremum, "aten.min": handle_extremum,
-    "aten.argmax": handle_arg_extremum, "aten.argmin": handle_arg_extremum, "aten.softmax": handle_softmax, "aten._softmax": handle_softmax,
+    "aten.argmax": handle_arg_extremum, "aten.argmin": handle_arg_extremum, "aten.softmax": handle_softmax,
+    "aten._softmax": handle_softmax, "aten.topk": handle_topk,
     "aten.log_softmax": handle_softmax, "aten._log_softmax": handle_softmax, "aten.layer_norm": handle_layer_norm,
     "aten.rms_norm": handle_rms_norm, "aten.batch_norm": handle_batch_norm,
     "aten._native_batch_norm_legit_no_training": handle_batch_norm, "aten.linear": handle_linear,

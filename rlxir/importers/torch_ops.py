@@ -95,9 +95,25 @@ def binary(name: str, compare: bool = False):
 
 
 def handle_div(ctx, node, args, kwargs):
-    if kwargs.get("rounding_mode") not in (None,):
-        refuse(f"div with rounding_mode={kwargs['rounding_mode']!r}", "true division")
-    return binary("div")(ctx, node, args, kwargs)
+    """True division; rounding_mode "trunc" / "floor" (and floor_divide) round the quotient.
+    The IR's integer division truncates; a floored one first subtracts the floored remainder
+    (the difference is then a multiple of the divisor, so truncating it floors it)."""
+    mode = "floor" if op_key(node.target) == "aten.floor_divide" else kwargs.get("rounding_mode")
+    if mode is None:
+        return binary("div")(ctx, node, args, kwargs)
+    dtype = result_dtype(node)
+    left, right = (operand(ctx, item, dtype, node.name) for item in args[:2])
+    if dtype.is_integer:
+        if mode == "floor":
+            remainder = op(ctx, "mod", [left, right], hint=f"{node.name}.mod")
+            left = op(ctx, "sub", [left, remainder], hint=f"{node.name}.exact")
+        return op(ctx, "div", [left, right], hint=node.name)
+    quotient = op(ctx, "div", [left, right], hint=f"{node.name}.quotient")
+    if mode == "floor":
+        return op(ctx, "floor", [quotient], hint=node.name)
+    negative = op(ctx, "lt", [quotient, ctx.builder.scalar(0, dtype)], hint=f"{node.name}.negative")
+    return op(ctx, "where", [negative, op(ctx, "ceil", [quotient], hint=f"{node.name}.up"),
+                             op(ctx, "floor", [quotient], hint=f"{node.name}.down")], hint=node.name)
 
 
 def handle_rsub(ctx, node, args, kwargs):
@@ -537,9 +553,11 @@ def handle_static_only(ctx, node, args, kwargs):
 
 
 UNARY = {"neg": "neg", "abs": "abs", "exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh",
-         "sigmoid": "sigmoid", "relu": "relu", "silu": "silu", "sin": "sin", "cos": "cos", "erf": "erf"}
+         "sigmoid": "sigmoid", "relu": "relu", "silu": "silu", "sin": "sin", "cos": "cos", "erf": "erf",
+         "floor": "floor", "ceil": "ceil"}
 BINARY = {"add": "add", "sub": "sub", "mul": "mul", "pow": "pow", "maximum": "maximum", "minimum": "minimum",
-          "__and__": "minimum", "logical_and": "minimum", "__or__": "maximum", "logical_or": "maximum"}
+          "__and__": "minimum", "logical_and": "minimum", "__or__": "maximum", "logical_or": "maximum",
+          "remainder": "mod", "fmod": "fmod"}
 COMPARE = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
 
 def _handlers() -> dict:
@@ -558,7 +576,8 @@ def _handlers() -> dict:
     table.update({f"aten.{name}": handle_static_only for name in ("tril", "triu")})
     table.update({"aten.diff": handle_diff, "aten.gather": handle_gather, "aten.index": handle_index})
     table.update({
-        "aten.div": handle_div, "aten.rsub": handle_rsub, "aten.reciprocal": handle_reciprocal,
+        "aten.div": handle_div, "aten.floor_divide": handle_div, "aten.rsub": handle_rsub,
+        "aten.reciprocal": handle_reciprocal,
         "aten.gelu": handle_gelu, "aten.softplus": handle_softplus, "aten.clamp": handle_clamp,
         "aten.hardtanh": handle_hardtanh, "aten.hardsigmoid": handle_hardsigmoid, "aten.hardswish": handle_hardswish,
         "aten.dropout": handle_dropout,

@@ -72,6 +72,13 @@ def test_ceil_mode_over_a_symbolic_spatial_dim_is_refused_naming_it():
         ceil_mode_padding((Expr.symbol("H"), 8), (3, 3), (2, 2), (0, 0, 0, 0))
 
 
+@pytest.mark.parametrize("size", [(1, 1), (3, 2), (5, 3), (4, None)])
+def test_adaptive_avg_pool_to_any_size(size):
+    imported = check(torch.nn.AdaptiveAvgPool2d(size), (torch.randn(2, 3, 12, 7),))
+    if size == (3, 2):  # 12 rows into 3 is a pool; 7 columns into 2 windows of 4 that overlap is not
+        assert "matmul" in ops_of(imported)
+
+
 # --- pad and roll ----------------------------------------------------------------------
 @pytest.mark.parametrize("mode, amounts", [("constant", (1, 2, 0, 3)), ("reflect", (2, 1, 1, 3)),
                                            ("replicate", (1, 2, 2, 0)), ("circular", (2, 1, 0, 1))])
@@ -96,7 +103,7 @@ def test_roll_over_dims_and_flattened():
 
 
 def test_roll_of_the_symbolic_batch_is_refused_naming_the_node():
-    with pytest.raises(UnsupportedModel, match=r"PyTorch node roll \(aten.roll.default\): a roll of the symbolic dim B"):
+    with pytest.raises(UnsupportedModel, match=r"node roll \(aten.roll.default\): a roll of the symbolic dim B"):
         import_torch(Apply(lambda x: torch.roll(x, 1, 0)), (torch.randn(3, 4),))
 
 
@@ -163,6 +170,29 @@ def test_min_max_variants_and_first_extreme_indices():
 def test_max_dim_without_reading_the_indices_is_only_a_reduction():
     imported = check(Apply(lambda x: torch.max(x, 1).values), (torch.randn(2, 5),))
     assert ops_of(imported) == {"reduce_max"}
+
+
+def test_topk_values_and_indices():
+    x = torch.randn(2, 5)  # no ties: PyTorch leaves the order of tied indices open
+    imported = check(Apply(lambda x: torch.topk(x, 3)), (x,))
+    check(Apply(lambda x: torch.topk(x, 1, dim=0, largest=False)), (x,))
+    assert {"topk", "gather_elements"} <= ops_of(imported)
+
+
+# --- rounding division and remainders --------------------------------------------------
+def rounded(x, y):
+    return (torch.div(x, y, rounding_mode="floor"), torch.div(x, y, rounding_mode="trunc"), x // y,
+            torch.remainder(x, y), torch.fmod(x, y), torch.floor(x * 1.5) + torch.ceil(x * 1.5))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_div_rounding_modes_floor_divide_remainder_fmod_floor_ceil(dtype):
+    x = torch.tensor([[7, -7, 7, -7, 0, 5], [9, -9, 1, -1, 6, -6]]).to(dtype)
+    y = torch.tensor([[2, 2, -2, -2, 3, 5], [4, 4, -3, 3, -4, 4]]).to(dtype)
+    if dtype is torch.int64:
+        check(Apply(lambda x, y: rounded(x, y)[:5]), (x, y))
+    else:
+        check(Apply(rounded), (x * 1.25, y))
 
 
 # --- shapes of other tensors -----------------------------------------------------------
