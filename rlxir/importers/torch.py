@@ -237,6 +237,13 @@ class TorchContext:
         except RlxError as error:
             error.message = f"PyTorch node {node.name} ({op_text(node.target)}): {error.message}"
             raise error.with_location(node_location(node)) from None
+        except (TypeError, ValueError, IndexError, KeyError, RuntimeError) as error:
+            # arguments a handler did not foresee: still one located error naming the node, never a traceback
+            raise UnsupportedModel(f"PyTorch node {node.name} ({op_text(node.target)}): cannot import its arguments "
+                                   f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})",
+                                   node_location(node),
+                                   expected="arguments the importer handles (an importer gap: please report it "
+                                            "with the model)") from error
         self.env[node.name] = result
         if isinstance(result, str):
             self.check_type(node, result)
