@@ -112,8 +112,10 @@ def _is_splat(flat: np.ndarray) -> bool:
     return bool(np.all(flat == first))
 
 
-def _counts_up(flat: np.ndarray) -> bool:
-    return bool(np.all(np.diff(flat) == 1))
+def _steps_evenly(flat: np.ndarray) -> bool:
+    """An arithmetic progression that goes up (position ids, strided slice indices)."""
+    steps = np.diff(flat)
+    return bool(steps.size and steps[0] > 0 and np.all(steps == steps[0]))
 
 
 def _python_scalar(dtype: DType):
@@ -160,21 +162,24 @@ class GraphBuilder:
     def tensor(self, hint: str, array: np.ndarray, weight: bool = False, dtype: DType | None = None) -> str:
         """A static tensor: a param when it is a named `weight` (of more than one element);
         otherwise a literal when small, a splat when every element is equal, a running sum
-        when it counts up by one (position ids), and a param only when none of these is."""
+        when it counts up in equal steps (position ids, strided indices), and a param only
+        when none of these is."""
         array = np.asarray(array)
         if weight and array.size > 1:
             return self.param(hint, array, dtype)
         if array.size <= LITERAL_LIMIT or _is_splat(array.reshape(-1)):
             return self.literal(hint, array, dtype)
-        if array.dtype.kind in "iu" and _counts_up(array.reshape(-1)):
+        if array.dtype.kind in "iu" and _steps_evenly(array.reshape(-1)):
             return self._count(hint, array, dtype or dtype_of_array(array))
         return self.param(hint, array, dtype)
 
     def _count(self, hint: str, array: np.ndarray, dtype: DType) -> str:
-        """``start, start + 1, ...`` in `array`'s shape: an exclusive cumsum of ones."""
-        ones = self.splat(f"{hint}.ones", 1, TensorType(dtype, (array.size,)))
-        count = self.op("cumsum", [ones], {"axis": 0, "exclusive": True}, hint=f"{hint}.count")
-        start = int(array.reshape(-1)[0])
+        """``start, start + step, ...`` in `array`'s shape: an exclusive cumsum of steps."""
+        flat = array.reshape(-1)
+        step = int(flat[1] - flat[0])
+        steps = self.splat(f"{hint}.ones" if step == 1 else f"{hint}.steps", step, TensorType(dtype, (array.size,)))
+        count = self.op("cumsum", [steps], {"axis": 0, "exclusive": True}, hint=f"{hint}.count")
+        start = int(flat[0])
         if start:
             count = self.op("add", [count, self.scalar(start, dtype)], hint=f"{hint}.shifted")
         if array.ndim == 1:

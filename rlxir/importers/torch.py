@@ -20,13 +20,18 @@ core ops (`rlxir.importers.torch_ops`). Contracts:
   static length, the rotary tables of a Llama) is evaluated with PyTorch and becomes a
   literal (or a param when large). Ops whose results nobody reads are dropped.
 - **All or nothing, checked.** Every op is checked before anything is built; the
-  unsupported ones are one `UnsupportedModel` error listing each with its count. Every
-  value's type is compared with the shape and dtype ``torch.export`` recorded.
+  unsupported ones are one `UnsupportedModel` error listing each with its count and the
+  line of the model's code that first calls it (located there). An op a handler cannot
+  express is an error naming the node, located at its line too. Every value's type is
+  compared with the shape and dtype ``torch.export`` recorded.
 """
 
 from __future__ import annotations
 
+import linecache
 import operator
+import os
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -35,7 +40,7 @@ import torch
 import torch.fx
 
 from rlxir.dtypes import DType
-from rlxir.errors import RlxError
+from rlxir.errors import Location, RlxError, SourceText
 from rlxir.importers.builder import GraphBuilder, ImportedGraph, UnsupportedModel
 from rlxir.symbolic import Expr, floordiv, format_dim
 from rlxir.types import TensorType
@@ -104,13 +109,10 @@ def import_exported(program: torch.export.ExportedProgram, name: str, symbols: M
 
     graph = program.graph
     live = _live_nodes(graph)
-    missing = Counter(op_key(node.target) for node in graph.nodes
-                      if node.op == "call_function" and node in live and op_key(node.target) not in HANDLERS)
-    if missing:
-        listed = ", ".join(f"{op} x{count}" for op, count in sorted(missing.items()))
-        ops = f"{len(missing)} PyTorch op{'s have' if len(missing) > 1 else ' has'}"
-        raise UnsupportedModel(f"cannot import {name}: {ops} no rlx mapping: {listed}",
-                               expected="ops rlxir imports: " + ", ".join(sorted(HANDLERS)))
+    unsupported = [node for node in graph.nodes
+                   if node.op == "call_function" and node in live and op_key(node.target) not in HANDLERS]
+    if unsupported:
+        raise _unsupported_ops(name, unsupported, sorted(HANDLERS))
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     context = TorchContext(program, name, symbols)
@@ -127,6 +129,46 @@ def import_exported(program: torch.export.ExportedProgram, name: str, symbols: M
         for label, result in zip(names, results):
             outputs[label] = context.value(context.resolve(result), label)
     return context.builder.finish(list(outputs.values()), context.input_names, outputs)
+
+
+def _unsupported_ops(name: str, nodes: list, supported: list) -> UnsupportedModel:
+    """One error for every op type without a handler: each with its count and where the
+    model's code first calls it; located at the first of them."""
+    from rlxir.importers.torch_ops import op_key
+
+    counts = Counter(op_key(node.target) for node in nodes)
+    first_sites = {}
+    for node in nodes:
+        first_sites.setdefault(op_key(node.target), node_location(node))
+    listed = ", ".join(f"{op} x{count}" + (f" (first at {_short(first_sites[op])})" if first_sites[op] else "")
+                       for op, count in sorted(counts.items()))
+    ops = f"{len(counts)} PyTorch op{'s have' if len(counts) > 1 else ' has'}"
+    return UnsupportedModel(f"cannot import {name}: {ops} no rlx mapping: {listed}", node_location(nodes[0]),
+                            expected="ops rlxir imports: " + ", ".join(supported))
+
+
+def node_location(node: torch.fx.Node) -> Location | None:
+    """Where the model's code made `node`: the innermost frame of the stack torch.export
+    recorded (``node.meta["stack_trace"]``) outside torch itself (a user's ``self.pool(x)``,
+    not the ``F.max_pool2d`` inside ``nn.MaxPool2d``); None when none was recorded."""
+    frames = [(file, int(line)) for file, line in _FRAME.findall(node.meta.get("stack_trace") or "")]
+    if not frames:
+        return None
+    torch_root = os.path.dirname(torch.__file__) + os.sep
+    outside = [frame for frame in frames if not frame[0].startswith(torch_root)]
+    file, line = (outside or frames)[-1]
+    lines = linecache.getlines(file)
+    if not 1 <= line <= len(lines):
+        return Location(file, line, 1)
+    code = lines[line - 1]
+    return Location(file, line, len(code) - len(code.lstrip()) + 1, SourceText(file, "".join(lines)))
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _short(location: Location) -> str:
+    return f"{os.path.basename(location.file)}:{location.line}"
 
 
 def _live_nodes(graph: torch.fx.Graph) -> set:
@@ -194,7 +236,14 @@ class TorchContext:
                 result = handler(self, node, args, kwargs)
         except RlxError as error:
             error.message = f"PyTorch node {node.name} ({op_text(node.target)}): {error.message}"
-            raise error from None
+            raise error.with_location(node_location(node)) from None
+        except (TypeError, ValueError, IndexError, KeyError, RuntimeError) as error:
+            # arguments a handler did not foresee: still one located error naming the node, never a traceback
+            raise UnsupportedModel(f"PyTorch node {node.name} ({op_text(node.target)}): cannot import its arguments "
+                                   f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})",
+                                   node_location(node),
+                                   expected="arguments the importer handles (an importer gap: please report it "
+                                            "with the model)") from error
         self.env[node.name] = result
         if isinstance(result, str):
             self.check_type(node, result)
@@ -281,7 +330,7 @@ class TorchContext:
         want = TensorType(torch_dtype(meta.dtype), shape)
         if got != want:
             raise RlxError(f"the import of PyTorch node {node.name} ({op_text(node.target)}) is {got}, but "
-                           f"torch.export recorded {want}",
+                           f"torch.export recorded {want}", node_location(node),
                            expected="the recorded type (an importer bug: please report it with the model)")
 
 

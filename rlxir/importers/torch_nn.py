@@ -3,11 +3,18 @@ and pooling (the rest, and the handler table, are in `rlxir.importers.torch_ops`
 
 from __future__ import annotations
 
+import operator
+
+import numpy as np
 import torch
 
 from rlxir.dtypes import DType
+from rlxir.importers.pooling import average_factors, ceil_mode_padding
 from rlxir.importers.torch import Static
-from rlxir.importers.torch_ops import op, op_key, operand, refuse, reshape, result_dtype, shape_of
+from rlxir.importers.torch_ops import (binary, op, op_key, operand, refuse, reshape, result_dtype, shape_of,
+                                       static_dim)
+from rlxir.ops import normalize_axis
+from rlxir.symbolic import mul
 from rlxir.types import TensorType
 
 
@@ -22,6 +29,65 @@ def reduction(name: str):
         return op(ctx, name, [x], {"axes": tuple(dims), "keepdims": bool(keepdim)}, hint=node.name)
 
     return handle
+
+
+def handle_extremum(ctx, node, args, kwargs):
+    """aten.max / aten.min by overload: ``.other`` elementwise (maximum / minimum),
+    ``.default`` over every dim, ``.dim`` the values along one dim and the index of the
+    first extreme one (built only when read)."""
+    largest = op_key(node.target) == "aten.max"
+    overload = node.target._overloadname
+    if overload == "other":
+        return binary("maximum" if largest else "minimum")(ctx, node, args, kwargs)
+    reduce = reduction("reduce_max" if largest else "reduce_min")
+    if overload == "default":
+        return reduce(ctx, node, args[:1], {})
+    if overload != "dim":
+        refuse(f"{op_key(node.target)}.{overload}", "the .dim, .other and .default overloads")
+    values = reduce(ctx, node, args[:3], kwargs)
+    read = {user.args[1] for user in node.users if user.target is operator.getitem}
+    return [values, _extreme_index(ctx, node, args, kwargs, largest) if 1 in read else None]
+
+
+def handle_arg_extremum(ctx, node, args, kwargs):
+    """argmax / argmin(x, dim=None, keepdim=False): the first extreme index (over x
+    flattened when dim is None)."""
+    return _extreme_index(ctx, node, args, kwargs, op_key(node.target) == "aten.argmax")
+
+
+def _extreme_index(ctx, node, args, kwargs, largest: bool) -> str:
+    """`topk` with k = 1 (ties go to the lower index, as PyTorch's first extreme)."""
+    x = ctx.value(args[0])
+    shape = shape_of(ctx, x)
+    dim = args[1] if len(args) > 1 else kwargs.get("dim")
+    keepdim = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+    if dim is None:
+        flat = reshape(ctx, x, (_product(shape),), f"{node.name}.flat")
+        best = op(ctx, "topk", [flat], {"k": 1, "axis": 0, "largest": largest}, hint=f"{node.name}.best")
+        return reshape(ctx, best, (1,) * len(shape) if keepdim else (), f"{node.name}.index")
+    axis = normalize_axis(dim, len(shape))
+    best = op(ctx, "topk", [x], {"k": 1, "axis": axis, "largest": largest},
+              hint=node.name if keepdim else f"{node.name}.best")
+    return best if keepdim else reshape(ctx, best, shape[:axis] + shape[axis + 1:], f"{node.name}.index")
+
+
+def _product(shape):
+    total = 1
+    for size in shape:
+        total = mul(total, size)
+    return total
+
+
+def handle_topk(ctx, node, args, kwargs):
+    """topk(x, k, dim=-1, largest=True, sorted=True) -> (values, indices): the IR's topk
+    gives the indices, best first (ties to the lower index); values gather them."""
+    names = ("k", "dim", "largest", "sorted")
+    given = {"dim": -1, "largest": True, **dict(zip(names, args[1:])), **kwargs}
+    x = ctx.value(args[0])
+    axis = normalize_axis(given["dim"], len(shape_of(ctx, x)))
+    indices = op(ctx, "topk", [x], {"k": int(given["k"]), "axis": axis, "largest": bool(given["largest"])},
+                 hint=f"{node.name}.indices")
+    return [op(ctx, "gather_elements", [x, indices], {"axis": axis}, hint=node.name), indices]
 
 
 def handle_softmax(ctx, node, args, kwargs):
@@ -186,37 +252,79 @@ def handle_conv(ctx, node, args, kwargs):
     return reshape(ctx, y4, (batch, out_channels, shape_of(ctx, y4)[3]), node.name)
 
 
+POOL_ARGUMENTS = {
+    "aten.max_pool2d": ("kernel_size", "stride", "padding", "dilation", "ceil_mode"),
+    "aten.avg_pool2d": ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"),
+}
+
+
 def handle_pool(ctx, node, args, kwargs):
+    """max_pool2d / avg_pool2d: ceil_mode as extra bottom / right padding; an average whose
+    divisor is not the kernel's area (the extra ceil padding, count_include_pad=False,
+    divisor_override) as the IR's average times a static factor (`rlxir.importers.pooling`)."""
     key = op_key(node.target)
+    given = dict(zip(POOL_ARGUMENTS[key], args[1:]), **kwargs)
     x = ctx.value(args[0])
-    kernel = _pair(args[1], 2)
-    stride = _pair(args[2], 2) if len(args) > 2 and args[2] else kernel
-    padding = _pair(args[3], 2) if len(args) > 3 else [0, 0]
-    ceil_index = 5 if key == "aten.max_pool2d" else 4
-    if len(args) > ceil_index and args[ceil_index]:
-        refuse(f"{key} with ceil_mode", "ceil_mode=False")
-    if key == "aten.max_pool2d" and len(args) > 4 and _pair(args[4], 2) != [1, 1]:
+    kernel = _pair(given["kernel_size"], 2)
+    stride = _pair(given["stride"], 2) if given.get("stride") else kernel
+    declared = _pair(given.get("padding", 0), 2) * 2
+    if key == "aten.max_pool2d" and _pair(given.get("dilation", 1), 2) != [1, 1]:
         refuse("max_pool2d with dilation", "dilation 1")
-    if key == "aten.avg_pool2d":
-        include = args[5] if len(args) > 5 else True
-        if not include and any(padding) or len(args) > 6 and args[6] is not None:
-            refuse("avg_pool2d excluding padding or with a divisor override", "count_include_pad=True")
-    name = "max_pool2d" if key == "aten.max_pool2d" else "avg_pool2d"
-    attrs = {"kernel": tuple(kernel), "stride": tuple(stride),
-             "padding": (padding[0], padding[1], padding[0], padding[1])}
-    return op(ctx, name, [x], attrs, hint=node.name)
+    spatial = shape_of(ctx, x)[2:]
+    padding = tuple(declared)
+    if given.get("ceil_mode"):
+        padding = ceil_mode_padding(spatial, kernel, stride, declared, f"{key} with ceil_mode")
+    name = key.removeprefix("aten.")
+    attrs = {"kernel": tuple(kernel), "stride": tuple(stride), "padding": padding}
+    if name == "max_pool2d":
+        return op(ctx, name, [x], attrs, hint=node.name)
+    factors = average_factors(spatial, kernel, stride, padding, declared, given.get("count_include_pad", True),
+                              given.get("divisor_override"))
+    result = op(ctx, name, [x], attrs, hint=f"{node.name}.kernel_mean" if factors else node.name)
+    dtype = ctx.builder.type(x).dtype
+    for index, factor in enumerate(factors):
+        correction = ctx.builder.literal(f"{node.name}.divisor_correction", factor.astype(np.float32), dtype)
+        last = index == len(factors) - 1
+        result = op(ctx, "mul", [result, correction], hint=node.name if last else f"{node.name}.rows")
+    return result
 
 
 def handle_adaptive_avg_pool(ctx, node, args, kwargs):
-    if list(_pair(args[1], 2)) != [1, 1]:
-        refuse(f"adaptive_avg_pool2d to {list(args[1])}", "output size 1 (a global average)")
+    """adaptive_avg_pool2d(x, (oh, ow)): output row i averages input rows floor(i H / oh) to
+    ceil((i + 1) H / oh) (PyTorch's windows). 1x1 is a mean; sizes that divide the input are
+    an avg_pool2d; others a matmul per axis by a static averaging matrix."""
     x = ctx.value(args[0])
-    return op(ctx, "reduce_mean", [x], {"axes": (2, 3), "keepdims": True}, hint=node.name)
+    shape = shape_of(ctx, x)
+    sizes = [shape[2 + axis] if size is None else size for axis, size in enumerate(_pair(args[1], 2))]
+    if sizes == [1, 1]:
+        return op(ctx, "reduce_mean", [x], {"axes": (2, 3), "keepdims": True}, hint=node.name)
+    spatial = [static_dim(size, f"adaptive_avg_pool2d to {sizes}") for size in shape[2:]]
+    if sizes == spatial:
+        return x
+    if all(size % out == 0 for size, out in zip(spatial, sizes)):
+        kernel = tuple(size // out for size, out in zip(spatial, sizes))
+        return op(ctx, "avg_pool2d", [x], {"kernel": kernel, "stride": kernel}, hint=node.name)
+    dtype = ctx.builder.type(x).dtype
+    rows = ctx.builder.literal(f"{node.name}.rows", _averaging(spatial[0], sizes[0]), dtype)
+    columns = ctx.builder.literal(f"{node.name}.columns", _averaging(spatial[1], sizes[1]).T, dtype)
+    by_rows = op(ctx, "matmul", [rows, x], hint=f"{node.name}.by_rows")
+    return op(ctx, "matmul", [by_rows, columns], hint=node.name)
+
+
+def _averaging(size: int, out: int) -> np.ndarray:
+    """The [out, size] matrix whose row i averages PyTorch's i-th adaptive window."""
+    matrix = np.zeros((out, size), np.float32)
+    for index in range(out):
+        start, stop = index * size // out, -(-(index + 1) * size // out)
+        matrix[index, start:stop] = 1.0 / (stop - start)
+    return matrix
 
 
 HANDLERS = {
     "aten.mean": reduction("reduce_mean"), "aten.sum": reduction("reduce_sum"), "aten.amax": reduction("reduce_max"),
-    "aten.amin": reduction("reduce_min"), "aten.softmax": handle_softmax, "aten._softmax": handle_softmax,
+    "aten.amin": reduction("reduce_min"), "aten.max": handle_extremum, "aten.min": handle_extremum,
+    "aten.argmax": handle_arg_extremum, "aten.argmin": handle_arg_extremum, "aten.softmax": handle_softmax,
+    "aten._softmax": handle_softmax, "aten.topk": handle_topk,
     "aten.log_softmax": handle_softmax, "aten._log_softmax": handle_softmax, "aten.layer_norm": handle_layer_norm,
     "aten.rms_norm": handle_rms_norm, "aten.batch_norm": handle_batch_norm,
     "aten._native_batch_norm_legit_no_training": handle_batch_norm, "aten.linear": handle_linear,

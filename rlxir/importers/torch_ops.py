@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
 import torch
 
 from rlxir.dtypes import DType
@@ -94,9 +95,25 @@ def binary(name: str, compare: bool = False):
 
 
 def handle_div(ctx, node, args, kwargs):
-    if kwargs.get("rounding_mode") not in (None,):
-        refuse(f"div with rounding_mode={kwargs['rounding_mode']!r}", "true division")
-    return binary("div")(ctx, node, args, kwargs)
+    """True division; rounding_mode "trunc" / "floor" (and floor_divide) round the quotient.
+    The IR's integer division truncates; a floored one first subtracts the floored remainder
+    (the difference is then a multiple of the divisor, so truncating it floors it)."""
+    mode = "floor" if op_key(node.target) == "aten.floor_divide" else kwargs.get("rounding_mode")
+    if mode is None:
+        return binary("div")(ctx, node, args, kwargs)
+    dtype = result_dtype(node)
+    left, right = (operand(ctx, item, dtype, node.name) for item in args[:2])
+    if dtype.is_integer:
+        if mode == "floor":
+            remainder = op(ctx, "mod", [left, right], hint=f"{node.name}.mod")
+            left = op(ctx, "sub", [left, remainder], hint=f"{node.name}.exact")
+        return op(ctx, "div", [left, right], hint=node.name)
+    quotient = op(ctx, "div", [left, right], hint=f"{node.name}.quotient")
+    if mode == "floor":
+        return op(ctx, "floor", [quotient], hint=node.name)
+    negative = op(ctx, "lt", [quotient, ctx.builder.scalar(0, dtype)], hint=f"{node.name}.negative")
+    return op(ctx, "where", [negative, op(ctx, "ceil", [quotient], hint=f"{node.name}.up"),
+                             op(ctx, "floor", [quotient], hint=f"{node.name}.down")], hint=node.name)
 
 
 def handle_rsub(ctx, node, args, kwargs):
@@ -306,7 +323,7 @@ def handle_stack(ctx, node, args, kwargs):
     return pieces[0] if len(pieces) == 1 else op(ctx, "concat", pieces, {"axis": axis}, hint=node.name)
 
 
-def _slice(ctx, value: str, axis: int, start: int, length: int, hint: str) -> str:
+def slice_axis(ctx, value: str, axis: int, start: int, length: int, hint: str) -> str:
     dim = shape_of(ctx, value)[axis]
     if start == 0 and length == dim:
         return value
@@ -316,12 +333,12 @@ def _slice(ctx, value: str, axis: int, start: int, length: int, hint: str) -> st
 def _split(ctx, node, value: str, sizes, axis: int) -> list[str]:
     results, start = [], 0
     for index, size in enumerate(sizes):
-        results.append(_slice(ctx, value, axis, start, size, f"{node.name}.{index}"))
+        results.append(slice_axis(ctx, value, axis, start, size, f"{node.name}.{index}"))
         start += size
     return results
 
 
-def _static_dim(dim, what: str) -> int:
+def static_dim(dim, what: str) -> int:
     if not isinstance(dim, int):
         refuse(f"{what} of the symbolic dim {dim}", "static dims")
     return dim
@@ -333,7 +350,7 @@ def handle_split(ctx, node, args, kwargs):
     axis = normalize_axis(args[2] if len(args) > 2 else kwargs.get("dim", 0), len(shape))
     sizes = args[1]
     if isinstance(sizes, int):
-        dim = _static_dim(shape[axis], "a split")
+        dim = static_dim(shape[axis], "a split")
         sizes = [min(sizes, dim - start) for start in range(0, dim, sizes)]
     return _split(ctx, node, x, sizes, axis)
 
@@ -342,7 +359,7 @@ def handle_chunk(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     shape = shape_of(ctx, x)
     axis = normalize_axis(args[2] if len(args) > 2 else kwargs.get("dim", 0), len(shape))
-    dim = _static_dim(shape[axis], "a chunk")
+    dim = static_dim(shape[axis], "a chunk")
     size = -(-dim // args[1])
     return _split(ctx, node, x, [min(size, dim - start) for start in range(0, dim, size)], axis)
 
@@ -351,31 +368,45 @@ def handle_unbind(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     shape = shape_of(ctx, x)
     axis = normalize_axis(args[1] if len(args) > 1 else kwargs.get("dim", 0), len(shape))
-    count = _static_dim(shape[axis], "unbind")
+    count = static_dim(shape[axis], "unbind")
     rest = shape[:axis] + shape[axis + 1:]
-    return [reshape(ctx, _slice(ctx, x, axis, index, 1, f"{node.name}.{index}.slice"), rest, f"{node.name}.{index}")
+    return [reshape(ctx, slice_axis(ctx, x, axis, index, 1, f"{node.name}.{index}.slice"), rest,
+                    f"{node.name}.{index}")
             for index in range(count)]
 
 
+def slice_bounds(dim, start, end, what: str = "a slice") -> tuple[int, int] | None:
+    """``[start, end)`` of a PyTorch slice of a dim of size `dim`, negatives counted from the
+    end and clamped as PyTorch clamps; None when the slice is the whole dim (of any size)."""
+    start = 0 if start is None else start
+    whole = end is None or isinstance(end, int) and end >= 2**62 or end == dim
+    if start == 0 and whole:
+        return None
+    dim = static_dim(dim, what)
+    end = dim if whole else end
+    start, end = (value + dim if value < 0 else value for value in (start, end))
+    start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+    return start, max(end, start)
+
+
 def handle_slice(ctx, node, args, kwargs):
+    """A contiguous slice; a step above 1 on a static dim is a `gather` of the kept indices
+    (the IR's slice is contiguous)."""
     x = ctx.value(args[0])
     shape = shape_of(ctx, x)
     axis = normalize_axis(args[1] if len(args) > 1 else 0, len(shape))
     start = args[2] if len(args) > 2 else None
     end = args[3] if len(args) > 3 else None
     step = args[4] if len(args) > 4 else 1
-    dim = shape[axis]
-    if step != 1:
-        refuse(f"a slice with step {step}", "step 1")
-    start = 0 if start is None else start
-    whole = end is None or isinstance(end, int) and end >= 2**62 or end == dim
-    if start == 0 and whole:
-        return x
-    dim = _static_dim(dim, "a slice")
-    end = dim if whole else end
-    start, end = (value + dim if value < 0 else value for value in (start, end))
-    start, end = min(max(start, 0), dim), min(max(end, 0), dim)
-    return _slice(ctx, x, axis, start, max(end - start, 0), node.name)
+    if step == 1:
+        bounds = slice_bounds(shape[axis], start, end)
+        return x if bounds is None else slice_axis(ctx, x, axis, bounds[0], bounds[1] - bounds[0], node.name)
+    dim = static_dim(shape[axis], f"a slice with step {step}")
+    first, stop = slice_bounds(dim, start, end) or (0, dim)
+    kept = np.arange(first, stop, step)
+    if not kept.size:
+        return slice_axis(ctx, x, axis, first, 0, node.name)
+    return op(ctx, "gather", [x, ctx.builder.tensor(f"{node.name}.kept", kept)], {"axis": axis}, hint=node.name)
 
 
 def handle_select(ctx, node, args, kwargs):
@@ -384,15 +415,15 @@ def handle_select(ctx, node, args, kwargs):
     axis = normalize_axis(args[1], len(shape))
     index = args[2]
     if index < 0:
-        index += _static_dim(shape[axis], "a negative select")
-    picked = _slice(ctx, x, axis, index, 1, f"{node.name}.slice")
+        index += static_dim(shape[axis], "a negative select")
+    picked = slice_axis(ctx, x, axis, index, 1, f"{node.name}.slice")
     return reshape(ctx, picked, shape[:axis] + shape[axis + 1:], node.name)
 
 
 def handle_narrow(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     axis = normalize_axis(args[1], ctx.builder.type(x).rank)
-    return _slice(ctx, x, axis, args[2], args[3], node.name)
+    return slice_axis(ctx, x, axis, args[2], args[3], node.name)
 
 
 def handle_index_select(ctx, node, args, kwargs):
@@ -422,7 +453,7 @@ def _floordiv(left, right):
 
 
 # --- constants -------------------------------------------------------------------------
-def _filled(ctx, node, shape, fill):
+def filled(ctx, node, shape, fill):
     """A tensor of `fill`: static when the shape is, else a symbolic splat const."""
     dtype = result_dtype(node)
     if all(isinstance(dim, int) for dim in shape):
@@ -446,11 +477,11 @@ def handle_full(ctx, node, args, kwargs):
         shape, fill = shape_of(ctx, args[0]), args[1]
     else:  # zeros_like, ones_like, empty_like
         shape = shape_of(ctx, args[0])
-    return _filled(ctx, node, list(shape), 0 if fill is None else fill)
+    return filled(ctx, node, list(shape), 0 if fill is None else fill)
 
 
 def handle_scalar_tensor(ctx, node, args, kwargs):
-    return _filled(ctx, node, [], args[0])
+    return filled(ctx, node, [], args[0])
 
 
 def handle_arange(ctx, node, args, kwargs):
@@ -488,9 +519,9 @@ def handle_diff(ctx, node, args, kwargs):
     if len(parts) > 1:
         result = op(ctx, "concat", parts, {"axis": axis}, hint=f"{node.name}.joined")
     for _ in range(n):
-        length = _static_dim(shape_of(ctx, result)[axis], "a diff") - 1
-        later = _slice(ctx, result, axis, 1, length, f"{node.name}.later")
-        earlier = _slice(ctx, result, axis, 0, length, f"{node.name}.earlier")
+        length = static_dim(shape_of(ctx, result)[axis], "a diff") - 1
+        later = slice_axis(ctx, result, axis, 1, length, f"{node.name}.later")
+        earlier = slice_axis(ctx, result, axis, 0, length, f"{node.name}.earlier")
         kind = "ne" if ctx.builder.type(result).dtype == DType.bool else "sub"
         result = op(ctx, kind, [later, earlier], hint=node.name)
     return result
@@ -522,13 +553,15 @@ def handle_static_only(ctx, node, args, kwargs):
 
 
 UNARY = {"neg": "neg", "abs": "abs", "exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh",
-         "sigmoid": "sigmoid", "relu": "relu", "silu": "silu", "sin": "sin", "cos": "cos", "erf": "erf"}
+         "sigmoid": "sigmoid", "relu": "relu", "silu": "silu", "sin": "sin", "cos": "cos", "erf": "erf",
+         "floor": "floor", "ceil": "ceil"}
 BINARY = {"add": "add", "sub": "sub", "mul": "mul", "pow": "pow", "maximum": "maximum", "minimum": "minimum",
-          "__and__": "minimum", "logical_and": "minimum", "__or__": "maximum", "logical_or": "maximum"}
+          "__and__": "minimum", "logical_and": "minimum", "__or__": "maximum", "logical_or": "maximum",
+          "remainder": "mod", "fmod": "fmod"}
 COMPARE = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
 
 def _handlers() -> dict:
-    from rlxir.importers import torch_nn
+    from rlxir.importers import torch_layout, torch_nn
 
     table = {f"aten.{name}": unary(rlx) for name, rlx in UNARY.items()}
     table.update({f"aten.{name}": binary(rlx) for name, rlx in BINARY.items()})
@@ -543,7 +576,8 @@ def _handlers() -> dict:
     table.update({f"aten.{name}": handle_static_only for name in ("tril", "triu")})
     table.update({"aten.diff": handle_diff, "aten.gather": handle_gather, "aten.index": handle_index})
     table.update({
-        "aten.div": handle_div, "aten.rsub": handle_rsub, "aten.reciprocal": handle_reciprocal,
+        "aten.div": handle_div, "aten.floor_divide": handle_div, "aten.rsub": handle_rsub,
+        "aten.reciprocal": handle_reciprocal,
         "aten.gelu": handle_gelu, "aten.softplus": handle_softplus, "aten.clamp": handle_clamp,
         "aten.hardtanh": handle_hardtanh, "aten.hardsigmoid": handle_hardsigmoid, "aten.hardswish": handle_hardswish,
         "aten.dropout": handle_dropout,
@@ -562,6 +596,7 @@ def _handlers() -> dict:
         "operator.floordiv": python_operator(_floordiv), "operator.neg": python_operator(operator.neg),
     })
     table.update(torch_nn.HANDLERS)
+    table.update(torch_layout.HANDLERS)
     return table
 
 

@@ -24,13 +24,17 @@ TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")
 ONNX_FAILURES: dict[str, str] = {}
 
 
-def params_for(name: str):
-    reason = ONNX_FAILURES.get(name)
+# Models that import_torch does not import (or match) yet, with the first error seen.
+TORCH_FAILURES: dict[str, str] = {}
+
+
+def params_for(name: str, failures: dict[str, str]):
+    reason = failures.get(name)
     marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
     return pytest.param(name, marks=marks, id=name)
 
 
-@pytest.mark.parametrize("name", [params_for(entry["name"]) for entry in MANIFEST])
+@pytest.mark.parametrize("name", [params_for(entry["name"], ONNX_FAILURES) for entry in MANIFEST])
 def test_imports_matches_onnxruntime_and_compiles(name):
     imported = import_onnx(CORPUS / f"{name}.onnx")
     stored = np.load(CORPUS / f"{name}.npz")
@@ -60,18 +64,14 @@ def _torch_stack():
     return models
 
 
-@pytest.mark.parametrize("name", [entry["name"] for entry in MANIFEST])
+@pytest.mark.parametrize("name", [params_for(entry["name"], TORCH_FAILURES) for entry in MANIFEST])
 def test_torch_route_matches_eager_pytorch(name):
     models = _torch_stack()
     import torch
-    from rlxir.errors import RlxError
     from rlxir.importers.torch import import_torch
 
     example = models.build(name)
-    try:
-        imported = import_torch(example.module, example.inputs, dims=[{0: "B"}] * len(example.inputs))
-    except RlxError as error:
-        pytest.xfail(f"import_torch: {str(error).splitlines()[0]}")
+    imported = import_torch(example.module, example.inputs, dims=[{0: "B"}] * len(example.inputs))
     with torch.no_grad():
         want = example.module(*example.inputs).numpy()
     inputs = {value: tensor.numpy() for value, tensor in zip(imported.inputs.values(), example.inputs)}
