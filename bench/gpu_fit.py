@@ -106,7 +106,7 @@ def main() -> None:
     matched, worst = rows_match(graph, (inputs, params), run.outputs, [0, batch - 1])
     extra = (run.device_used_peak or 0) - (run.device_used_before or 0)
     side = sum(result.side_buffers.values())
-    hooked, seconds = run.outside_peak_bytes, run.seconds
+    hooked, seconds, largest = run.outside_peak_bytes, run.seconds, run.outside_largest_bytes
     del run
     cupy.get_default_memory_pool().free_all_blocks()
 
@@ -120,7 +120,8 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---|")
     outside = extra - result.arena_bytes - side
     print(f"| {batch} | {format_bytes(result.arena_bytes)} | {format_bytes(side)} | {format_bytes(extra)} "
-          f"| {format_bytes(hooked)} (CuPy); {format_bytes(outside)} by NVML, CUDA context included "
+          f"| {format_bytes(hooked)} (CuPy; largest {format_bytes(largest or 0)}); {format_bytes(outside)} by NVML, "
+          f"CUDA context included "
           f"| {'yes' if matched else 'NO'} ({worst:.2g}); run {seconds:.2f} s |")
     need = following.arena_bytes + sum(following.side_buffers.values())
     print(f"| {batch + 1} | {format_bytes(following.arena_bytes)} | "

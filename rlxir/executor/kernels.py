@@ -23,13 +23,13 @@ import numpy as np
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError
 from rlxir.executor.spatial import SPATIAL_KERNELS
+from rlxir.executor.tiling import in_place_by_tiles, operand_tile
 from rlxir.ops.chain import parse_chain
 from rlxir.ops.reference import GELU_TANH_COEFFICIENT, SQRT_2_OVER_PI, attention_scale, erf, round_to_bf16, to_dtype
 from rlxir.ops.registry import check_attributes, get_op
 
 Kernel = Callable
 ERF_CHUNK = 4096
-REGION_TILE = 1 << 16
 ATTENTION_TILE = 1 << 22
 
 
@@ -214,6 +214,11 @@ def matmul_into(xp, a, b, out, transpose_a=False, transpose_b=False):
         return None  # the reference's unit-dim rules; rare, left to it
     a = xp.swapaxes(a, -1, -2) if transpose_a else a
     b = xp.swapaxes(b, -1, -2) if transpose_b else b
+    if b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous and out is not None and out.flags.c_contiguous:
+        # [..., M, K] x [K, N] as one [M', K] x [K, N] GEMM: a batched call with a broadcast,
+        # transposed weight would copy the weight
+        xp.matmul(a.reshape(-1, a.shape[-1]), b, out=out.reshape(-1, out.shape[-1]))
+        return out
     return xp.matmul(a, b, out=out)
 
 
@@ -235,10 +240,10 @@ def _fused_matmul_bias_act(xp, args, attrs, out, workspace=None):
         return None
     out = xp.add(out, bias, out=out)
     activation = attrs["activation"]
-    if activation == "gelu":
-        return gelu_into(xp, out.copy(), out, approximate=False)
-    if activation == "silu":
-        return _silu(xp, [out.copy()], {}, out)
+    if activation == "gelu":  # in place is safe: gelu reads x before it writes the result
+        in_place_by_tiles(xp, out, lambda tile: gelu_into(xp, tile, tile, approximate=False))
+    elif activation == "silu":  # silu reads x after writing the sigmoid: a copy of the tile
+        in_place_by_tiles(xp, out, lambda tile: _silu(xp, [tile.copy()], {}, tile))
     return out
 
 
@@ -282,7 +287,7 @@ def _masked(xp, scores, args, attrs, index, first: int, last: int, keys: int):
     """The block's scores with the mask (bool: keep where true; else added) and causality."""
     minus_infinity = _scalar(scores, -np.inf)
     if len(args) == 4:
-        mask = _operand_tile(args[3], index, 4)
+        mask = operand_tile(args[3], index, 4)
         if mask.dtype == np.bool_:
             scores = xp.where(mask, scores, minus_infinity)
         else:
@@ -326,12 +331,6 @@ def _gather(xp, args, attrs, out, workspace=None):
             bad = low if low < 0 else high
             raise RlxError(f"gather index {bad} is out of range for a table dim of {size}",
                            expected=f"indices in [0, {size})")
-    if out is None or xp is not np:
-        result = xp.take(table, indices, axis=axis)
-        if out is None:
-            return result
-        xp.copyto(out, result)
-        return out
     return xp.take(table, indices, axis=axis, out=out)
 
 
@@ -361,17 +360,10 @@ def _gather_grad(xp, args, attrs, out, workspace=None):
 
 # --- fused regions ---------------------------------------------------------------------
 def _fused_elementwise(xp, args, attrs, out, workspace=None):
-    """The region's chain, streamed over tiles of at most REGION_TILE elements of the
-    result, as a fused kernel streams: each step's intermediate exists for one tile only
-    (a fused kernel keeps it in registers); the last step writes the tile of the slot."""
-    steps = parse_chain(attrs["chain"])
-    if out is None or out.size <= REGION_TILE:
-        return _run_chain(xp, steps, args, out)
-    for index in _tiles(out.shape):
-        tile_args = [_operand_tile(arg, index, out.ndim) for arg in args]
-        if _run_chain(xp, steps, tile_args, out[index]) is None:
-            return None
-    return out
+    """The region's chain step by step (the runner streams it over tiles, `tiling`): each
+    intermediate exists for one tile only, as a fused kernel keeps it in registers; the last
+    step writes the slot."""
+    return _run_chain(xp, parse_chain(attrs["chain"]), args, out)
 
 
 def _run_chain(xp, steps, args, out):
@@ -390,31 +382,6 @@ def _run_chain(xp, steps, args, out):
             result = out
         results.append(result)
     return results[-1]
-
-
-def _tiles(shape: tuple):
-    """Index tuples that cover `shape` in tiles of at most REGION_TILE elements: integers
-    on the leading axes, a slice on the first axis whose trailing block fits a tile."""
-    axis = next(a for a in range(len(shape)) if math.prod(shape[a + 1:]) <= REGION_TILE)
-    rows = max(1, REGION_TILE // max(1, math.prod(shape[axis + 1:])))
-    for leading in np.ndindex(*shape[:axis]):
-        for start in range(0, shape[axis], rows):
-            yield leading + (slice(start, start + rows),)
-
-
-def _operand_tile(arg, index: tuple, rank: int):
-    """The part of a broadcast operand that a tile of the result reads."""
-    offset = rank - arg.ndim
-    picked = []
-    for axis, item in enumerate(index):
-        own = axis - offset
-        if own < 0:
-            continue
-        if arg.shape[own] == 1:
-            picked.append(0 if isinstance(item, int) else slice(None))
-        else:
-            picked.append(item)
-    return arg[tuple(picked)]
 
 
 KERNELS: dict[str, Kernel] = {

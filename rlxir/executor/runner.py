@@ -30,6 +30,7 @@ from rlxir.executor.arena import Arena, ArenaLayout, ExecutionError
 from rlxir.executor.kernels import KERNELS, finish_dtype, run_reference
 from rlxir.executor.meters import DeviceMeter, HostMeter
 from rlxir.executor.storage import StorageLoss, decode, encode_into, is_direct
+from rlxir.executor.tiling import TILE, operand_tile, tiles, whole_from
 from rlxir.graph import Graph
 from rlxir.interpreter import _checked_feeds, const_array, random_fill
 
@@ -55,6 +56,7 @@ class ArenaRun:
     poisoned_bytes: int
     device_used_peak: int | None = None  # NVML: bytes in use on the device at the peak (GPU runs)
     device_used_before: int | None = None  # NVML: bytes in use before the arena was allocated
+    outside_largest_bytes: int | None = None  # GPU runs: the largest single allocation outside the arena
 
     def summary(self) -> dict:
         data = attrs.asdict(self, recurse=False)
@@ -129,7 +131,7 @@ def run_in_arena(result, inputs: Mapping | None = None, params: Mapping | None =
     return ArenaRun(outputs, step.target.name, device, plan.sizing, plan.arena_bytes, sum(step.side_buffers.values()),
                     meter.peak, tuple(runner.poisoned_reads), tuple(runner.losses), tuple(runner.reference_ops),
                     len(graph), seconds, runner.poisoned_bytes,
-                    getattr(meter, "device_used_peak", None), used_before)
+                    getattr(meter, "device_used_peak", None), used_before, getattr(meter, "largest", None))
 
 
 def _to_host(xp, array):
@@ -166,42 +168,91 @@ class _Runner:
         return self.graph.op(name) == "cast" and self.graph.type(name).dtype is not \
             self.graph.type(self.graph.operands(name)[0]).dtype
 
-    def _read(self, reader: str, operand: str):
-        stored = self._views[operand]
-        if self.check_reads and _holds_poison(self.xp, stored):
+    def _check(self, reader: str, operand: str) -> None:
+        if self.check_reads and _holds_poison(self.xp, self._views[operand]):
             self.poisoned_reads.append((reader, operand))
+
+    def _decoded(self, operand: str, stored=None):
+        stored = self._views[operand] if stored is None else stored
         return decode(self.xp, stored, self.graph.type(operand).dtype, self.sizing)
 
     def _run_op(self, name: str) -> None:
-        graph, xp = self.graph, self.xp
-        dtype = graph.type(name).dtype
-        args = [self._read(name, operand) for operand in graph.operands(name)]
+        graph = self.graph
+        op, operands = graph.op(name), graph.operands(name)
+        for operand in operands:
+            self._check(name, operand)
         attrs_ = graph.full_attrs(name)
-        direct = is_direct(dtype, self.sizing) and name not in self._roots
-        out = self._views[name] if direct else None
-        workspace = self._views.get(f"{name}.workspace")
-        kernel = KERNELS.get(graph.op(name))
-        opdef = graph.opdef(name)
+        kernel = KERNELS.get(op)
         try:
-            result = kernel(xp, args, attrs_, out, workspace) if kernel is not None else None
-            if result is None:
+            written = kernel is not None and self._run_kernel(name, op, kernel, operands, attrs_)
+            if not written:
+                opdef = graph.opdef(name)
                 if opdef is None or opdef.reference is None:
-                    raise ExecutionError(f"%{name} = {graph.op(name)}: the op has neither a kernel nor a NumPy "
-                                         "reference, so it cannot run", graph.location(name))
-                self.reference_ops.append(graph.op(name))
-                result = xp.asarray(run_reference(xp, opdef, args, attrs_, dtype))
-            elif dtype is DType.bf16:
-                result = finish_dtype(xp, result, dtype)
+                    raise ExecutionError(f"%{name} = {op}: the op has neither a kernel nor a NumPy reference, so it "
+                                         "cannot run", graph.location(name))
+                self.reference_ops.append(op)
+                args = [self._decoded(operand) for operand in operands]
+                self._store_result(name, self.xp.asarray(run_reference(self.xp, opdef, args, attrs_,
+                                                                       graph.type(name).dtype)))
         except RlxError as error:
             raise error.with_location(graph.location(name)) from None
         except (ArithmeticError, ValueError, TypeError, IndexError) as error:
-            raise ExecutionError(f"%{name} = {graph.op(name)} failed in the arena run: {error}",
-                                 graph.location(name)) from error
+            raise ExecutionError(f"%{name} = {op} failed in the arena run: {error}", graph.location(name)) from error
+
+    def _run_kernel(self, name: str, op: str, kernel, operands: list, attrs_: dict) -> bool:
+        """Run `kernel` into %name's slot; False when it leaves the op to its reference."""
+        xp, graph = self.xp, self.graph
+        stored = self._views[name]
+        dtype = graph.type(name).dtype
+        aliased = name in self._roots  # a bump-rule cast converting in place
+        if not aliased and op in MOVES_VALUES and all(self._views[operand].dtype == stored.dtype
+                                                      for operand in operands[:MOVED_OPERANDS.get(op, None)]):
+            # values only move: the slots' own elements go straight across, whatever the storage
+            return kernel(xp, [self._views[operand] for operand in operands], attrs_, stored, None) is not None
+        keep = whole_from(op, attrs_, stored.ndim)
+        if not aliased and keep is not False and stored.size > TILE:
+            return self._run_tiles(name, kernel, operands, attrs_, keep)
+        direct = is_direct(dtype, self.sizing) and not aliased
+        out = stored if direct else None
+        result = kernel(xp, [self._decoded(operand) for operand in operands], attrs_, out,
+                        self._views.get(f"{name}.workspace"))
+        if result is None:
+            return False
+        if result is out:
+            finish_dtype(xp, out, dtype)
+        else:
+            self._store_result(name, result)
+        return True
+
+    def _run_tiles(self, name: str, kernel, operands: list, attrs_: dict, keep) -> bool:
+        """Tile by tile (`tiling`): each tile's operands decoded, its result written or encoded."""
+        xp, graph = self.xp, self.graph
+        stored = self._views[name]
+        dtype = graph.type(name).dtype
+        direct = is_direct(dtype, self.sizing)
+        changed, worst = 0, 0.0
+        for index in tiles(stored.shape, keep):
+            args = [self._decoded(operand, operand_tile(self._views[operand], index, stored.ndim))
+                    for operand in operands]
+            target = stored[index]
+            result = kernel(xp, args, attrs_, target if direct else None, None)
+            if result is None:
+                return False
+            if direct:
+                finish_dtype(xp, target, dtype)
+                continue
+            change = encode_into(xp, target, _as_dtype(xp, result, dtype), dtype, self.sizing)
+            if change is not None:
+                changed, worst = changed + change[0], max(worst, change[1])
+        if changed:
+            self.losses.append(StorageLoss(name, dtype.value, str(stored.dtype), changed, worst))
+        return True
+
+    def _store_result(self, name: str, result) -> None:
         if tuple(result.shape) != self._views[name].shape:
-            raise ExecutionError(f"the kernel of {graph.op(name)} gave shape {list(result.shape)} for %{name} : "
-                                 f"{graph.type(name)}", graph.location(name))
-        if result is not out:
-            self._store(name, result)
+            raise ExecutionError(f"the kernel of {self.graph.op(name)} gave shape {list(result.shape)} for %{name} "
+                                 f": {self.graph.type(name)}", self.graph.location(name))
+        self._store(name, result)
 
     def _place(self, name: str, values: np.ndarray) -> None:
         """Write a host array (a feed or a const) into its slot; on a GPU it is encoded on the
@@ -220,11 +271,23 @@ class _Runner:
     def _store(self, name: str, values) -> None:
         dtype = self.graph.type(name).dtype
         stored = self._views[name]
-        if values.dtype != np.dtype(dtype.numpy) and not (dtype is DType.bf16 and values.dtype == np.float32):
-            values = values.astype(dtype.numpy)
+        values = _as_dtype(self.xp, values, dtype)
         change = encode_into(self.xp, stored, values, dtype, self.sizing)
         if change is not None:
             self.losses.append(StorageLoss(name, dtype.value, str(stored.dtype), *change))
+
+
+def _as_dtype(xp, values, dtype: DType):
+    """`values` as the interpreter holds `dtype` (bf16: float32 rounded to bf16, a copy)."""
+    if values.dtype != np.dtype(dtype.numpy):
+        values = values.astype(dtype.numpy)
+    return finish_dtype(xp, values.copy(), dtype) if dtype is DType.bf16 else values
+
+
+MOVES_VALUES = frozenset({"transpose", "expand", "slice", "concat", "reshape", "gather"})
+"""Ops whose result holds operand elements unchanged: they copy slot to slot in any storage."""
+MOVED_OPERANDS = {"gather": 1}
+"""How many leading operands carry the moved values (gather's indices are only read)."""
 
 
 _ALL_ONES = {2: (np.uint16, 0xFFFF), 4: (np.uint32, 0xFFFFFFFF), 8: (np.uint64, 0xFFFFFFFFFFFFFFFF)}
