@@ -1,6 +1,7 @@
 """The real-model corpus (examples/corpus): every ONNX file imports, matches onnxruntime's
-stored output at batch 2, and compiles on all six targets; where torch and the models
-extra are installed, the same constructors go through import_torch and match eager PyTorch."""
+stored output at batch 2, compiles on all six targets, and each target's compiled graph runs
+inside its planned arena with onnxruntime's answer; where torch and the models extra are
+installed, the same constructors go through import_torch and match eager PyTorch."""
 
 from __future__ import annotations
 
@@ -45,6 +46,23 @@ def test_imports_matches_onnxruntime_and_compiles(name):
     for target in TARGETS:
         result = compile(imported.graph, target, {"B": 2})
         assert result.arena_bytes >= result.lower_bound_bytes > 0
+
+
+@pytest.mark.parametrize("name", [params_for(entry["name"], ONNX_FAILURES) for entry in MANIFEST])
+def test_runs_in_every_targets_arena(name):
+    import rlxir
+
+    imported = import_onnx(CORPUS / f"{name}.onnx")
+    stored = np.load(CORPUS / f"{name}.npz")
+    inputs = {imported.inputs[key[len("input."):]]: stored[key] for key in stored.files if key.startswith("input.")}
+    graph = imported.graph.bind({"B": 2})
+    reference = rlxir.reference_run(graph, inputs=inputs, params=dict(imported.params))
+    for target in TARGETS:
+        check = rlxir.check_execution(graph, compile(graph, target), reference=reference)
+        assert check.run.poisoned_reads == () and check.matched, (target, check.verdict)
+        for position, onnx_name in enumerate(imported.outputs):
+            np.testing.assert_allclose(list(check.run.outputs.values())[position], stored[f"output.{onnx_name}"],
+                                       rtol=1e-3, atol=1e-4, err_msg=f"{onnx_name} on {target}")
 
 
 def test_the_corpus_covers_every_family_and_both_exporters():
