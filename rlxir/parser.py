@@ -350,6 +350,8 @@ class _Callbacks(Transformer):
 
     def op_stmt(self, children):
         builder = self.builder
+        if children[0].type == "STMT":
+            children = _statement_parts(children[0])
         head, args = children[0], children[1]
         attrs, result = None, None
         for extra in children[2:]:
@@ -504,6 +506,47 @@ class _Callbacks(Transformer):
     def false_scalar(self, children):
         return ("bool", False, children[0])
 
+def _statement_parts(statement: Token) -> list:
+    """A STMT token split into its DEF, ARGS, ATTRS and TYPE parts (None where absent)."""
+    text = str(statement)
+    match = _PARTS.match(text)
+    head_end, args_start, args_end = match.end("DEF"), match.start("ARGS"), match.end("ARGS")
+    parts = [_Part("DEF", text[:head_end], statement, text, 0),
+             _Part("ARGS", text[args_start:args_end], statement, text, args_start)]
+    for kind in ("ATTRS", "TYPE"):
+        start = match.start(kind)
+        parts.append(None if start < 0 else _Part(kind, text[start:match.end(kind)], statement, text, start))
+    return parts
+
+
+class _Part:
+    """One part of a STMT token, read like the token it would have been on its own: `str()`
+    gives its text; `line`, `column` and `start_pos` its position (computed when asked,
+    since only error messages ask)."""
+
+    __slots__ = ("type", "text", "statement", "statement_text", "offset")
+
+    def __init__(self, kind: str, text: str, statement: Token, statement_text: str, offset: int):
+        self.type, self.text = kind, text
+        self.statement, self.statement_text, self.offset = statement, statement_text, offset
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def start_pos(self) -> int:
+        return self.statement.start_pos + self.offset
+
+    @property
+    def line(self) -> int:
+        return self.statement.line + self.statement_text.count("\n", 0, self.offset)
+
+    @property
+    def column(self) -> int:
+        newline = self.statement_text.rfind("\n", 0, self.offset)
+        return self.statement.column + self.offset if newline < 0 else self.offset - newline
+
+
 def _first_token(child) -> Token:
     if isinstance(child, _Name):
         return child.token
@@ -605,6 +648,8 @@ def _scalar_value(item, dtype: DType, builder: _Builder):
 # --- the parser -------------------------------------------------------------------------
 _LOCK = threading.RLock()
 _PARSER: Lark | None = None
+_PARTS: re.Pattern | None = None
+_GAP = r"(?:[ \t\r\n]|#[^\n]*\n)*"
 _CALLBACKS = _Callbacks()
 
 
@@ -613,11 +658,24 @@ def grammar_text() -> str:
 
 
 def _lark() -> Lark:
-    global _PARSER
+    global _PARSER, _PARTS
     if _PARSER is None:
-        _PARSER = Lark(grammar_text(), parser="lalr", strict=True, start=["start", "attr_block"],
-                       transformer=_CALLBACKS, maybe_placeholders=True)
+        parser = Lark(grammar_text(), parser="lalr", strict=True, start=["start", "attr_block"],
+                      transformer=_CALLBACKS, maybe_placeholders=True)
+        _PARTS = _parts_pattern(parser)
+        _PARSER = parser
     return _PARSER
+
+
+def _parts_pattern(parser: Lark) -> re.Pattern:
+    """The STMT terminal with a named group per part, built from the grammar's own
+    terminals so that it splits exactly what the lexer matched."""
+    def regexp(name: str) -> str:
+        return parser.get_terminal(name).pattern.to_regexp()
+
+    gap = _GAP  # the grammar's GAP, which Lark keeps only inside STMT
+    return re.compile(f"(?P<DEF>{regexp('DEF')}){gap}(?P<ARGS>{regexp('ARGS')})"
+                      f"(?:{gap}(?P<ATTRS>{regexp('ATTRS')}))?(?:{gap}(?P<TYPE>{regexp('TYPE')}))?")
 
 
 def _parse_with(builder: _Builder, text: str, start: str):

@@ -23,7 +23,7 @@ from rlxir.errors import Location, ParseError, SourceText
 TERMINAL_TEXT = {
     "VALUE": "a value like %x", "NAME": "a name", "TYPE": "a type like f32[B, 16]",
     "ARGS": "an operand list like (%a, %b)", "ATTRS": "an attribute block like {axis = 1}",
-    "DEF": "a definition like %y = relu(%x)", "INT": "an integer", "FLOAT": "a number",
+    "DEF": "a definition like %y = relu(%x)", "STMT": "a definition like %y = relu(%x)", "INT": "an integer", "FLOAT": "a number",
     "STRING": 'a string "..."', "TRUE": "true", "FALSE": "false", "OUTPUT": "output",
     "RBRACE": "'}'", "LBRACE": "'{'", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'",
     "COMMA": "','", "COLON": "':'", "EQUAL": "'='", "SEMICOLON": "';'", "PLUS": "'+'", "MINUS": "'-'",
@@ -32,9 +32,10 @@ TERMINAL_TEXT = {
 }
 _TOKEN_NOUN = {
     "NAME": "name", "VALUE": "value", "INT": "integer", "FLOAT": "number", "STRING": "string", "TYPE": "type",
-    "ARGS": "operand list", "ATTRS": "attribute block", "DEF": "definition",
+    "ARGS": "operand list", "ATTRS": "attribute block", "DEF": "definition", "STMT": "statement",
 }
 _STATEMENT_TERMINALS = frozenset({"INPUT", "PARAM", "CONST", "DEF", "OUTPUT"})
+_WHOLE_STATEMENT = "STMT"  # the grammar's one-token op statement; DEF stands for it in messages
 _STATEMENT_TEXT = "a statement (input, param, const, %v = OP(...) or output)"
 _KEYWORDS = ("graph", "input", "param", "const", "output")
 _OPERAND = re.compile(r"%[A-Za-z0-9_.]+")
@@ -66,7 +67,7 @@ def loc_at(source: SourceText, offset: int) -> Location:
 
 
 def expected_text(names) -> str:
-    names = set(names)
+    names = set(names) - {_WHOLE_STATEMENT}
     texts = []
     if _STATEMENT_TERMINALS <= names:
         names -= _STATEMENT_TERMINALS
