@@ -173,6 +173,11 @@ class Graph:
             users.sort(key=self._label.__getitem__)
         return users
 
+    def edge_sources(self, name: str):
+        """The values with an edge into `name`, as a set-like view (the verifier checks it
+        equals the set of its operands)."""
+        return self._pred[name].keys()
+
     def comes_before(self, first: str, second: str) -> bool:
         """Whether `first` is earlier than `second` in the schedule (O(1))."""
         return self._label[first] < self._label[second]

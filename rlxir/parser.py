@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import re
+import sys
 import threading
 from importlib import resources
 from pathlib import Path
 
+import lark
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedInput
 
@@ -661,10 +664,27 @@ def _lark() -> Lark:
     global _PARSER, _PARTS
     if _PARSER is None:
         parser = Lark(grammar_text(), parser="lalr", strict=True, start=["start", "attr_block"],
-                      transformer=_CALLBACKS, maybe_placeholders=True)
+                      transformer=_CALLBACKS, maybe_placeholders=True, cache=_grammar_cache_path())
         _PARTS = _parts_pattern(parser)
         _PARSER = parser
     return _PARSER
+
+
+def _grammar_cache_path() -> str | bool:
+    """Where Lark keeps the analysed grammar between processes (building the LALR tables
+    takes about 0.2 s, loading them a few ms): the user's own cache directory, never a
+    shared temporary one, since Lark's cache is a pickle. Lark keys the file on the
+    grammar's hash and rebuilds it when stale or unreadable; False when there is no
+    writable place for it."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "rlxir")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return False
+    if not os.access(folder, os.W_OK):
+        return False
+    return os.path.join(folder, f"grammar-lark{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}.cache")
 
 
 def _parts_pattern(parser: Lark) -> re.Pattern:

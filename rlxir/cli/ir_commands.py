@@ -48,10 +48,19 @@ def _graphs(args: argparse.Namespace) -> list[Graph]:
 
 
 def graph_summary(graph: Graph) -> dict:
-    """What `rlxir check` reports about one graph."""
-    histogram = Counter(graph.op(name) for name in graph.ops())
+    """What `rlxir check` reports about one graph (one walk over its nodes)."""
+    histogram: Counter = Counter()
+    inputs, params = [], []
+    for name in graph.schedule():
+        op = graph.op(name)
+        if op == "input":
+            inputs.append(name)
+        elif op == "param":
+            params.append(name)
+        elif op != "const":
+            histogram[op] += 1
     param_bytes: int | str = 0
-    for name in graph.params():
+    for name in params:
         numel = graph.type(name).numel
         if isinstance(numel, Expr) or isinstance(param_bytes, str):
             param_bytes = "symbolic"
@@ -61,9 +70,9 @@ def graph_summary(graph: Graph) -> dict:
         "graph": graph.name,
         "symbols": {name: default for name, default in graph.symbols.items()},
         "nodes": len(graph),
-        "ops": len(graph.ops()),
-        "inputs": {name: str(graph.type(name)) for name in graph.inputs()},
-        "params": len(graph.params()),
+        "ops": sum(histogram.values()),
+        "inputs": {name: str(graph.type(name)) for name in inputs},
+        "params": len(params),
         "param_bytes": param_bytes,
         "outputs": {name: str(graph.type(name)) for name in graph.outputs},
         "op_histogram": dict(sorted(histogram.items(), key=lambda item: (-item[1], item[0]))),
