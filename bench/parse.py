@@ -1,11 +1,20 @@
-"""Parse / verify / print throughput on generated transformer-style graphs.
+"""Parse / verify / print throughput on generated graphs, as ratios to a regex scan.
 
-Usage: python bench/parse.py [--sizes 1000 10000 100000] [--repeat 1]
+Usage: python bench/parse.py [--sizes 1000 10000 100000] [--families gpt elem mamba]
+                             [--repeat 1] [--no-check]
 
-Prints one row per size: statements, seconds and statements per second for parse,
-verify and print, and the ratio of parse time per 10x statements. The graphs are GPT-style
-layer stacks (layernorm, linear, reshape/transpose, attention, gelu, residual adds) with
-symbolic B and S, so tokens per statement match real files.
+One row per family and size: the seconds of a plain regex scan of the text (every token
+found by one `re.finditer`), then parse, verify and print as multiples of that scan, the
+parse time's growth per 10x statements, and what `rlxir check FILE` costs beyond parse +
+verify (its process start, imports, grammar load and summary), also as a multiple of the
+scan. Times are the process's CPU seconds (best of --repeat), so other work on the machine
+disturbs them less than wall-clock time; the scan is measured in the same run.
+
+Families, all written the way the printer writes them (result types on every op):
+- gpt: GPT-style layer stacks (layernorm, linear, reshape/transpose, attention, gelu,
+  residual adds) with symbolic B and S;
+- elem: short elementwise statements and matmuls, `%v3 = matmul(%v2, %w) : f32[B, 64]`;
+- mamba: bench/pipeline.py's unrolled Mamba layers (slices, reshapes, muls per token).
 """
 
 from __future__ import annotations
@@ -14,6 +23,12 @@ import argparse
 import gc
 import os
 import platform
+import random
+import re
+import resource
+import subprocess
+import sys
+import tempfile
 import time
 
 import rlxir
@@ -66,40 +81,107 @@ def stack_text(statements: int) -> str:
     return HEADER + body + f"  output %x{layers}\n}}\n"
 
 
+ELEMENTWISE_OPS = ("add", "mul", "sub", "relu", "tanh", "matmul", "exp")
+
+
+def elementwise_text(statements: int, seed: int = 0) -> str:
+    """`statements` short statements over f32[B, 64]: binary ops read the previous value and
+    one of the twenty before it, matmuls a shared weight."""
+    rng = random.Random(seed)
+    lines = ["graph elem(B) {", "  input %v0 : f32[B, 64]", "  param %w : f32[64, 64]"]
+    for index in range(1, statements - 2):
+        op = rng.choice(ELEMENTWISE_OPS)
+        if op == "matmul":
+            operands = f"%v{index - 1}, %w"
+        elif op in ("relu", "tanh", "exp"):
+            operands = f"%v{index - 1}"
+        else:
+            operands = f"%v{index - 1}, %v{rng.randrange(max(0, index - 20), index)}"
+        lines.append(f"  %v{index} = {op}({operands}) : f32[B, 64]")
+    lines.append(f"  output %v{statements - 3}")
+    return "\n".join(lines) + "\n}\n"
+
+
+def mamba_text(statements: int) -> str:
+    from pipeline import mamba_text as unrolled  # bench/pipeline.py (it imports this module)
+
+    return unrolled(statements)
+
+
+FAMILIES = {"gpt": stack_text, "elem": elementwise_text, "mamba": mamba_text}
+_TOKEN = re.compile(r"%[A-Za-z0-9_.]+|[A-Za-z_][A-Za-z0-9_.]*|[0-9]+|\S")
+
+
+def regex_scan(text: str) -> int:
+    """The baseline: every token of `text` found by one regular expression."""
+    return sum(1 for _ in _TOKEN.finditer(text))
+
+
 def timed(function, repeat: int):
     best, result = float("inf"), None
     for _ in range(repeat):
         gc.collect()
-        start = time.perf_counter()
+        start = time.process_time()
         result = function()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best, result
+
+
+def check_process_seconds(text: str) -> float:
+    """CPU seconds of a whole `rlxir check` process on `text` (start-up included)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".rlx", delete=False) as handle:
+        handle.write(text)
+    try:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([sys.executable, "-c", "import sys; from rlxir.cli import main; sys.exit(main())",
+                        "check", handle.name], check=True, stdout=subprocess.DEVNULL)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    finally:
+        os.unlink(handle.name)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def measure(family: str, size: int, repeat: int, check: bool) -> dict:
+    text = FAMILIES[family](size)
+    count = text.count("\n") - 1
+    scan_s, _ = timed(lambda: regex_scan(text), max(repeat, 3))
+    parse_s, module = timed(lambda: rlxir.parse(text, "<bench>"), repeat)
+    verify_s, _ = timed(lambda: rlxir.verify(module.main), repeat)
+    print_s, printed = timed(lambda: rlxir.print_module(module), repeat)
+    assert printed == rlxir.print_module(rlxir.parse(printed)), "round trip drifted"
+    check_extra = check_process_seconds(text) - parse_s - verify_s if check else None
+    return {"family": family, "statements": count, "scan": scan_s, "parse": parse_s, "verify": verify_s,
+            "print": print_s, "check_extra": check_extra}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
     parser.add_argument("--repeat", type=int, default=1, help="best of N runs")
+    parser.add_argument("--no-check", action="store_true", help="skip the `rlxir check` process")
     args = parser.parse_args()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()}")
-    start = time.perf_counter()
+    start = time.process_time()
     rlxir.parse("graph warm { input %x : f32[] output %x }")
-    print(f"grammar load (once per process): {time.perf_counter() - start:.3f} s")
-    header = f"{'statements':>10} {'parse s':>8} {'stmt/s':>9} {'verify s':>8} {'stmt/s':>9} {'print s':>8} {'stmt/s':>9} {'parse x/10x':>11}"
+    print(f"grammar load (once per process): {time.process_time() - start:.3f} s")
+    header = (f"{'family':>6} {'statements':>10} {'scan s':>7} {'parse/scan':>10} {'verify/scan':>11} "
+              f"{'p+v/scan':>8} {'print/scan':>10} {'parse x/10x':>11} {'check extra/scan':>16} "
+              f"{'p+v s':>6} {'check extra s':>13}")
     print(header)
     print("-" * len(header))
-    previous = None
-    for size in args.sizes:
-        text = stack_text(size)
-        count = text.count("\n") - 1
-        parse_s, module = timed(lambda: rlxir.parse(text, "<bench>"), args.repeat)
-        verify_s, _ = timed(lambda: rlxir.verify(module.main), args.repeat)
-        print_s, printed = timed(lambda: rlxir.print_module(module), args.repeat)
-        assert printed == rlxir.print_module(rlxir.parse(printed)), "round trip drifted"
-        growth = f"{parse_s / previous[1] * previous[0] / count * 10:.1f}" if previous else "-"
-        print(f"{count:>10} {parse_s:>8.3f} {count / parse_s:>9.0f} {verify_s:>8.3f} {count / verify_s:>9.0f} "
-              f"{print_s:>8.3f} {count / print_s:>9.0f} {growth:>11}")
-        previous = (count, parse_s)
+    for family in args.families:
+        previous = None
+        for size in args.sizes:
+            row = measure(family, size, args.repeat, not args.no_check)
+            scan, count = row["scan"], row["statements"]
+            growth = f"{row['parse'] / previous[1] * previous[0] / count * 10:.1f}" if previous else "-"
+            extra = row["check_extra"]
+            print(f"{family:>6} {count:>10} {scan:>7.3f} {row['parse'] / scan:>10.1f} {row['verify'] / scan:>11.1f} "
+                  f"{(row['parse'] + row['verify']) / scan:>8.1f} {row['print'] / scan:>10.1f} {growth:>11} "
+                  f"{'-' if extra is None else f'{extra / scan:.1f}':>16} {row['parse'] + row['verify']:>6.2f} "
+                  f"{'-' if extra is None else f'{extra:.2f}':>13}")
+            previous = (count, row["parse"])
 
 
 if __name__ == "__main__":
