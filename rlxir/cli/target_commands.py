@@ -22,6 +22,7 @@ from rlxir.printer import print_graph
 from rlxir.pass_base import load_plugin
 from rlxir.pipeline import parse_pipeline
 from rlxir.target import Target, available_targets, get_target
+from rlxir.workers import available_cores, map_in_order
 
 
 def _bytes_arg(text: str) -> int:
@@ -147,6 +148,9 @@ def register(subparsers) -> None:
     compare.add_argument("--execute", action="store_true",
                          help="run each target's plan in its arena (rlxir run --target) and say whether it matched")
     compare.add_argument("--json", action="store_true", help="print the rows as JSON")
+    compare.add_argument("--jobs", type=positive_int, metavar="N",
+                         help="targets compiled at once, in worker processes (default: the cores available; "
+                              "1: one after another); the output is the same either way. --execute runs serially")
     _add_budget_options(compare)
     _add_pipeline_options(compare)
     _add_training_option(compare)
@@ -360,11 +364,16 @@ def compare_targets(args: argparse.Namespace, make_row, doing: str, byte_columns
     """One row per target (`make_row(target)`), ranked against the smallest arena, printed
     as JSON or as a table whose byte columns are `byte_columns` ((title, key), ...)."""
     names = args.targets.split(",") if args.targets else sorted(available_targets())
-    rows = []
-    for name in names:
-        target = cli_target(name.strip(), args)
-        _progress(f"{doing} {target.name} ...")
-        rows.append(make_row(target))
+    targets = [cli_target(name.strip(), args) for name in names]
+    jobs = 1 if getattr(args, "execute", False) else (getattr(args, "jobs", None) or available_cores())
+    if jobs > 1 and len(targets) > 1:
+        _progress(f"{doing} {len(targets)} targets, {min(jobs, len(targets))} at a time ...")
+        rows = map_in_order(make_row, targets, jobs)
+    else:
+        rows = []
+        for target in targets:
+            _progress(f"{doing} {target.name} ...")
+            rows.append(make_row(target))
     _progress_done()
     arenas = [row["arena_bytes"] for row in rows if row["arena_bytes"] is not None]
     best = min(arenas) if arenas else None
