@@ -560,8 +560,10 @@ def _rebuild_node(result: Graph, name: str, data: dict, values: Mapping[str, int
             raise RlxError(f"binding makes a dim of %{name} divide by zero", data["loc"],
                            "symbol values that keep every divisor non-zero") from None
         result._add_node(name, op, data["operands"], canonical, type_, data["loc"], data["provenance"], None, None)
-    if type_ is not data["type"]:
+    # Each distinct (written, bound) pair is checked once; the memo keys pairs beside types.
+    if type_ is not data["type"] and (data["type"], type_) not in bound_types:
         _check_dims_not_negative(name, data["type"], type_, values, data["loc"])
+        bound_types[data["type"], type_] = type_
 
 
 def _bound_type(name: str, data: dict, values: Mapping[str, int], bound_types: dict) -> TensorType:

@@ -85,6 +85,8 @@ def rewrite_greedy(graph: Graph, rules: Sequence[Rule], max_rewrites: int | None
         queued.discard(node)
         if node not in graph:
             continue
+        if not general and graph.op(node) not in by_op:  # most nodes: no rule looks at them
+            continue
         users_before = list(graph.nx.successors(node))
         rule, revisit = _try_rules(graph, node, by_op, general)
         if rule is None:
