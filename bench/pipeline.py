@@ -4,11 +4,13 @@ Usage: python bench/pipeline.py [--sizes 1000 10000 100000] [--families gpt mamb
                                 [--targets cpu cuda rocm metal gpu vulkan] [--huge] [--markdown]
 
 For each family and size (graph nodes as parsed), in a fresh process so that its peak
-memory is its own: seconds to parse the text; for each target, seconds of
+memory is its own: CPU seconds (so that other work on the machine disturbs them less) to
+parse the text; for each target, seconds of
 `prepare_exec_graph` (bind + the target's whole pipeline) and of `plan_exec_graph`, with
 the node count the planner saw; seconds of a whole `fit_batch` on rocm (requested batch 8,
 24 GiB); the process's peak resident memory; and, per family, how parse + rocm pipeline +
-plan grows per 10x nodes. `--huge` adds the 10^6-node rows.
+plan grows per 10x nodes, and that sum as a multiple of a regex scan of the same text
+(bench/parse.py's baseline, measured in the same process). `--huge` adds the 10^6-node rows.
 
 Families, both at B=1 for the per-target rows:
 - gpt: bench/parse.py's `stack_text` (GPT-style layers with attention, S = 128);
@@ -31,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from parse import stack_text  # noqa: E402  (bench/parse.py)
+from parse import regex_scan, stack_text  # noqa: E402  (bench/parse.py)
 
 TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")
 GPT_BINDINGS = {"B": 1, "S": 128}
@@ -122,17 +124,19 @@ def measure(family: str, size: int, targets: list[str], fit_target: str | None) 
     make_text, bindings = FAMILIES[family]
     text = make_text(size)
     rlxir.parse("graph warm { input %x : f32[] output %x }")  # the grammar loads once per process
-    start = time.perf_counter()
+    scan_s = min(_cpu_seconds(lambda: regex_scan(text)) for _ in range(3))
+    start = time.process_time()
     graph = rlxir.parse(text, f"<{family}>").main
-    row = {"family": family, "nodes": len(graph), "parse_s": time.perf_counter() - start, "targets": {}}
+    row = {"family": family, "nodes": len(graph), "scan_s": scan_s, "parse_s": time.process_time() - start,
+           "targets": {}}
     del text
     options = CompileOptions(validate=False)
     for target in targets:
-        start = time.perf_counter()
+        start = time.process_time()
         exec_graph = prepare_exec_graph(graph, target, bindings, options)
-        prepared = time.perf_counter()
+        prepared = time.process_time()
         plan = plan_exec_graph(exec_graph, target, options)
-        row["targets"][target] = {"pipeline_s": prepared - start, "plan_s": time.perf_counter() - prepared,
+        row["targets"][target] = {"pipeline_s": prepared - start, "plan_s": time.process_time() - prepared,
                                   "nodes_planned": len(exec_graph.graph), "arena_bytes": plan.arena_bytes}
         del exec_graph, plan
     if fit_target:
@@ -141,12 +145,18 @@ def measure(family: str, size: int, targets: list[str], fit_target: str | None) 
         def build(batch: int):
             return graph.bind({**fixed, "B": batch})
 
-        start = time.perf_counter()
+        start = time.process_time()
         result = fit_batch(fit_target, 8, 0.6, build, vram=24 << 30, options=options)
-        row["fit"] = {"target": fit_target, "s": time.perf_counter() - start, "batch": result.batch,
+        row["fit"] = {"target": fit_target, "s": time.process_time() - start, "batch": result.batch,
                       "plans": len(result.tried)}
     row["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return row
+
+
+def _cpu_seconds(function) -> float:
+    start = time.process_time()
+    function()
+    return time.process_time() - start
 
 
 def run_row(family: str, size: int, targets: list[str], fit_target: str | None) -> dict:
@@ -167,7 +177,8 @@ def core_seconds(row: dict) -> float | None:
 
 def print_rows(rows: list[dict], targets: list[str], markdown: bool) -> None:
     headers = ["family", "nodes", "parse s"] + [f"{target} pipe+plan s" for target in targets] + \
-              ["nodes planned (rocm)", "fit s (plans)", "peak RSS GiB", "parse+rocm s", "growth / 10x"]
+              ["nodes planned (rocm)", "fit s (plans)", "peak RSS GiB", "parse+rocm s", "parse+rocm / scan",
+                "growth / 10x"]
     lines = []
     previous: dict[str, tuple[int, float]] = {}
     for row in rows:
@@ -182,6 +193,7 @@ def print_rows(rows: list[dict], targets: list[str], markdown: bool) -> None:
         cells.append(f"{row['peak_rss_bytes'] / 2**30:.2f}")
         core = core_seconds(row)
         cells.append(f"{core:.2f}" if core is not None else "-")
+        cells.append(f"{core / row['scan_s']:.0f}" if core is not None else "-")
         growth = "-"
         if core is not None and row["family"] in previous:
             nodes, seconds = previous[row["family"]]

@@ -5,8 +5,10 @@ Usage: python bench/planner.py [--data DIR] [--planner NAME ...] [--files GLOB .
 
 Walks every ``*.csv`` under DIR (default: ``../shared/data`` beside the repository), plans
 each with each planner and prints one row per (file, planner): buffers, lower bound,
-arena, arena / lower bound and the seconds of the plan call (reading the file is not
-timed). Then, for the MiniMalloc "challenging" set, the geometric mean and the worst of
+arena, arena / lower bound, the seconds of the plan call (reading the file is not
+timed) and those seconds as a multiple of a lower-bound sweep of the same buffers measured
+in the same process just before (best of three), the baseline that stays comparable when
+the machine is loaded. Then, for the MiniMalloc "challenging" set, the geometric mean and the worst of
 arena / best known arena per planner (the best known is the lower bound except on D and J,
 where MiniMalloc's answers are 1,038,336 and 1,041,408).
 
@@ -21,9 +23,10 @@ import fnmatch
 import math
 import platform
 import sys
+import time
 from pathlib import Path
 
-from rlxir.planning import PLANNERS, get_planner, read_instance, validate_plan
+from rlxir.planning import PLANNERS, get_planner, lower_bound, read_instance, validate_plan
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data"
@@ -40,10 +43,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     planners = [get_planner(name) for name in options.planner]
     print(f"# {platform.python_implementation()} {platform.python_version()}, alignment {options.alignment}")
-    print(f"{'file':<36} {'planner':<9} {'buffers':>8} {'lower bound':>16} {'arena':>16} {'ratio':>8} {'seconds':>8}")
+    print(f"{'file':<36} {'planner':<9} {'buffers':>8} {'lower bound':>16} {'arena':>16} {'ratio':>8} {'seconds':>8} {'x sweep':>8}")
     challenging: dict[str, list[float]] = {planner.name: [] for planner in planners}
     for path in files:
         buffers = read_instance(path)
+        sweep_s = _sweep_seconds(buffers, options.alignment)
         for planner in planners:
             result = planner.plan(buffers, options.alignment, time_budget=options.budget)
             if options.validate:
@@ -51,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
             relative = path.relative_to(options.data).as_posix()
             print(
                 f"{relative:<36} {planner.name:<9} {len(buffers):>8} {result.lower_bound_bytes:>16,} "
-                f"{result.arena_bytes:>16,} {result.ratio:>8.4f} {result.seconds:>8.3f}",
+                f"{result.arena_bytes:>16,} {result.ratio:>8.4f} {result.seconds:>8.3f} "
+                f"{result.seconds / sweep_s:>8.1f}",
                 flush=True,
             )
             if path.parent.name == "challenging":
@@ -59,6 +64,16 @@ def main(argv: list[str] | None = None) -> int:
                 challenging[planner.name].append(result.arena_bytes / reference)
     _print_challenging_summary(challenging)
     return 0
+
+
+def _sweep_seconds(buffers, alignment: int) -> float:
+    """Seconds of the lower-bound sweep over `buffers` (best of three; never zero)."""
+    best = math.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        lower_bound(buffers, alignment)
+        best = min(best, time.perf_counter() - start)
+    return max(best, 1e-6)
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
