@@ -6,8 +6,9 @@ Usage: python bench/parse.py [--sizes 1000 10000 100000] [--families gpt elem ma
 One row per family and size: the seconds of a plain regex scan of the text (every token
 found by one `re.finditer`), then parse, verify and print as multiples of that scan, the
 parse time's growth per 10x statements, and what `rlxir check FILE` costs beyond parse +
-verify (its process start, imports, grammar load and summary), also as a multiple of the
-scan. Times are the process's CPU seconds (best of --repeat), so other work on the machine
+verify in this process (its process start, imports, grammar load, cold caches and summary),
+also as a multiple of the scan, and a `check` process less a fresh process that imports
+rlxir, parses and verifies (what the command itself adds). Times are the process's CPU seconds (best of --repeat), so other work on the machine
 disturbs them less than wall-clock time; the scan is measured in the same run.
 
 Families, all written the way the printer writes them (result types on every op):
@@ -127,18 +128,30 @@ def timed(function, repeat: int):
     return best, result
 
 
-def check_process_seconds(text: str) -> float:
-    """CPU seconds of a whole `rlxir check` process on `text` (start-up included)."""
+CHECK_PROCESS = "import sys; from rlxir.cli import main; sys.exit(main(['check', sys.argv[1]]))"
+PARSE_VERIFY_PROCESS = "import sys, rlxir; [rlxir.verify(graph) for graph in rlxir.parse_file(sys.argv[1])]"
+
+
+def process_seconds(code: str, path: str) -> float:
+    """CPU seconds of a fresh Python process running `code` on `path` (start-up included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-c", code, path], check=True, stdout=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def check_extra_seconds(text: str) -> tuple[float, float]:
+    """What a whole `rlxir check` process costs beyond (a) parse + verify in this warm
+    process and (b) a fresh process that imports rlxir, parses and verifies: the first
+    counts start-up, imports and cold caches too, the second only what `check` adds."""
     with tempfile.NamedTemporaryFile("w", suffix=".rlx", delete=False) as handle:
         handle.write(text)
     try:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run([sys.executable, "-c", "import sys; from rlxir.cli import main; sys.exit(main())",
-                        "check", handle.name], check=True, stdout=subprocess.DEVNULL)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        check_s = process_seconds(CHECK_PROCESS, handle.name)
+        library_s = process_seconds(PARSE_VERIFY_PROCESS, handle.name)
     finally:
         os.unlink(handle.name)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return check_s, check_s - library_s
 
 
 def measure(family: str, size: int, repeat: int, check: bool) -> dict:
@@ -149,9 +162,10 @@ def measure(family: str, size: int, repeat: int, check: bool) -> dict:
     verify_s, _ = timed(lambda: rlxir.verify(module.main), repeat)
     print_s, printed = timed(lambda: rlxir.print_module(module), repeat)
     assert printed == rlxir.print_module(rlxir.parse(printed)), "round trip drifted"
-    check_extra = check_process_seconds(text) - parse_s - verify_s if check else None
+    check_s, beyond_library = check_extra_seconds(text) if check else (None, None)
     return {"family": family, "statements": count, "scan": scan_s, "parse": parse_s, "verify": verify_s,
-            "print": print_s, "check_extra": check_extra}
+            "print": print_s, "check_extra": None if check_s is None else check_s - parse_s - verify_s,
+            "check_beyond_library": beyond_library}
 
 
 def main() -> None:
@@ -167,7 +181,7 @@ def main() -> None:
     print(f"grammar load (once per process): {time.process_time() - start:.3f} s")
     header = (f"{'family':>6} {'statements':>10} {'scan s':>7} {'parse/scan':>10} {'verify/scan':>11} "
               f"{'p+v/scan':>8} {'print/scan':>10} {'parse x/10x':>11} {'check extra/scan':>16} "
-              f"{'p+v s':>6} {'check extra s':>13}")
+              f"{'p+v s':>6} {'check extra s':>13} {'check - library process s':>25}")
     print(header)
     print("-" * len(header))
     for family in args.families:
@@ -176,11 +190,12 @@ def main() -> None:
             row = measure(family, size, args.repeat, not args.no_check)
             scan, count = row["scan"], row["statements"]
             growth = f"{row['parse'] / previous[1] * previous[0] / count * 10:.1f}" if previous else "-"
-            extra = row["check_extra"]
+            extra, beyond = row["check_extra"], row["check_beyond_library"]
             print(f"{family:>6} {count:>10} {scan:>7.3f} {row['parse'] / scan:>10.1f} {row['verify'] / scan:>11.1f} "
                   f"{(row['parse'] + row['verify']) / scan:>8.1f} {row['print'] / scan:>10.1f} {growth:>11} "
                   f"{'-' if extra is None else f'{extra / scan:.1f}':>16} {row['parse'] + row['verify']:>6.2f} "
-                  f"{'-' if extra is None else f'{extra:.2f}':>13}")
+                  f"{'-' if extra is None else f'{extra:.2f}':>13} "
+                  f"{'-' if extra is None else f'{beyond:.2f}':>25}")
             previous = (count, row["parse"])
 
 
