@@ -292,11 +292,17 @@ class Graph:
         self._insert(name, before, after)
         return name
 
-    def add_input(self, name: str, type_: TensorType, loc: Location | None = None, **where) -> str:
-        return self._add_node(name, "input", (), {}, type_, loc, (name,), where.get("before"), where.get("after"))
+    def add_input(self, name: str, type_: TensorType, loc: Location | None = None, attrs: Mapping | None = None,
+                  **where) -> str:
+        """An input; `attrs` holds its fill facts (`rlxir.fills`), if any."""
+        return self._add_node(name, "input", (), dict(attrs or {}), type_, loc, (name,), where.get("before"),
+                              where.get("after"))
 
-    def add_param(self, name: str, type_: TensorType, loc: Location | None = None, **where) -> str:
-        return self._add_node(name, "param", (), {}, type_, loc, (name,), where.get("before"), where.get("after"))
+    def add_param(self, name: str, type_: TensorType, loc: Location | None = None, attrs: Mapping | None = None,
+                  **where) -> str:
+        """A param; `attrs` holds its fill facts (`rlxir.fills`), if any."""
+        return self._add_node(name, "param", (), dict(attrs or {}), type_, loc, (name,), where.get("before"),
+                              where.get("after"))
 
     def add_const(self, name: str | None, type_: TensorType, value, loc: Location | None = None,
                   provenance: tuple = (), **where) -> str:
@@ -582,7 +588,8 @@ def _rebuild_node(result: Graph, name: str, data: dict, values: Mapping[str, int
     type_ = _bound_type(name, data, values, bound_types)
     op = data["op"]
     if op in LEAF_KINDS:
-        result._add_node(name, op, (), dict(data["attrs"]), type_, data["loc"], data["provenance"], None, None)
+        attrs = data["attrs"] if op == "const" else {key: _bind_attr(value, values) for key, value in data["attrs"].items()}
+        result._add_node(name, op, (), dict(attrs), type_, data["loc"], data["provenance"], None, None)
     else:
         attrs = {key: _bind_attr(value, values) for key, value in data["attrs"].items()}
         operand_types = tuple(result._nodes[operand]["type"] for operand in data["operands"])
