@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 import rlxir
 from rlxir.cli.main import main
 from rlxir.dtypes import DType
+from rlxir.instruments import VerifyEach
 from rlxir.interface import Interface
-from rlxir.pass_base import PassContext, available_passes
+from rlxir.pass_base import PassContext, PassError, available_passes
 from rlxir.pipeline import Pipeline
 from rlxir.target import available_targets, get_target
 from rlxir.testing.strategies import graphs
@@ -89,9 +90,6 @@ def test_opt_unfuse_fuse_keeps_the_output_names_of_every_example(path, tmp_path)
 
 
 def test_a_pass_that_renames_an_output_is_reported_by_verify_each():
-    from rlxir.instruments import VerifyEach
-    from rlxir.pass_base import PassError
-
     graph = rlxir.parse("graph g() {\n  input %x : f32[4]\n  %y = relu(%x) : f32[4]\n  output %y\n}\n", "g.rlx").main
 
     class OutputTheInput:
