@@ -23,6 +23,8 @@ import attrs
 from hypothesis import strategies as st
 
 CRASH_MARKERS = ("internal error", "Traceback")
+# How a pass's own bug (an exception other than an RlxError) reaches the user.
+_PASS_BUG = re.compile(r"pass \S+ failed: [A-Za-z_.]*(?:Error|Exception)\b")
 
 # Tokens the grammar knows, and some it does not: mutations splice these in.
 _TOKENS = ("%", "%x", "{", "}", "(", ")", "[", "]", ",", "=", ":", "-", "#", "\n", " ", '"', "//", "*", "+",
@@ -92,7 +94,10 @@ def _edit_lines(draw, text: str, huge_numbers: bool) -> str:
     return "\n".join(lines)
 
 
-_MUTATIONS = (_splice_token, _delete_span, _replace_number, _replace_name, _edit_lines)
+# Number and name swaps mostly keep the text parseable, so they reach the later stages
+# (types, passes, planning, the interpreter): they are drawn more often.
+_MUTATIONS = (_replace_number, _replace_number, _replace_number, _replace_name, _replace_name, _splice_token,
+              _delete_span, _edit_lines)
 
 _CELLS = st.one_of(st.integers(-5, 40).map(str), st.sampled_from(("", " ", "x", "1.5", "-0", "1e3", "9" * 30,
                                                                   "\"3\"", "b1", "nan")))
@@ -128,8 +133,10 @@ class CommandRun:
 
     @property
     def crashed(self) -> bool:
-        """An exception escaped, or the output shows an internal error or a traceback."""
-        return self.code == 3 or any(marker in self.output for marker in CRASH_MARKERS)
+        """An exception escaped, or the output shows an internal error, a traceback or a
+        pass that failed with an exception of its own."""
+        return (self.code == 3 or any(marker in self.output for marker in CRASH_MARKERS)
+                or _PASS_BUG.search(self.output) is not None)
 
 
 def run_command(arguments: Sequence[str]) -> CommandRun:

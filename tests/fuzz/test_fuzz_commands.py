@@ -38,3 +38,28 @@ def test_no_command_crashes_on_hostile_input(name):
         assert result.code in (0, 1, 2), result.output
 
     check()
+
+
+def test_an_internal_error_counts_as_a_crash(tmp_path, monkeypatch):
+    import rlxir.cli.run_commands as run_commands
+
+    def broken(*args, **kwargs):
+        raise TypeError("a defect")
+
+    monkeypatch.setattr(run_commands, "interpret", broken)
+    path = write_input(tmp_path, "g.rlx", "graph g {\n  input %x : f32[2]\n  output %x\n}\n")
+    result = run_command(["run", str(path)])
+    assert result.crashed and result.code == 3 and "internal error: TypeError: a defect" in result.output
+    assert not run_command(["check", str(path)]).crashed
+
+
+def test_a_pass_that_raises_counts_as_a_crash(tmp_path, monkeypatch):
+    from rlxir.passes.dce import DeadCodeElimination
+
+    def broken(self, graph, ctx):
+        raise KeyError("x")
+
+    monkeypatch.setattr(DeadCodeElimination, "run", broken)
+    path = write_input(tmp_path, "g.rlx", "graph g {\n  input %x : f32[2]\n  output %x\n}\n")
+    result = run_command(["opt", str(path), "--pipeline", "dce", "--reproducer-dir", str(tmp_path)])
+    assert result.code == 1 and result.crashed, result.output
