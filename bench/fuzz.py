@@ -3,8 +3,8 @@
 Usage: python bench/fuzz.py [--examples N] [--commands check run ...] [--seed N] [--show K]
 
 The strategies are the suite's (rlxir.testing.fuzz, tested by tests/fuzz/): mutated example
-graphs for check, print, opt, compile, run and grad, broken buffer lists for plan-csv. For
-each command: the inputs tried, how many ran (exit 0), were refused with an explained error
+graphs for check, print, opt, compile, run and grad, broken buffer lists for plan-csv, random
+ONNX models for import (with the onnx extra). For each command: the inputs tried, how many ran (exit 0), were refused with an explained error
 (exit 1) or a usage error (exit 2), and the crashes (an exception escaping the CLI,
 "internal error" or a traceback in its output). The first K crashes are printed in full,
 to become regression tests.

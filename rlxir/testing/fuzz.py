@@ -155,10 +155,10 @@ def run_command(arguments: Sequence[str]) -> CommandRun:
     return CommandRun(tuple(arguments), code or 0, stdout.getvalue() + stderr.getvalue())
 
 
-def write_input(folder: Path, name: str, text: str) -> Path:
-    """`text` as a file in `folder` (bytes the text cannot encode are replaced)."""
+def write_input(folder: Path, name: str, data: str | bytes) -> Path:
+    """`data` as a file in `folder` (characters UTF-8 cannot encode are replaced)."""
     path = folder / name
-    path.write_bytes(text.encode("utf-8", errors="replace"))
+    path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8", errors="replace"))
     return path
 
 
@@ -209,7 +209,8 @@ class FuzzedCommand:
 
 
 def fuzzed_commands(texts: Sequence[str]) -> list[FuzzedCommand]:
-    """Every command fuzzed: check, print, opt, compile, run, grad (mutated .rlx), plan-csv."""
+    """Every command fuzzed: check, print, opt, compile, run, grad (mutated .rlx), plan-csv,
+    and import (random ONNX models) where the onnx package is installed."""
     any_size, small = mutated_rlx(texts, huge_numbers=True), mutated_rlx(texts)
     return [
         FuzzedCommand("check", any_size, ".rlx", lambda path, text, scratch: ["check", str(path)]),
@@ -224,4 +225,13 @@ def fuzzed_commands(texts: Sequence[str]) -> list[FuzzedCommand]:
             "grad", str(path), "-o", str(scratch / "grad.rlx")]),
         FuzzedCommand("plan-csv", hostile_csv(), ".csv", lambda path, text, scratch: [
             "plan-csv", str(path), "--planner", "liveness"]),
+        *_import_command(),
     ]
+
+
+def _import_command() -> list[FuzzedCommand]:
+    try:
+        from rlxir.testing.fuzz_onnx import onnx_models
+    except ModuleNotFoundError:  # the onnx extra is not installed: nothing to import with
+        return []
+    return [FuzzedCommand("import", onnx_models(), ".onnx", lambda path, data, scratch: ["import", str(path)])]

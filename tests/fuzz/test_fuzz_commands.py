@@ -19,11 +19,11 @@ SETTINGS = settings(max_examples=20, deadline=None, database=None,
 
 
 def test_every_command_of_the_issue_is_fuzzed():
-    assert set(COMMANDS) == {"check", "print", "opt", "compile", "run", "grad", "plan-csv"}
+    assert set(COMMANDS) - {"import"} == {"check", "print", "opt", "compile", "run", "grad", "plan-csv"}
     assert len(seed_texts(REPOSITORY)) > 20
 
 
-@pytest.mark.parametrize("name", sorted(COMMANDS))
+@pytest.mark.parametrize("name", sorted(set(COMMANDS) - {"import"}))  # import: test_fuzz_import.py
 def test_no_command_crashes_on_hostile_input(name):
     command = COMMANDS[name]
 
