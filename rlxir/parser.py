@@ -21,10 +21,11 @@ from lark.exceptions import UnexpectedInput
 
 from rlxir.dtypes import DType
 from rlxir.errors import IRTypeError, Location, ParseError, RlxError, SourceText, VerifyError
+from rlxir.fills import FILL_ANNOTATIONS, annotate_fills
 from rlxir.gcpause import fewer_collections
 from rlxir.graph import Graph, Module
 from rlxir.ops import LEAF_KINDS, annotation_specs, get_op, registered_ops
-from rlxir.ops.registry import ShapeError
+from rlxir.ops.registry import ShapeError, format_attr_value
 from rlxir.symbolic import DimSyntaxError, Expr, add, floordiv, free_symbols, mul, parse_dim, sub
 from rlxir.syntax_errors import end_of, loc_at as _loc_at, syntax_error
 from rlxir.types import TensorType
@@ -188,6 +189,25 @@ class _Builder:
             self._check_symbols(values[key], token, offset)
         return values, keys
 
+    def fill_facts(self, kind: str, token: Token | None) -> dict:
+        """The attributes of an input or param statement: only its fill facts."""
+        if token is None:
+            return {}
+        values, keys = self.attributes(kind, token)
+        for key, value in values.items():
+            spec = FILL_ANNOTATIONS.get(key)
+            where = self.loc_in(token, keys[key])
+            if spec is None:
+                raise ParseError(f"unknown attribute {key!r} for {kind} statements", where,
+                                 f"one of: {', '.join(FILL_ANNOTATIONS)}")
+            if spec.kind == "int" and not (isinstance(value, Expr) or (type(value) is int and value >= 1)):
+                raise ParseError(f"{key} must be a positive integer, got {format_attr_value(value)}", where,
+                                 "an integer of at least 1")
+            if spec.kind == "str" and value not in spec.choices:
+                raise ParseError(f"{key} must be one of {', '.join(map(repr, spec.choices))}, got "
+                                 f"{format_attr_value(value)}", where, " or ".join(f'"{c}"' for c in spec.choices))
+        return values
+
     def _read_attributes(self, token: Token) -> list:
         text = str(token)
         try:
@@ -323,6 +343,7 @@ class _Callbacks(Transformer):
         if builder.output_seen is None:
             raise VerifyError(f"graph {graph.name} has no output statement", builder.loc(children[-1]),
                               "output %VALUE, ... as the last statement")
+        annotate_fills(graph)  # what default fills need, known from the graph as written
         builder.module.add(graph)
         builder.graph = None
         return graph
@@ -330,15 +351,17 @@ class _Callbacks(Transformer):
     # --- statements ---------------------------------------------------------------------
     def input_stmt(self, children):
         builder = self.builder
-        value, type_token = children
+        value, type_token, *facts = children
         name = builder.define(value)
-        builder.graph.add_input(name, builder.tensor_type(type_token), builder.defined_at[name])
+        builder.graph.add_input(name, builder.tensor_type(type_token), builder.defined_at[name],
+                                builder.fill_facts("input", facts[0] if facts else None))
 
     def param_stmt(self, children):
         builder = self.builder
-        value, type_token = children
+        value, type_token, *facts = children
         name = builder.define(value)
-        builder.graph.add_param(name, builder.tensor_type(type_token), builder.defined_at[name])
+        builder.graph.add_param(name, builder.tensor_type(type_token), builder.defined_at[name],
+                                builder.fill_facts("param", facts[0] if facts else None))
 
     def const_stmt(self, children):
         builder = self.builder

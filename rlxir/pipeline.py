@@ -18,6 +18,7 @@ import attrs
 from rlxir.errors import Location, RlxError, SourceText
 from rlxir.gcpause import fewer_collections
 from rlxir.graph import Graph
+from rlxir.interface import keep_output_names
 from rlxir.pass_base import Pass, PassContext, available_passes, get_pass, option_text_name
 
 
@@ -127,9 +128,12 @@ def _run_one(index: int, entry: PassEntry, graph: Graph, ctx: PassContext, instr
     for instrument in instruments:
         instrument.before_pass(index, entry, graph, ctx)
     nodes_before = len(graph)
+    output_names = list(graph.outputs)
     start = time.perf_counter()
     try:
         changed = entry.instance.run(graph, ctx)
+        # A rewrite that replaced an output's producer gives the new value the output's name.
+        keep_output_names(graph, output_names)
     except Exception as error:
         for instrument in instruments:
             instrument.on_failure(index, entry, graph, ctx, error)

@@ -30,7 +30,7 @@ def register(subparsers) -> None:
                          help="fix the batch to N instead of making it a symbol")
     command.add_argument("--name", metavar="NAME", help="the graph's name (default: the model's graph name)")
     command.add_argument("--weights", metavar="DIR",
-                         help="also write every param's value to DIR/<name>.npy (feed them to rlxir run with -i)")
+                         help="also write every param's value to DIR/<name>.npy (feed them to rlxir run with --params DIR)")
     command.set_defaults(run=run_import)
 
 

@@ -15,7 +15,7 @@ from rlxir.target import get_target
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT2_BLOCK = ROOT / "examples" / "gpt2_block.rlx"
-MINIMALLOC = ROOT.parent / "shared" / "data" / "minimalloc" / "examples" / "input.12.csv"
+MINIMALLOC = ROOT / "tests" / "data" / "planning" / "minimalloc" / "examples" / "input.12.csv"
 BIG = "graph big(N) {\n  input %x : f32[N]\n  %y = exp(%x)\n  output %y\n}\n"
 
 
@@ -132,7 +132,6 @@ def test_plan_json_and_plot(tmp_path, capsys):
     assert code == 0 and picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.skipif(not MINIMALLOC.exists(), reason="shared planning data not present")
 def test_plan_csv_writes_offsets(tmp_path, capsys):
     target = tmp_path / "solution.csv"
     code, out, _ = run(["plan-csv", MINIMALLOC, "--json", "--offsets", target], capsys)
