@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from rlxir.cli.options import positive_int
+from rlxir.cli.output_files import add_output_option, atomic_output, checked_output_file, output_directory, write_text_output
 from rlxir.errors import RlxError
 from rlxir.printer import print_graph
 
@@ -24,7 +25,7 @@ def register(subparsers) -> None:
         epilog="example: rlxir import resnet50.onnx -o resnet50.rlx && "
                "rlxir compile resnet50.rlx --target rocm --batch 8")
     command.add_argument("model", metavar="MODEL", help="an .onnx file")
-    command.add_argument("-o", "--output", metavar="OUT", help="write the graph to OUT instead of standard output")
+    add_output_option(command, "the graph")
     command.add_argument("--batch-dim", metavar="SYM", default="B", help="the batch symbol's name (default: B)")
     command.add_argument("--batch-size", metavar="N", type=positive_int,
                          help="fix the batch to N instead of making it a symbol")
@@ -37,6 +38,10 @@ def register(subparsers) -> None:
 def run_import(args: argparse.Namespace) -> int:
     if not args.batch_dim.isidentifier():
         raise RlxError(f"--batch-dim {args.batch_dim!r} is not a symbol name", expected="an identifier such as B")
+    if args.output:
+        checked_output_file(args.output, "-o", [args.model], args.in_place)
+    if args.weights:
+        output_directory(args.weights, "--weights")
     try:
         from rlxir.importers.onnx import import_onnx
     except ModuleNotFoundError as error:
@@ -51,10 +56,7 @@ def run_import(args: argparse.Namespace) -> int:
     if not args.output:
         print(text, end="")
         return 0
-    try:
-        Path(args.output).write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise RlxError(f"cannot write {args.output}: {error.strerror or error}") from None
+    write_text_output(args.output, text)
     graph = imported.graph
     param_bytes = sum(array.nbytes for array in imported.params.values())
     symbols = ", ".join(name if value is None else f"{name}={value}" for name, value in graph.symbols.items())
@@ -64,12 +66,10 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def write_weights(params: dict, directory: Path) -> None:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        for name, array in params.items():
-            np.save(directory / f"{name}.npy", np.ascontiguousarray(array))
-    except OSError as error:
-        raise RlxError(f"cannot write to {directory}: {error.strerror or error}") from None
+    folder = output_directory(str(directory), "--weights")
+    for name, array in params.items():
+        with atomic_output(folder / f"{name}.npy", binary=True) as handle:
+            np.save(handle, np.ascontiguousarray(array))
 
 
 __all__ = ["register", "run_import"]
