@@ -11,6 +11,7 @@ import json
 import sys
 import time
 
+from rlxir.cli import progress
 from rlxir.cli.main import UsageError
 from rlxir.cli.options import add_input_options, bindings_from, load_module, positive_int, symbol_binding, time_budget
 from rlxir.cli.output_files import atomic_output, checked_output_file
@@ -187,24 +188,26 @@ def register(subparsers) -> None:
 
 
 # --- helpers ----------------------------------------------------------------------------
-def _options(args: argparse.Namespace) -> CompileOptions:
+def _options(args: argparse.Namespace, target: Target | None = None) -> CompileOptions:
+    """The planner overrides the options give; with `target`, passes named on a terminal."""
+    instruments = () if target is None else (_pass_progress(target),)
     return CompileOptions(planner=getattr(args, "planner", None), alignment=getattr(args, "alignment", None),
-                          sizing=getattr(args, "sizing", None), time_budget=getattr(args, "time_budget", None))
+                          sizing=getattr(args, "sizing", None), time_budget=getattr(args, "time_budget", None),
+                          instruments=instruments)
+
+
+def _pass_progress(target: Target) -> progress.PassProgress:
+    return progress.PassProgress(f"compiling for {target.name}", len(parse_pipeline(target.pipeline).entries))
 
 
 def _graph(args: argparse.Namespace):
+    _progress(f"parsing {args.file} ...")
     module = load_module(args)
+    _progress_done()
     return module[args.graph] if args.graph else module.main
 
 
-def _progress(message: str) -> None:
-    if sys.stderr.isatty():
-        print(f"\r\033[K{message}", end="", file=sys.stderr, flush=True)
-
-
-def _progress_done() -> None:
-    if sys.stderr.isatty():
-        print("\r\033[K", end="", file=sys.stderr, flush=True)
+_progress, _progress_done = progress.show, progress.clear
 
 
 def _human(count: int | None) -> str:
@@ -219,10 +222,11 @@ def run_compile(args: argparse.Namespace) -> int:
         return run_training_compile(args)
     target = cli_target(args.target, args)
     graph = _graph(args)
-    options = _options(args)
+    options = _options(args, target)
     _progress(f"compiling for {target.name} ...")
     started = time.perf_counter()
     exec_graph = prepare_exec_graph(graph, target, bindings_from(args), options)
+    _progress(f"planning {len(exec_graph.graph)} nodes with {options.planner or target.planner} ...")
     plan = plan_exec_graph(exec_graph, target, options)
     seconds = time.perf_counter() - started
     _progress_done()
@@ -324,6 +328,9 @@ def run_fit(args: argparse.Namespace) -> int:
     print(f"target {target.name}: {budget.explain()}")
     if args.training:
         print("training step: the arena of the backward graph, weights at the forward plan's offsets")
+    if result.fits == "unknown":
+        print(f"fits unknown: {result.reason}")
+        return 0
     print(f"\n  {'batch':>6}  {'arena':>28}  fits")
     for trial in sorted(result.tried, key=lambda trial: trial.batch):
         print(f"  {trial.batch:>6}  {_human(trial.arena_bytes):>28}  {'yes' if trial.fits else 'no'}")
@@ -331,9 +338,6 @@ def run_fit(args: argparse.Namespace) -> int:
     if result.batch is None:
         print(f"does not fit: {result.reason}")
         return 1
-    if result.fits == "unknown":
-        print(f"fits unknown: {result.reason}")
-        return 0
     arena = _human(result.arena_bytes) if result.arena_bytes is not None else "not planned"
     plans = f"{len(result.tried)} plan{'' if len(result.tried) == 1 else 's'}"
     print(f"largest batch that fits: {result.batch} (arena {arena}; {result.reason}; {plans})")
@@ -514,11 +518,15 @@ def run_plan_csv(args: argparse.Namespace) -> int:
     if args.offsets:
         checked_output_file(args.offsets, "--offsets", [args.file])
     try:
+        _progress(f"reading {args.file} ...")
         buffers = read_instance(args.file)
+        _progress(f"planning {len(buffers)} buffers with {args.planner} ...")
         started = time.perf_counter()
         result = get_planner(args.planner).plan(buffers, args.alignment, args.time_budget)
         seconds = time.perf_counter() - started
+        _progress(f"validating the placement of {len(buffers)} buffers ...")
         validate_plan(buffers, result.offsets, args.alignment, result.arena_bytes)
+        _progress_done()
     except InstanceError as error:
         # The message already starts with file:line:; keep only the explanation after it.
         explanation = str(error).removeprefix(f"{error.path}:{error.line}: ")

@@ -72,3 +72,9 @@ def test_the_verdict_is_one_function():
 def _no_capacity(target, sources=None):
     # As on a machine without the device: the probe finds nothing.
     return ProbeMiss("nvml", ("no device in this test",))
+
+
+def test_fit_with_no_budget_says_unknown_in_words(cli, mlp, monkeypatch):
+    monkeypatch.setattr("rlxir.fit.device_capacity", _no_capacity)
+    code, out, _ = cli("fit", mlp, "--target", "cuda", "--max-batch", "8")
+    assert code == 0 and "fits unknown: no budget to fit against" in out and "largest batch that fits" not in out

@@ -78,3 +78,26 @@ def test_a_bad_target_option_fails_before_any_pass_runs(cli, tmp_path):
     code, out, err = cli("opt", path, "-p", "dce,fuse{target=tpu}", "--batch", "1")
     assert code == 1 and out == "" and "<pipeline>:1:17: pipeline error: fuse: unknown target 'tpu'" in err
     assert "reproducer" not in err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_goes_to_a_terminal_only(cli, tmp_path, monkeypatch, capsys):
+    from rlxir.cli import progress
+
+    path = tmp_path / "m.rlx"
+    path.write_text((EXAMPLES / "mlp.rlx").read_text())
+    code, out, err = cli("compile", path, "--target", "cpu", "--batch", "1", "--json")
+    assert code == 0 and "\r" not in err and "\r" not in out
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(progress, "PASS_LINES_AFTER_SECONDS", 0.0)
+    from rlxir.cli import main
+
+    assert main(["compile", str(path), "--target", "cpu", "--batch", "1", "--json"]) == 0
+    shown = terminal.getvalue()
+    assert "parsing" in shown and "compiling for cpu: pass 1/" in shown and "planning" in shown
+    assert shown.endswith("\r\033[K") and "\r" not in capsys.readouterr().out
