@@ -68,7 +68,8 @@ def atomic_output(path: str | Path, binary: bool = False) -> Iterator[IO]:
     A destination that exists and is not a regular file (a device such as /dev/null or
     /dev/full, a pipe) is written directly: renaming over it would replace the device.
     """
-    target = Path(path)
+    # A symlink keeps pointing where it did: the file it names is what gets replaced.
+    target = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
     mode = "wb" if binary else "w"
     encoding = None if binary else "utf-8"
     try:

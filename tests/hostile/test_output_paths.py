@@ -140,3 +140,18 @@ def test_an_unwritable_directory_is_an_explained_error(tmp_path):
             write_text_output(folder / "x.rlx", "text")
     finally:
         folder.chmod(0o700)
+
+
+def test_writing_through_a_symlink_replaces_the_file_it_names(tmp_path):
+    real = tmp_path / "real.rlx"
+    real.write_text("old")
+    link = tmp_path / "link.rlx"
+    link.symlink_to(real)
+    write_text_output(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+
+
+@pytest.mark.skipif(not os.path.isfile("/proc/version"), reason="needs Linux procfs")
+def test_a_directory_nobody_may_create_files_in(cli, mlp):
+    code, _, err = cli("print", mlp, "-o", "/proc/version")
+    assert code == 1 and "cannot write /proc/version" in err
