@@ -9,9 +9,9 @@ Nothing here evaluates input as code.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
+import sys
 import threading
 from importlib import resources
 from pathlib import Path
@@ -20,14 +20,14 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedInput
 
 from rlxir.dtypes import DType
-from rlxir.errors import IRTypeError, Location, ParseError, RlxError, SourceText, VerifyError
+from rlxir.errors import IRTypeError, Location, ParseError, RlxError, SourceText, VerifyError, close_names
 from rlxir.fills import FILL_ANNOTATIONS, annotate_fills
 from rlxir.gcpause import fewer_collections
 from rlxir.graph import Graph, Module
 from rlxir.ops import LEAF_KINDS, annotation_specs, get_op, registered_ops
 from rlxir.ops.registry import ShapeError, format_attr_value
 from rlxir.symbolic import DimSyntaxError, Expr, add, floordiv, free_symbols, mul, parse_dim, sub
-from rlxir.syntax_errors import end_of, loc_at as _loc_at, syntax_error
+from rlxir.syntax_errors import decode_source, end_of, loc_at as _loc_at, syntax_error
 from rlxir.types import TensorType
 
 _OPERAND = re.compile(r"%[A-Za-z0-9_.]+")
@@ -159,7 +159,7 @@ class _Builder:
             return name
         if self._defined_later(name, loc):
             raise VerifyError(f"%{name} is used before its definition", loc, "a value defined on an earlier line")
-        known = difflib.get_close_matches(name, list(self.defined_at), n=1)
+        known = close_names(name, self.defined_at, 1)
         hint = f" (did you mean %{known[0]}?)" if known else ""
         raise VerifyError(f"use of undefined value %{name}{hint}", loc, "a value defined earlier in this graph")
 
@@ -235,7 +235,7 @@ class _Builder:
                 return Expr.symbol(value.text)
             where = self.loc_in(token, value.token.start_pos)
             if kind == "dtype":
-                close = difflib.get_close_matches(value.text, [dtype.value for dtype in DType], n=1)
+                close = close_names(value.text, [dtype.value for dtype in DType], 1, cutoff=0.6)
                 hint = f" (did you mean {close[0]}?)" if close else ""
                 raise ParseError(f"unknown dtype {value.text!r}{hint}", where, "a dtype name")
             raise ParseError(f"unexpected name {value.text!r}", where,
@@ -565,7 +565,7 @@ def _unescape(text: str) -> str:
 def _unknown_op(op: str, loc: Location) -> IRTypeError:
     if op in LEAF_KINDS:
         return IRTypeError(f"{op!r} is a statement, not an op", loc, f"{op} %NAME : TYPE")
-    close = difflib.get_close_matches(op, list(registered_ops()), n=3)
+    close = close_names(op, registered_ops(), 3)
     hint = ("did you mean " + " or ".join(close) + "?") if close else "a registered op (`rlxir ops` lists them)"
     return IRTypeError(f"unknown op {op!r}", loc, hint)
 
@@ -669,12 +669,13 @@ def parse(text: str, filename: str = "<string>") -> Module:
 
 def parse_file(path: str | Path) -> Module:
     """Parse a `.rlx` file. An unreadable file is an `RlxError`, not an OSError."""
+    if str(path) == "-":  # standard input, as in `rlxir check - < model.rlx`
+        return parse(decode_source(sys.stdin.buffer.read(), "<stdin>"), "<stdin>")
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise RlxError(f"cannot read {path}: {reason}") from None
-    return parse(text, str(path))
+        data = path.read_bytes()
+    except OSError as error:
+        raise RlxError(f"cannot read {path}: {error.strerror or error}") from None
+    return parse(decode_source(data, str(path)), str(path))
 
 

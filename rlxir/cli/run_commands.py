@@ -12,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rlxir.cli.host_memory import check_host_memory
 from rlxir.cli.options import add_input_options, load_graph
+from rlxir.cli.output_files import atomic_output, output_directory
 from rlxir.errors import RlxError
 from rlxir.graph import Graph
 from rlxir.interpreter import interpret
@@ -82,6 +84,9 @@ def run_graph(args: argparse.Namespace) -> int:
                         ("--device gpu", args.device != "cpu")):
         if given:
             raise RlxError(f"{flag} needs --target", expected="rlxir run FILE --target T ...")
+    if args.output_dir:
+        output_directory(args.output_dir, "-o")
+    check_host_memory(graph)
     results = interpret(graph, inputs, params, seed=args.seed)
     if args.output_dir:
         write_outputs(results, Path(args.output_dir), graph)
@@ -198,14 +203,12 @@ def type_text(name: str, array: np.ndarray, graph: Graph) -> str:
 
 def write_outputs(results: dict[str, np.ndarray], directory: Path, graph: Graph) -> None:
     """Each output to DIR/<name>.npy (bf16 as float32), one line per file written."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        for name, array in results.items():
-            path = directory / f"{name}.npy"
-            np.save(path, array)
-            print(f"wrote {path}  {type_text(name, array, graph)}")
-    except OSError as error:
-        raise RlxError(f"cannot write to {directory}: {error.strerror or error}") from None
+    output_directory(str(directory), "-o")
+    for name, array in results.items():
+        path = directory / f"{name}.npy"
+        with atomic_output(path, binary=True) as handle:
+            np.save(handle, array)
+        print(f"wrote {path}  {type_text(name, array, graph)}")
 
 
 __all__ = ["register", "run_graph", "load_feeds", "output_summary"]
