@@ -6,6 +6,7 @@ import attrs
 
 from rlxir.dtypes import DType
 from rlxir.graph import Graph, infer_result
+from rlxir.interface import can_take_output_name
 from rlxir.pass_base import Pass, PassContext, register_pass
 from rlxir.rewriter import Rule, rewrite_greedy
 
@@ -37,6 +38,8 @@ def _forward(graph: Graph, node: str, value: str) -> list[str] | None:
     """Replace `node` by `value` when their types are equal; returns what to revisit."""
     if graph.type(value) != graph.type(node):
         return None
+    if node in graph.outputs and not can_take_output_name(graph, value):
+        return None  # the output keeps its own node: an input, param or other output holds `value`'s name
     graph.replace_all_uses(node, value)
     graph.erase(node)
     return [value]

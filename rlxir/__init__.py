@@ -5,6 +5,8 @@ Public API (the CLI is a thin layer over it):
 - `parse`, `parse_file` -> `Module`; `print_graph`, `print_module`; `verify`
 - `Graph`, `Module`, `TensorType`, `DType`, the op registry (`register_op`, `OpDef`, ...)
 - `RlxError` and its located subclasses
+- `interpret` (the NumPy reference run), `load_params` (params from a directory of
+  `<name>.npy` files, as `rlxir import --weights DIR` writes them)
 - `grad` (the training graph of a loss), `compile_training`, `plan_training_arena_bytes`
 - `compile`, `plan_arena_bytes` (a graph's arena on a target), `CompileOptions`, `CompileResult`,
   `ArenaTooLarge`
@@ -20,6 +22,7 @@ from rlxir.dtypes import DType
 from rlxir.errors import IRTypeError, Location, ParseError, RlxError, UnboundSymbolError, VerifyError
 from rlxir.graph import Graph, GraphError, Module
 from rlxir.interpreter import interpret
+from rlxir.params import load_params
 from rlxir.ops import AttrSpec, OpDef, ShapeError, get_op, register_annotation, register_op, registered_ops
 from rlxir.parser import parse, parse_file
 from rlxir.printer import print_graph, print_module
@@ -39,7 +42,8 @@ __version__ = "0.1.0"
 __all__ = [
     "AttrSpec", "DType", "Expr", "Graph", "GraphError", "IRTypeError", "Location", "Module", "OpDef", "ParseError",
     "RlxError", "ShapeError", "TensorType", "TrainingResult", "UnboundSymbolError", "VerifyError", "__version__",
-    "compile_training", "find_errors", "format_dim", "get_op", "grad", "interpret", "parse", "parse_dim", "parse_file",
+    "compile_training", "find_errors", "format_dim", "get_op", "grad", "interpret", "load_params", "parse",
+    "parse_dim", "parse_file",
     "plan_training_arena_bytes", "print_graph", "print_module", "register_annotation", "register_op",
     "registered_ops", "verify",
     "ArenaTooLarge", "CompileOptions", "CompileResult", "compile", "plan_arena_bytes",

@@ -27,13 +27,13 @@ class ArenaTooLarge(RlxError):
 
     def __init__(self, target: Target, arena_bytes: int):
         super().__init__(
-            f"{target.name} refuses this graph: its arena needs {arena_bytes} bytes ({format_bytes(arena_bytes)}), "
-            f"past the {target.name} ABI ceiling of {target.arena_ceiling} bytes ({format_bytes(target.arena_ceiling)})",
+            f"{target.name} refuses this graph: its arena needs {arena_bytes} B ({format_bytes(arena_bytes)}), "
+            f"past the {ceiling_text(target)}",
             expected="a smaller batch or sequence (rlxir fit finds the largest that compiles)",
         )
         self.target = target.name
         self.arena_bytes = arena_bytes
-        self.ceiling = target.arena_ceiling
+        self.ceiling = addressable_bytes(target)
 
 
 @attrs.frozen
@@ -154,6 +154,44 @@ def compile(graph: Graph, target: str | Target, bindings: Mapping[str, int] | No
     return CompileResult(target, exec_graph.graph, plan, exec_graph.stages, dict(exec_graph.bindings))
 
 
+ADDRESS_SPACE_64 = 2**64 - 1  # the last byte a 64-bit offset reaches
+
+
+def addressable_bytes(target: Target) -> int:
+    """The largest arena `target` can address: its ABI ceiling, or 2^64 - 1 on a 64-bit target."""
+    return ADDRESS_SPACE_64 if target.arena_ceiling is None else target.arena_ceiling
+
+
+def ceiling_text(target: Target) -> str:
+    """What bounds `target`'s arena, in words, for refusals."""
+    limit = addressable_bytes(target)
+    if target.arena_ceiling is None:
+        return f"{limit} B a 64-bit offset can address"
+    return f"{target.name} ABI ceiling of {limit} B ({format_bytes(limit)})"
+
+
 def exceeds_ceiling(target: Target, arena_bytes: int) -> bool:
-    """Whether `target`'s ABI refuses an arena of this size."""
-    return target.arena_ceiling is not None and arena_bytes > target.arena_ceiling
+    """Whether `target`'s ABI refuses an arena of this size (64-bit targets: past 2^64 - 1)."""
+    return arena_bytes > addressable_bytes(target)
+
+
+def fit_verdict(target: Target, arena_bytes: int, budget_bytes: int | None) -> tuple[bool | str, str]:
+    """Whether an arena fits: ``True``, ``False`` or ``"unknown"`` (no budget known), and why.
+
+    One answer for compile, compare and their training forms, so every command and every
+    JSON report says the same thing about the same plan.
+    """
+    if exceeds_ceiling(target, arena_bytes):
+        return False, f"past the {ceiling_text(target)}"
+    if budget_bytes is None:
+        return "unknown", "no budget: no device capacity is known and the target has no ceiling (give --vram)"
+    if arena_bytes <= budget_bytes:
+        return True, f"within the budget of {budget_bytes} B ({format_bytes(budget_bytes)})"
+    return False, f"over the budget of {budget_bytes} B ({format_bytes(budget_bytes)})"
+
+
+def verdict_text(fits: bool | str, reason: str) -> str:
+    """``yes``, ``no: <reason>`` or ``unknown: <reason>`` for tables and reports."""
+    if fits is True:
+        return "yes"
+    return f"{'unknown' if fits == 'unknown' else 'no'}: {reason}"

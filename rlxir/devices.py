@@ -288,15 +288,24 @@ def probe_capacity(probe: str | None, sources: Sources | None = None) -> Capacit
     return ProbeMiss(probe, tuple(tried))
 
 
+MAX_BYTES = 2**64 - 1  # what a 64-bit device address can reach
+
+
 def parse_bytes(text: str) -> int:
     """``24GiB``, ``80GB``, ``512MiB``, ``25769803776`` -> bytes (binary and decimal units)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*", text, re.IGNORECASE)
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*", text, re.IGNORECASE | re.ASCII)
     if match is None:
         raise ValueError(f"expected a byte count such as 24GiB, 80GB or 25769803776, got {text!r}")
-    number, unit = float(match.group(1)), (match.group(2) or "B").upper()
+    whole, _, fraction = match.group(1).partition(".")
+    unit = (match.group(2) or "B").upper()
     scale = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
              "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}[unit]
-    return int(number * scale)
+    # Exact integer arithmetic: a float would overflow (or round) on long digit strings.
+    count = (int(whole + fraction) * scale) // 10 ** len(fraction)
+    if count > MAX_BYTES:
+        raise ValueError(f"a byte count of at most 2^64 - 1 (16 EiB), got {text.strip()[:40]!r}"
+                         f"{'...' if len(text.strip()) > 40 else ''}")
+    return count
 
 
 def format_bytes(count: int) -> str:

@@ -79,18 +79,45 @@ class RlxError(Exception):
         return self
 
     def render(self) -> str:
-        head = f"{self.loc}: {self.kind}: {self.message}" if self.loc else f"{self.kind}: {self.message}"
+        message = self.message if len(self.message) <= 2000 else f"{self.message[:2000]}... (cut)"
+        head = f"{self.loc}: {self.kind}: {message}" if self.loc else f"{self.kind}: {message}"
         parts = [head]
         text = self.loc.source_line() if self.loc else ""
         if text:
+            text, col = quoted_slice(text, self.loc.col)
             parts.append(f"  {text}")
-            parts.append("  " + _caret_padding(text, self.loc.col) + "^")
+            parts.append("  " + _caret_padding(text, col) + "^")
         if self.expected:
             parts.append(f"  expected: {self.expected}")
         return "\n".join(parts)
 
     def __str__(self) -> str:
         return self.render()
+
+
+def close_names(word: str, names, count: int = 2, cutoff: float = 0.75) -> list[str]:
+    """The names close enough to `word` to be what was meant (a typo, not a guess):
+    ``rleu`` -> ``relu``, ``frobnicate`` -> nothing. Three-letter names (dtypes) need a
+    lower `cutoff`: one swapped pair already costs a third of the word."""
+    import difflib
+
+    return difflib.get_close_matches(word, list(names), n=count, cutoff=cutoff)
+
+
+QUOTE_WIDTH = 120  # the most of a source line a diagnostic quotes
+
+
+def quoted_slice(text: str, col: int, width: int = QUOTE_WIDTH) -> tuple[str, int]:
+    """At most `width` characters of `text` around column `col` (1-based), with ``...``
+    where it was cut, and the caret's column in the slice: a 1 MB line costs 1 MB of
+    stderr otherwise."""
+    if len(text) <= width:
+        return text, col
+    start = max(0, min(col - 1 - width // 2, len(text) - width))
+    piece = text[start:start + width]
+    head = "..." if start > 0 else ""
+    tail = "..." if start + width < len(text) else ""
+    return head + piece + tail, col - start + len(head)
 
 
 def _caret_padding(text: str, col: int) -> str:

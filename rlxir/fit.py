@@ -109,6 +109,7 @@ class FitResult:
 
     `batch` is the largest batch found to fit (None when even batch 1 does not, or, with
     no budget, the requested batch, unplanned); `tried` lists every batch planned, in order.
+    `fits` is True, False, or ``"unknown"`` when there was no budget to fit against.
     """
 
     target: str
@@ -116,7 +117,7 @@ class FitResult:
     batch: int | None
     arena_bytes: int | None
     budget: Budget
-    fits: bool
+    fits: bool | str
     tried: tuple
     reason: str
 
@@ -153,7 +154,7 @@ def fit_batch(target: str | Target, requested: int, headroom: float, build: Call
         raise ValueError(f"the requested batch must be at least 1, got {requested}")
     budget = budget or arena_budget(target, headroom, vram)
     if budget.bytes is None:
-        return FitResult(target.name, requested, requested, None, budget, True, (),
+        return FitResult(target.name, requested, requested, None, budget, "unknown", (),
                          f"no budget to fit against ({budget.source}); returning the requested batch, unplanned")
     tried: list[Trial] = []
 

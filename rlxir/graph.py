@@ -297,11 +297,17 @@ class Graph:
         self._insert(name, before, after)
         return name
 
-    def add_input(self, name: str, type_: TensorType, loc: Location | None = None, **where) -> str:
-        return self._add_node(name, "input", (), {}, type_, loc, (name,), where.get("before"), where.get("after"))
+    def add_input(self, name: str, type_: TensorType, loc: Location | None = None, attrs: Mapping | None = None,
+                  **where) -> str:
+        """An input; `attrs` holds its fill facts (`rlxir.fills`), if any."""
+        return self._add_node(name, "input", (), dict(attrs or {}), type_, loc, (name,), where.get("before"),
+                              where.get("after"))
 
-    def add_param(self, name: str, type_: TensorType, loc: Location | None = None, **where) -> str:
-        return self._add_node(name, "param", (), {}, type_, loc, (name,), where.get("before"), where.get("after"))
+    def add_param(self, name: str, type_: TensorType, loc: Location | None = None, attrs: Mapping | None = None,
+                  **where) -> str:
+        """A param; `attrs` holds its fill facts (`rlxir.fills`), if any."""
+        return self._add_node(name, "param", (), dict(attrs or {}), type_, loc, (name,), where.get("before"),
+                              where.get("after"))
 
     def add_const(self, name: str | None, type_: TensorType, value, loc: Location | None = None,
                   provenance: tuple = (), **where) -> str:
@@ -395,6 +401,45 @@ class Graph:
             changed += self.outputs.count(old)
             self.outputs = [new if value == old else value for value in self.outputs]
         return changed
+
+    def rename(self, old: str, new: str) -> None:
+        """Call value `old` `new` from now on: its readers, the outputs and the schedule
+        follow (its place in the schedule and its provenance stay)."""
+        if new in self._nodes:
+            raise GraphError(f"cannot rename %{old} to %{new}: %{new} is already defined")
+        data = self.data(old)
+        users = list(self._succ[old])
+        operands = data["operands"]
+        for operand in set(operands):
+            self._unlink_edge(operand, old)
+        for user in users:
+            self._unlink_edge(old, user)
+        del self._nodes[old], self._succ[old], self._pred[old]
+        self._store_node(new, data)
+        for operand in operands:
+            self._link(operand, new)
+        for user in users:
+            user_data = self._nodes[user]
+            user_data["operands"] = tuple(new if operand == old else operand for operand in user_data["operands"])
+            self._link(new, user)
+        self._rename_in_schedule(old, new)
+        self.outputs = [new if value == old else value for value in self.outputs]
+        self._rename_view_roots(old, new)
+
+    def _rename_view_roots(self, old: str, new: str) -> None:
+        # Lowered views name their root buffer in an attribute, which may be any ancestor.
+        for data in self._nodes.values():
+            if data["attrs"].get("view_of") == "%" + old:
+                data["attrs"] = {**data["attrs"], "view_of": "%" + new}
+
+    def _rename_in_schedule(self, old: str, new: str) -> None:
+        before, after = self._prev.pop(old), self._next.pop(old)
+        self._next[before], self._prev[after] = new, new
+        self._prev[new], self._next[new] = before, after
+        self._label[new] = self._label.pop(old)
+        if self._last_inserted == old:
+            self._last_inserted = new
+        self._order = None
 
     def erase(self, name: str) -> None:
         """Remove a value nobody reads (raises `GraphError` when it still has users)."""
@@ -548,7 +593,8 @@ def _rebuild_node(result: Graph, name: str, data: dict, values: Mapping[str, int
     type_ = _bound_type(name, data, values, bound_types)
     op = data["op"]
     if op in LEAF_KINDS:
-        result._add_node(name, op, (), dict(data["attrs"]), type_, data["loc"], data["provenance"], None, None)
+        attrs = data["attrs"] if op == "const" else {key: _bind_attr(value, values) for key, value in data["attrs"].items()}
+        result._add_node(name, op, (), dict(attrs), type_, data["loc"], data["provenance"], None, None)
     else:
         attrs = {key: _bind_attr(value, values) for key, value in data["attrs"].items()}
         operand_types = tuple(result._nodes[operand]["type"] for operand in data["operands"])

@@ -6,25 +6,15 @@ carry stage annotations. Values are held as NumPy arrays of their dtype's NumPy 
 (`DType.numpy`; bf16 as float32 rounded to bf16 precision). Floating-point exceptions
 follow IEEE rules silently (overflow gives inf, 0/0 gives nan) instead of warning.
 
-Inputs and params that are not given are filled deterministically: each from its own
+Inputs and params that are not given are filled deterministically, each from its own
 generator seeded by ``(seed, crc32(name))``, so a value does not change when another is
-given. By the value's dtype and its readers:
-
-- integer indices read by ``gather`` (directly or through ops that only move or pick
-  values: layout ops, casts, max/min, where): uniform in ``[0, dim)`` of the smallest
-  table dim they index; other integers uniform in ``[0, 16)``;
-- bool: true or false with equal odds;
-- floats: normal with standard deviation 0.5; the weight operand of matmul, linear,
-  fused_matmul_bias_act and conv2d gets 1/sqrt(fan-in) instead (LeCun initialisation, so a
-  deep model's activations stay near unit scale). Where the math wants a sign the fill is
-  uniform in [0.5, 1.5]: positive for batchnorm's variance, log/sqrt/rsqrt operands and
-  selective_scan's delta; negated for selective_scan's A.
+given. A fill depends only on the seed, the value's name and type, and the fill facts
+recorded on the value (`fill_limit` for gather indices, `fill_sign` where the math needs a
+sign), so a graph and its optimised form fill alike; `rlxir.fills` states the rule.
 """
 
 from __future__ import annotations
 
-import math
-import zlib
 from collections import defaultdict
 from collections.abc import Mapping
 
@@ -32,17 +22,11 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError, UnboundSymbolError
+from rlxir.fills import fill_array
 from rlxir.graph import Graph
 from rlxir.ops.reference import to_dtype
 from rlxir.symbolic import Expr, free_symbols
 
-FLOAT_STDDEV = 0.5
-INTEGER_FILL_LIMIT = 16
-SIGNED_FILL_RANGE = (0.5, 1.5)
-
-# Operand positions whose random fill must be positive or negative for the math to make sense.
-POSITIVE_OPERANDS = {"batchnorm": (4,), "log": (0,), "sqrt": (0,), "rsqrt": (0,), "selective_scan": (1,)}
-NEGATIVE_OPERANDS = {"selective_scan": (2,)}
 
 
 def interpret(graph: Graph, inputs: Mapping | None = None, params: Mapping | None = None,
@@ -189,8 +173,8 @@ def random_feeds(graph: Graph, bindings: Mapping[str, int] | None = None,
                  seed: int = 0) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """(inputs, params): the arrays `interpret` would fill in for `graph` with this seed.
 
-    The fill depends on a value's readers, so a rewrite can change it; to compare a graph
-    before and after a rewrite, make the feeds once from the original and pass them to both.
+    The fill depends only on the seed and each value's name, type and recorded fill facts,
+    so a graph and its rewritten forms get the same arrays.
     """
     bound = bind_for_run(graph, bindings)
     inputs = {name: random_fill(bound, name, seed) for name in bound.inputs()}
@@ -199,83 +183,10 @@ def random_feeds(graph: Graph, bindings: Mapping[str, int] | None = None,
 
 
 def random_fill(graph: Graph, name: str, seed: int = 0) -> np.ndarray:
-    """The deterministic stand-in for input or param `name` (see the module docstring)."""
-    type_ = graph.type(name)
-    shape, dtype = type_.static_shape(), type_.dtype
-    generator = np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
-    if dtype is DType.bool:
-        return generator.random(shape) < 0.5
-    if dtype.is_integer:
-        limit = index_limit(graph, name) or INTEGER_FILL_LIMIT
-        return generator.integers(0, max(limit, 1), size=shape).astype(dtype.numpy)
-    sign = _required_sign(graph, name)
-    if sign:
-        return to_dtype(sign * generator.uniform(*SIGNED_FILL_RANGE, size=shape), dtype)
-    stddev = weight_stddev(graph, name) or FLOAT_STDDEV
-    if dtype.is_complex:
-        real, imaginary = generator.standard_normal((2,) + shape) * stddev
-        return to_dtype(real + 1j * imaginary, dtype)
-    values = generator.standard_normal(shape, dtype=np.float32)
-    values *= np.float32(stddev)
-    return to_dtype(values, dtype)
-
-
-def weight_stddev(graph: Graph, name: str) -> float | None:
-    """1/sqrt(fan-in) when `name` is the weight of a matmul, linear or conv2d (so a deep
-    stack keeps activations near unit scale), else None."""
-    for user in graph.users(name):
-        operands = graph.operands(user)
-        if len(operands) < 2 or operands[1] != name or operands[0] == name:
-            continue
-        fan_in = _fan_in(graph.op(user), graph.type(name).shape, graph.attr(user, "transpose_b"))
-        if fan_in:
-            return 1.0 / math.sqrt(fan_in)
-    return None
-
-
-def _fan_in(op: str, shape: tuple, transposed: bool | None) -> int | None:
-    if op in ("linear", "fused_matmul_bias_act") and len(shape) == 2:
-        return shape[0]
-    if op == "matmul" and len(shape) >= 2:
-        return shape[-1] if transposed else shape[-2]
-    if op == "conv2d" and len(shape) == 4:
-        return math.prod(shape[1:])
-    return None
-
-
-def _required_sign(graph: Graph, name: str) -> int:
-    """+1 or -1 when a reader needs `name` positive or negative, else 0."""
-    for user in graph.users(name):
-        positions = [index for index, operand in enumerate(graph.operands(user)) if operand == name]
-        op = graph.op(user)
-        if any(index in POSITIVE_OPERANDS.get(op, ()) for index in positions):
-            return 1
-        if any(index in NEGATIVE_OPERANDS.get(op, ()) for index in positions):
-            return -1
-    return 0
-
-
-def index_limit(graph: Graph, name: str) -> int | None:
-    """The smallest table dim that `name` indexes as gather's indices, following it through
-    layout ops (reshape, slice, ...) and casts; None when it reaches no gather."""
-    limits, frontier, seen = [], [name], {name}
-    while frontier:
-        value = frontier.pop()
-        for user in graph.users(value):
-            table, *indices = graph.operands(user)
-            if graph.op(user) == "gather" and value in indices:
-                axis = graph.attr(user, "axis") % graph.type(table).rank
-                limits.append(graph.type(table).shape[axis])
-            elif _carries_indices(graph, user) and user not in seen:
-                seen.add(user)
-                frontier.append(user)
-    return min(limits) if limits else None
-
-
-def _carries_indices(graph: Graph, name: str) -> bool:
-    """Whether `name`'s op passes index values through unchanged (it moves or picks them)."""
-    opdef = graph.opdef(name)
-    return opdef is not None and (opdef.has("layout") or opdef.has("view") or opdef.name in _INDEX_PRESERVING)
-
-
-_INDEX_PRESERVING = frozenset({"cast", "reduce_max", "reduce_min", "maximum", "minimum", "where"})
+    """The deterministic stand-in for input or param `name`: a function of the seed, its
+    name, its type and its recorded fill facts only (`rlxir.fills`)."""
+    facts = graph.attrs(name)
+    limit = facts.get("fill_limit")
+    if isinstance(limit, Expr):
+        raise UnboundSymbolError(free_symbols(limit), graph.location(name), context=f"needed to fill %{name}")
+    return fill_array(name, graph.type(name), graph.kind(name), facts, seed)

@@ -9,7 +9,6 @@ Nothing here evaluates input as code.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
@@ -23,13 +22,14 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedInput
 
 from rlxir.dtypes import DType
-from rlxir.errors import IRTypeError, Location, ParseError, RlxError, SourceText, VerifyError
+from rlxir.errors import IRTypeError, Location, ParseError, RlxError, SourceText, VerifyError, close_names
+from rlxir.fills import FILL_ANNOTATIONS, annotate_fills
 from rlxir.gcpause import fewer_collections
 from rlxir.graph import Graph, Module
 from rlxir.ops import LEAF_KINDS, annotation_specs, get_op, registered_ops
-from rlxir.ops.registry import ShapeError
+from rlxir.ops.registry import ShapeError, format_attr_value
 from rlxir.symbolic import DimSyntaxError, Expr, add, floordiv, free_symbols, mul, parse_dim, sub
-from rlxir.syntax_errors import end_of, loc_at as _loc_at, syntax_error
+from rlxir.syntax_errors import decode_source, end_of, loc_at as _loc_at, syntax_error
 from rlxir.types import TensorType
 
 _OPERAND = re.compile(r"%[A-Za-z0-9_.]+")
@@ -161,7 +161,7 @@ class _Builder:
             return name
         if self._defined_later(name, loc):
             raise VerifyError(f"%{name} is used before its definition", loc, "a value defined on an earlier line")
-        known = difflib.get_close_matches(name, list(self.defined_at), n=1)
+        known = close_names(name, self.defined_at, 1)
         hint = f" (did you mean %{known[0]}?)" if known else ""
         raise VerifyError(f"use of undefined value %{name}{hint}", loc, "a value defined earlier in this graph")
 
@@ -191,6 +191,25 @@ class _Builder:
             self._check_symbols(values[key], token, offset)
         return values, keys
 
+    def fill_facts(self, kind: str, token: Token | None) -> dict:
+        """The attributes of an input or param statement: only its fill facts."""
+        if token is None:
+            return {}
+        values, keys = self.attributes(kind, token)
+        for key, value in values.items():
+            spec = FILL_ANNOTATIONS.get(key)
+            where = self.loc_in(token, keys[key])
+            if spec is None:
+                raise ParseError(f"unknown attribute {key!r} for {kind} statements", where,
+                                 f"one of: {', '.join(FILL_ANNOTATIONS)}")
+            if spec.kind == "int" and not (isinstance(value, Expr) or (type(value) is int and value >= 1)):
+                raise ParseError(f"{key} must be a positive integer, got {format_attr_value(value)}", where,
+                                 "an integer of at least 1")
+            if spec.kind == "str" and value not in spec.choices:
+                raise ParseError(f"{key} must be one of {', '.join(map(repr, spec.choices))}, got "
+                                 f"{format_attr_value(value)}", where, " or ".join(f'"{c}"' for c in spec.choices))
+        return values
+
     def _read_attributes(self, token: Token) -> list:
         text = str(token)
         try:
@@ -218,7 +237,7 @@ class _Builder:
                 return Expr.symbol(value.text)
             where = self.loc_in(token, value.token.start_pos)
             if kind == "dtype":
-                close = difflib.get_close_matches(value.text, [dtype.value for dtype in DType], n=1)
+                close = close_names(value.text, [dtype.value for dtype in DType], 1, cutoff=0.6)
                 hint = f" (did you mean {close[0]}?)" if close else ""
                 raise ParseError(f"unknown dtype {value.text!r}{hint}", where, "a dtype name")
             raise ParseError(f"unexpected name {value.text!r}", where,
@@ -326,6 +345,7 @@ class _Callbacks(Transformer):
         if builder.output_seen is None:
             raise VerifyError(f"graph {graph.name} has no output statement", builder.loc(children[-1]),
                               "output %VALUE, ... as the last statement")
+        annotate_fills(graph)  # what default fills need, known from the graph as written
         builder.module.add(graph)
         builder.graph = None
         return graph
@@ -333,15 +353,17 @@ class _Callbacks(Transformer):
     # --- statements ---------------------------------------------------------------------
     def input_stmt(self, children):
         builder = self.builder
-        value, type_token = children
+        value, type_token, *facts = children
         name = builder.define(value)
-        builder.graph.add_input(name, builder.tensor_type(type_token), builder.defined_at[name])
+        builder.graph.add_input(name, builder.tensor_type(type_token), builder.defined_at[name],
+                                builder.fill_facts("input", facts[0] if facts else None))
 
     def param_stmt(self, children):
         builder = self.builder
-        value, type_token = children
+        value, type_token, *facts = children
         name = builder.define(value)
-        builder.graph.add_param(name, builder.tensor_type(type_token), builder.defined_at[name])
+        builder.graph.add_param(name, builder.tensor_type(type_token), builder.defined_at[name],
+                                builder.fill_facts("param", facts[0] if facts else None))
 
     def const_stmt(self, children):
         builder = self.builder
@@ -588,7 +610,7 @@ def _unescape(text: str) -> str:
 def _unknown_op(op: str, loc: Location) -> IRTypeError:
     if op in LEAF_KINDS:
         return IRTypeError(f"{op!r} is a statement, not an op", loc, f"{op} %NAME : TYPE")
-    close = difflib.get_close_matches(op, list(registered_ops()), n=3)
+    close = close_names(op, registered_ops(), 3)
     hint = ("did you mean " + " or ".join(close) + "?") if close else "a registered op (`rlxir ops` lists them)"
     return IRTypeError(f"unknown op {op!r}", loc, hint)
 
@@ -724,12 +746,13 @@ def parse(text: str, filename: str = "<string>") -> Module:
 
 def parse_file(path: str | Path) -> Module:
     """Parse a `.rlx` file. An unreadable file is an `RlxError`, not an OSError."""
+    if str(path) == "-":  # standard input, as in `rlxir check - < model.rlx`
+        return parse(decode_source(sys.stdin.buffer.read(), "<stdin>"), "<stdin>")
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise RlxError(f"cannot read {path}: {reason}") from None
-    return parse(text, str(path))
+        data = path.read_bytes()
+    except OSError as error:
+        raise RlxError(f"cannot read {path}: {error.strerror or error}") from None
+    return parse(decode_source(data, str(path)), str(path))
 
 

@@ -189,10 +189,17 @@ def available_passes() -> dict[str, type[Pass]]:
 def load_plugin(module_name: str) -> list[str]:
     """Import a plugin module (its passes register on import); returns the new pass names."""
     before = set(_PASSES)
+    if not module_name.strip() or module_name.startswith("."):
+        raise RlxError(f"cannot load plugin {module_name!r}: not an absolute module name",
+                       expected="an importable module name such as my_passes or pkg.passes")
     try:
         importlib.import_module(module_name)
     except ImportError as error:
         raise RlxError(f"cannot load plugin {module_name!r}: {error}", expected="an importable module name") from None
+    except Exception as error:  # the plugin's own code failed on import: its defect, reported as such
+        raise RlxError(f"plugin {module_name!r} failed while loading: {type(error).__name__}: {error}",
+                       expected="a plugin module that imports cleanly (python -c 'import MODULE' shows the "
+                                "traceback)") from None
     return sorted(set(_PASSES) - before)
 
 

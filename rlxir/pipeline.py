@@ -15,9 +15,10 @@ from typing import Any
 
 import attrs
 
-from rlxir.errors import Location, RlxError, SourceText
+from rlxir.errors import Location, RlxError, SourceText, close_names
 from rlxir.gcpause import fewer_collections
 from rlxir.graph import Graph
+from rlxir.interface import keep_output_names
 from rlxir.pass_base import Pass, PassContext, available_passes, get_pass, option_text_name
 
 
@@ -127,9 +128,12 @@ def _run_one(index: int, entry: PassEntry, graph: Graph, ctx: PassContext, instr
     for instrument in instruments:
         instrument.before_pass(index, entry, graph, ctx)
     nodes_before = len(graph)
+    output_names = list(graph.outputs)
     start = time.perf_counter()
     try:
         changed = entry.instance.run(graph, ctx)
+        # A rewrite that replaced an output's producer gives the new value the output's name.
+        keep_output_names(graph, output_names)
     except Exception as error:
         for instrument in instruments:
             instrument.on_failure(index, entry, graph, ctx, error)
@@ -213,9 +217,7 @@ def _entry(spec: str, match: re.Match) -> PassEntry:
     name = match.group(1)
     cls = get_pass(name)
     if cls is None:
-        import difflib
-
-        close = difflib.get_close_matches(name, list(available_passes()), n=2)
+        close = close_names(name, available_passes())
         hint = "did you mean " + " or ".join(close) + "?" if close else "a pass listed by `rlxir passes`"
         raise _error(spec, match.start(1), f"unknown pass {name!r}", hint)
     written = _options(spec, match, cls) if match.group(2) else []
@@ -242,7 +244,20 @@ def _options(spec: str, match: re.Match, cls: type[Pass]) -> list:
         if not equals:
             raise _error(spec, offset, f"option {key} needs a value", f"{key}=VALUE")
         written.append((field, _convert(spec, offset + len(key) + 1, key, value, types[field])))
+        if field == "target" and value:
+            _check_target_option(spec, offset + len(key) + 1, cls.name, value)
     return written
+
+
+def _check_target_option(spec: str, offset: int, pass_name: str, value: str) -> None:
+    # A target option names a registered target; say so where it is written, not when the pass runs.
+    from rlxir.target import available_targets
+
+    known = available_targets()
+    if value not in known:
+        close = close_names(value, known)
+        hint = f"did you mean {close[0]}?" if close else "one of: " + ", ".join(sorted(known))
+        raise _error(spec, offset, f"{pass_name}: unknown target {value!r}", hint)
 
 
 def _convert(spec: str, offset: int, key: str, text: str, kind) -> Any:

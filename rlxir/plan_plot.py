@@ -14,16 +14,29 @@ KIND_COLOURS = {
 }
 
 
-def draw_plan(plan, path: str, title: str = "") -> None:
+def plot_formats() -> set[str]:
+    """The file extensions matplotlib can write (png, pdf, svg, ...)."""
+    _matplotlib()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return set(FigureCanvasBase.get_supported_filetypes())
+
+
+def _matplotlib() -> None:
     try:
         import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.collections import PatchCollection
-        from matplotlib.patches import Patch, Rectangle
     except ImportError:
         raise RlxError("drawing a plan needs matplotlib", expected="pip install 'rlxir[plot]'") from None
+    matplotlib.use("Agg")
+
+
+def draw_plan(plan, path, title: str = "", image_format: str | None = None) -> None:
+    """Draw `plan` to `path` (a file name, or a binary handle with `image_format` given)."""
+    _matplotlib()
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Patch, Rectangle
+
     figure, axes = plt.subplots(figsize=(11, 6))
     rectangles = [Rectangle((buffer.start, buffer.offset), buffer.end - buffer.start, buffer.size)
                   for buffer in plan.buffers]
@@ -42,5 +55,5 @@ def draw_plan(plan, path: str, title: str = "") -> None:
     handles = [Patch(facecolor=KIND_COLOURS.get(kind, "#999999"), label=kind) for kind in kinds]
     axes.legend(handles=handles + axes.get_legend_handles_labels()[0], loc="upper right", fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    figure.savefig(path, dpi=120, format=image_format)
     plt.close(figure)

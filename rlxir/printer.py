@@ -62,7 +62,8 @@ def print_graph(graph: Graph) -> str:
         data = nodes[name]
         op = data["op"]
         if op == "input" or op == "param":
-            lines.append(f"  {op} %{name} : {typed(data['type'])}")
+            facts = format_attrs(op, data["attrs"]) if data["attrs"] else ""
+            lines.append(f"  {op} %{name} : {typed(data['type'])}{facts}")
         elif op == "const":
             lines.append(f"  const %{name} : {typed(data['type'])} = {_literal(data['attrs']['value'])}")
         else:

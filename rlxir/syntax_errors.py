@@ -10,14 +10,13 @@ a parse has failed, so they cost nothing on good input.
 
 from __future__ import annotations
 
-import difflib
 import re
 
 from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from rlxir.dtypes import DType
-from rlxir.errors import Location, ParseError, SourceText
+from rlxir.errors import Location, ParseError, SourceText, close_names
 
 # What each terminal means to a user, for "expected ..." lines.
 TERMINAL_TEXT = {
@@ -59,6 +58,20 @@ def end_of(source: SourceText) -> Location:
     return Location(source.filename, len(lines), len(lines[-1]) + 1, source)
 
 
+def decode_source(data: bytes, filename: str) -> str:
+    """The text of a source file's bytes: UTF-8, a leading byte-order mark dropped; a byte
+    that is not UTF-8 is a located error (line and column, not a byte offset)."""
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        good = data[:error.start].decode("utf-8")
+        text = good + data[error.start:].decode("utf-8", errors="replace")
+        loc = loc_at(SourceText(filename, text), len(good))
+        raise ParseError(f"byte 0x{data[error.start]:02x} is not UTF-8 ({error.reason})", loc,
+                         "a UTF-8 file (re-save it as UTF-8)") from None
+
+
 def loc_at(source: SourceText, offset: int) -> Location:
     """The location of character `offset` (0-based) of `source`."""
     line = source.text.count("\n", 0, offset) + 1
@@ -79,7 +92,8 @@ def expected_text(names) -> str:
 def token_text(token: Token) -> str:
     """``value '%y'``, ``integer '3'``, or the quoted text of a punctuation token."""
     noun = _TOKEN_NOUN.get(token.type)
-    return f"{noun} {str(token)!r}" if noun else repr(str(token))
+    text = str(token) if len(token) <= 40 else f"{token[:40]}..."  # a 1 MB token is not worth quoting whole
+    return f"{noun} {text!r}" if noun else repr(text)
 
 
 # --- dispatch ---------------------------------------------------------------------------
@@ -92,7 +106,28 @@ def _bad_character(source: SourceText, pos: int, allowed: set) -> ParseError:
     if char == '"':
         return _string_error(source, pos) or ParseError("unexpected string", loc_at(source, pos),
                                                         expected_text(allowed))
+    if char == "%":
+        name_error = _bad_value_name(source, pos)
+        if name_error is not None:
+            return name_error
     return ParseError(f"unexpected character {char!r}", loc_at(source, pos), expected_text(allowed))
+
+
+def _bad_value_name(source: SourceText, pos: int) -> ParseError | None:
+    """``%ü``: the name after ``%`` has a character a value name cannot hold (they are ASCII)."""
+    match = re.match(r"%([^\s,()\[\]{}:=#]+)", source.text[pos:pos + 200])
+    if match is None:
+        return None
+    offending = next((index for index, ch in enumerate(match.group(1)) if not _VALUE_NAME_CHAR.fullmatch(ch)), None)
+    if offending is None:
+        return None
+    char = match.group(1)[offending]
+    return ParseError(f"value name %{match.group(1)} has the character {char!r} (U+{ord(char):04X}), which a name "
+                      "cannot hold", loc_at(source, pos + 1 + offending),
+                      "a name of ASCII letters, digits, '_' and '.', e.g. %y or %layer.0.out")
+
+
+_VALUE_NAME_CHAR = re.compile(r"[A-Za-z0-9_.]", re.ASCII)
 
 
 def _bad_token(source: SourceText, token: Token, expected: set) -> ParseError:
@@ -126,7 +161,7 @@ def _coarse_token_error(source: SourceText, pos: int, wanted: set) -> ParseError
 
 def _keyword_hint(word: str, expected: set) -> str:
     keywords = [keyword for keyword in _KEYWORDS if keyword.upper() in expected]
-    close = difflib.get_close_matches(word, keywords, n=1)
+    close = close_names(word, keywords, 1)
     return f"did you mean {close[0]}?" if close else ""
 
 
@@ -208,7 +243,7 @@ def _type_error(source: SourceText, colon: int) -> ParseError:
         return ParseError(f"expected a type after ':', found {found}", loc, "a type like f32[B, 16]")
     word = match.group()
     if DType.parse(word) is None:
-        close = difflib.get_close_matches(word, [dtype.value for dtype in DType], n=1)
+        close = close_names(word, [dtype.value for dtype in DType], 1, cutoff=0.6)
         hint = f" (did you mean {close[0]}?)" if close else ""
         return ParseError(f"unknown dtype {word!r}{hint}", loc_at(source, start),
                           "a dtype: " + ", ".join(dtype.value for dtype in DType))

@@ -53,3 +53,17 @@ def test_binding_refuses_values_that_make_a_dim_negative(text, line, words):
     with pytest.raises(rlxir.RlxError, match=words) as caught:
         graph.bind(S=3)
     assert caught.value.line == line
+
+
+def test_rename_moves_readers_outputs_schedule_and_view_roots():
+    graph = rlxir.parse("graph g {\n  input %x : f32[4]\n  %a = relu(%x)\n  %b = add(%a, %a)\n"
+                        "  %v = reshape(%b) {shape = [2, 2], view_of = \"%b\"}\n  output %b, %v\n}\n").main
+    graph.rename("b", "sum")
+    assert graph.schedule() == ["x", "a", "sum", "v"]
+    assert graph.operands("sum") == ("a", "a") and graph.operands("v") == ("sum",)
+    assert graph.users("a") == ["sum"] and graph.users("sum") == ["v"]
+    assert graph.outputs == ["sum", "v"] and graph.attrs("v")["view_of"] == "%sum"
+    assert "b" not in graph
+    rlxir.verify(graph)
+    with pytest.raises(rlxir.GraphError, match="already defined"):
+        graph.rename("a", "x")

@@ -7,7 +7,7 @@ import pytest
 import rlxir
 
 PROMISED = ["compile", "plan_arena_bytes", "fit_batch", "arena_budget", "device_arena_limit", "parse_pipeline",
-            "run_pipeline", "parse", "parse_file", "interpret", "verify", "grad", "compile_training"]
+            "run_pipeline", "parse", "parse_file", "interpret", "verify", "grad", "compile_training", "load_params"]
 
 
 @pytest.mark.parametrize("name", PROMISED)

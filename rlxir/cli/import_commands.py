@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import numpy as np
 
 from rlxir.cli.options import positive_int
+from rlxir.cli.output_files import add_output_option, atomic_output, checked_output_file, output_directory, write_text_output
+from rlxir.dtypes import DTYPE_NAMES
 from rlxir.errors import RlxError
+from rlxir.parser import parse
 from rlxir.printer import print_graph
+from rlxir.verifier import verify
 
 
 def register(subparsers) -> None:
@@ -24,19 +29,52 @@ def register(subparsers) -> None:
         epilog="example: rlxir import resnet50.onnx -o resnet50.rlx && "
                "rlxir compile resnet50.rlx --target rocm --batch 8")
     command.add_argument("model", metavar="MODEL", help="an .onnx file")
-    command.add_argument("-o", "--output", metavar="OUT", help="write the graph to OUT instead of standard output")
+    add_output_option(command, "the graph")
     command.add_argument("--batch-dim", metavar="SYM", default="B", help="the batch symbol's name (default: B)")
     command.add_argument("--batch-size", metavar="N", type=positive_int,
                          help="fix the batch to N instead of making it a symbol")
     command.add_argument("--name", metavar="NAME", help="the graph's name (default: the model's graph name)")
     command.add_argument("--weights", metavar="DIR",
-                         help="also write every param's value to DIR/<name>.npy (feed them to rlxir run with -i)")
+                         help="also write every param's value to DIR/<name>.npy (feed them to rlxir run with --params DIR)")
     command.set_defaults(run=run_import)
 
 
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*", re.ASCII)  # the grammar's NAME token
+
+
+def checked_name(text: str | None, flag: str, dots: bool = True) -> None:
+    """Refuse a --name/--batch-dim the text could not carry (a dtype name is not a symbol)."""
+    if text is None:
+        return
+    if not NAME.fullmatch(text) or (not dots and "." in text) or text in DTYPE_NAMES:
+        reason = "a dtype name" if text in DTYPE_NAMES else "not a name"
+        raise RlxError(f"{flag} {text!r} is {reason}",
+                       expected="a letter or _ followed by letters, digits or _ (not f32, i64, ...), e.g. B")
+
+
+def checked_model_file(path: str) -> None:
+    """A 0-byte file is no model; onnx would read it as an empty graph."""
+    if Path(path).is_file() and Path(path).stat().st_size == 0:
+        raise RlxError(f"{path} is empty (0 bytes), not an ONNX model", expected="an .onnx file written by onnx.save")
+
+
+def checked_text(text: str, model: str) -> None:
+    """The text import writes must parse and verify: refuse it (exit 1) rather than write it."""
+    try:
+        for graph in parse(text, f"<import of {model}>"):
+            verify(graph)
+    except RlxError as error:
+        raise RlxError(f"importing {model} gives text rlxir rejects: {error.message}", error.loc,
+                       expected=error.expected or "a model whose names and dims rlx can express") from None
+
+
 def run_import(args: argparse.Namespace) -> int:
-    if not args.batch_dim.isidentifier():
-        raise RlxError(f"--batch-dim {args.batch_dim!r} is not a symbol name", expected="an identifier such as B")
+    checked_name(args.batch_dim, "--batch-dim", dots=False)
+    checked_name(args.name, "--name")
+    if args.output:
+        checked_output_file(args.output, "-o", [args.model], args.in_place)
+    if args.weights:
+        output_directory(args.weights, "--weights")
     try:
         from rlxir.importers.onnx import import_onnx
     except ModuleNotFoundError as error:
@@ -44,17 +82,21 @@ def run_import(args: argparse.Namespace) -> int:
             raise
         raise RlxError("rlxir import needs the onnx package, which is not installed",
                        expected="pip install 'rlxir[onnx]'") from None
-    imported = import_onnx(args.model, batch_dim=args.batch_dim, batch_size=args.batch_size, name=args.name)
+    checked_model_file(args.model)
+    try:
+        imported = import_onnx(args.model, batch_dim=args.batch_dim, batch_size=args.batch_size, name=args.name)
+    except RlxError as error:
+        if error.loc is not None or args.model in error.message:
+            raise
+        raise RlxError(f"{args.model}: {error.message}", expected=error.expected) from None
     text = print_graph(imported.graph)
+    checked_text(text, args.model)
     if args.weights:
         write_weights(imported.params, Path(args.weights))
     if not args.output:
         print(text, end="")
         return 0
-    try:
-        Path(args.output).write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise RlxError(f"cannot write {args.output}: {error.strerror or error}") from None
+    write_text_output(args.output, text)
     graph = imported.graph
     param_bytes = sum(array.nbytes for array in imported.params.values())
     symbols = ", ".join(name if value is None else f"{name}={value}" for name, value in graph.symbols.items())
@@ -64,12 +106,10 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def write_weights(params: dict, directory: Path) -> None:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        for name, array in params.items():
-            np.save(directory / f"{name}.npy", np.ascontiguousarray(array))
-    except OSError as error:
-        raise RlxError(f"cannot write to {directory}: {error.strerror or error}") from None
+    folder = output_directory(str(directory), "--weights")
+    for name, array in params.items():
+        with atomic_output(folder / f"{name}.npy", binary=True) as handle:
+            np.save(handle, np.ascontiguousarray(array))
 
 
 __all__ = ["register", "run_import"]

@@ -7,6 +7,7 @@ import json
 from collections import Counter
 
 from rlxir.cli.options import add_input_options, bind_graphs, bindings_from, load_module, selected_graphs
+from rlxir.cli.output_files import add_output_option, checked_output_file, write_text_output
 from rlxir.graph import Graph
 from rlxir.ops import registered_ops
 from rlxir.printer import print_graph
@@ -30,7 +31,7 @@ def register(subparsers) -> None:
         description="Parse FILE and print it in canonical form (always with result types). With -D/--batch the "
                     "printed graphs are specialised: bound symbols are replaced by their values.")
     add_input_options(printer)
-    printer.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of standard output")
+    add_output_option(printer, "the text")
     printer.set_defaults(run=run_print)
 
     ops = subparsers.add_parser("ops", help="list the registered ops",
@@ -110,10 +111,11 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_print(args: argparse.Namespace) -> int:
+    if args.output:
+        checked_output_file(args.output, "-o", [args.file], args.in_place)
     text = "\n".join(print_graph(graph) for graph in _graphs(args))
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        write_text_output(args.output, text)
     else:
         print(text, end="")
     return 0

@@ -1,7 +1,8 @@
 """Command dispatch, error rendering and exit codes.
 
-Exit codes: 0 success; 1 the input was bad or the compile was refused (one diagnostic on
-stderr, never a traceback); 2 usage errors (argparse's own convention). Set
+Exit codes: 0 success; 1 the input was bad, or the compile was refused or over a known
+budget (one diagnostic on stderr, never a traceback; a report is still printed); 2 usage
+errors (argparse's own convention); 3 an internal error, a bug in rlxir. Set
 ``RLXIR_DEBUG=1`` to see the traceback of an internal error.
 """
 
@@ -15,7 +16,7 @@ import traceback
 from rlxir import __version__
 from rlxir.errors import RlxError
 
-EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
 
 _DESCRIPTION = """\
 rlxir runs the exact pass pipeline and memory planner of a backend on a model graph, so
@@ -59,13 +60,30 @@ def main(argv: list[str] | None = None) -> int:
         # `rlxir print big.rlx | head` closes the pipe early; that is not an error.
         sys.stderr.close()
         return EXIT_OK
-    except Exception as error:  # a bug in rlxir, not bad input: say so briefly
-        if os.environ.get("RLXIR_DEBUG"):
-            traceback.print_exc()
-        else:
-            print(f"rlxir: internal error: {type(error).__name__}: {error}\n"
-                  "(this is a bug in rlxir; run again with RLXIR_DEBUG=1 for the traceback)", file=sys.stderr)
-        return 3
+    except MemoryError:
+        # The work needs more memory than this machine gives; the input is too large, not wrong.
+        print(f"rlxir {args.command}: error: out of memory", file=sys.stderr)
+        print("  expected: smaller inputs (a smaller batch or sequence), or a machine with more memory",
+              file=sys.stderr)
+        return EXIT_REFUSED
+    except OSError as error:
+        if error.filename is None:
+            return _internal_error(error)
+        # A file the command was pointed at cannot be read or written: the path is the input at fault.
+        print(f"rlxir {args.command}: error: {error.filename}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_REFUSED
+    except Exception as error:
+        return _internal_error(error)
+
+
+def _internal_error(error: BaseException) -> int:
+    """A bug in rlxir, not bad input: say so briefly (exit 3)."""
+    if os.environ.get("RLXIR_DEBUG"):
+        traceback.print_exception(error)
+    else:
+        print(f"rlxir: internal error: {type(error).__name__}: {error}\n"
+              "(this is a bug in rlxir; run again with RLXIR_DEBUG=1 for the traceback)", file=sys.stderr)
+    return EXIT_BUG
 
 
 class UsageError(Exception):

@@ -11,22 +11,39 @@ from rlxir.graph import Graph, Module
 from rlxir.parser import parse_file
 
 
+MAX_DIM = 2**63 - 1  # the largest dim a file may write; options bind no more than that
+
+
 def symbol_binding(text: str) -> tuple[str, int]:
-    """argparse type for ``-D SYM=VALUE``."""
-    match = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(\d+)\s*", text)
+    """argparse type for ``-D SYM=VALUE`` (ASCII digits, at most 2^63 - 1, like a file's dims)."""
+    match = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*([0-9]+)\s*", text, re.ASCII)
     if match is None:
-        raise argparse.ArgumentTypeError(f"expected SYM=VALUE with a non-negative integer value, got {text!r}")
-    return match.group(1), int(match.group(2))
+        raise argparse.ArgumentTypeError(f"expected SYM=VALUE with a non-negative integer value, got {_quoted(text)}")
+    value = int(match.group(2))
+    if value > MAX_DIM:
+        raise argparse.ArgumentTypeError(f"{match.group(1)}={_short(match.group(2))} is past 2^63 - 1, "
+                                         "the largest dim rlxir represents")
+    return match.group(1), value
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    """argparse type for counts: ASCII digits only (no fullwidth digits, no underscores), 1..2^63 - 1."""
+    if not re.fullmatch(r"\s*\+?[0-9]+\s*", text, re.ASCII):
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {_quoted(text)}")
+    value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    if value > MAX_DIM:
+        raise argparse.ArgumentTypeError(f"{_short(text.strip())} is past 2^63 - 1, the largest dim rlxir represents")
     return value
+
+
+def _short(digits: str) -> str:
+    return digits if len(digits) <= 24 else f"{digits[:10]}...({len(digits)} digits)"
+
+
+def _quoted(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:60]) + "..."
 
 
 def time_budget(text: str) -> float:
@@ -53,9 +70,19 @@ def add_input_options(parser: argparse.ArgumentParser, batch: bool = True) -> No
 
 
 def bindings_from(args: argparse.Namespace) -> dict[str, int]:
-    bindings = dict(args.define)
-    if getattr(args, "batch", None) is not None:
-        bindings[args.batch_dim] = args.batch
+    """The -D bindings plus --batch; one symbol given two different values is an error."""
+    bindings: dict[str, int] = {}
+    for symbol, value in args.define:
+        if bindings.get(symbol, value) != value:
+            raise RlxError(f"-D {symbol}={bindings[symbol]} and -D {symbol}={value} disagree",
+                           expected=f"one value for {symbol}")
+        bindings[symbol] = value
+    batch = getattr(args, "batch", None)
+    if batch is not None:
+        if bindings.get(args.batch_dim, batch) != batch:
+            raise RlxError(f"--batch {batch} and -D {args.batch_dim}={bindings[args.batch_dim]} disagree",
+                           expected=f"one value for {args.batch_dim}: --batch N or -D {args.batch_dim}=N")
+        bindings[args.batch_dim] = batch
     return bindings
 
 

@@ -7,6 +7,7 @@ import json
 import sys
 
 from rlxir.cli.options import add_input_options, load_graph
+from rlxir.cli.output_files import add_output_option, checked_output_file, output_directory, write_text_output
 from rlxir.instruments import DumpStages, PrintIR, Reproducer, TimePasses, VerifyEach
 from rlxir.pass_base import PassContext, available_passes, load_plugin, option_text_name
 from rlxir.pipeline import parse_pipeline
@@ -25,7 +26,7 @@ def register(subparsers) -> None:
     opt.add_argument("--pipeline", "-p", metavar="SPEC", required=True,
                      help="comma-separated passes with options, e.g. 'unfuse,legalize-or-rewrite{target=rocm},dce'")
     opt.add_argument("--target", metavar="T", help="the target passes use when their own target option is empty")
-    opt.add_argument("-o", "--output", metavar="OUT", help="write the resulting IR to OUT")
+    add_output_option(opt, "the resulting IR")
     opt.add_argument("--print-before", metavar="PASS", action="append",
                      help="print the IR before PASS (repeatable; 'all' for every pass)")
     opt.add_argument("--print-after", metavar="PASS", action="append",
@@ -67,6 +68,7 @@ def _instruments(args: argparse.Namespace, pipeline_text: str) -> tuple[list, Ti
 
 
 def run_opt(args: argparse.Namespace) -> int:
+    _check_opt_outputs(args)
     for module in args.plugin:
         load_plugin(module)
     pipeline = parse_pipeline(args.pipeline)
@@ -78,11 +80,20 @@ def run_opt(args: argparse.Namespace) -> int:
         print(timer.table(), file=sys.stderr)
     text = print_graph(result)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        write_text_output(args.output, text)
     else:
         print(text, end="")
     return 0
+
+
+def _check_opt_outputs(args: argparse.Namespace) -> None:
+    # Before any pass runs: a bad path should cost nothing, and a reproducer must have somewhere to go.
+    if args.output:
+        checked_output_file(args.output, "-o", [args.file], args.in_place)
+    if args.dump_dir:
+        output_directory(args.dump_dir, "--dump-dir")
+    if args.reproducer_dir:
+        output_directory(args.reproducer_dir, "--reproducer-dir")
 
 
 def _target(name: str | None):

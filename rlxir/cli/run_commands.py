@@ -12,10 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
+from rlxir.cli.host_memory import check_host_memory
 from rlxir.cli.options import add_input_options, load_graph
+from rlxir.cli.output_files import atomic_output, output_directory
 from rlxir.errors import RlxError
 from rlxir.graph import Graph
 from rlxir.interpreter import interpret
+from rlxir.params import load_params, read_npy
 from rlxir.verifier import verify
 
 
@@ -36,6 +39,8 @@ def register(subparsers) -> None:
     run.add_argument("--input", "-i", dest="feeds", metavar="NAME=FILE", action="append", type=named_file, default=[],
                      help="feed input or param NAME from the .npy FILE (repeatable); it must have the value's shape "
                           "and dtype (float32 for bf16)")
+    run.add_argument("--params", metavar="DIR", help="feed params from DIR/<name>.npy, the files `rlxir import "
+                     "--weights DIR` writes (an --input of the same name wins)")
     run.add_argument("--seed", metavar="N", type=non_negative_int, default=0,
                      help="seed of the values not given with --input (default: 0)")
     run.add_argument("-o", "--output-dir", metavar="DIR", help="write each output to DIR/<name>.npy")
@@ -72,12 +77,16 @@ def run_graph(args: argparse.Namespace) -> int:
     graph = load_graph(args)
     verify(graph)
     inputs, params = load_feeds(graph, args.feeds)
+    params = {**(load_params(args.params, graph) if args.params else {}), **params}
     if args.target:
         return run_in_target_arena(args, graph, inputs, params)
     for flag, given in (("--training", args.training), ("--json", args.json), ("--no-check", not args.check),
                         ("--device gpu", args.device != "cpu")):
         if given:
             raise RlxError(f"{flag} needs --target", expected="rlxir run FILE --target T ...")
+    if args.output_dir:
+        output_directory(args.output_dir, "-o")
+    check_host_memory(graph)
     results = interpret(graph, inputs, params, seed=args.seed)
     if args.output_dir:
         write_outputs(results, Path(args.output_dir), graph)
@@ -175,21 +184,7 @@ def load_feeds(graph: Graph, feeds: list[tuple[str, str]]) -> tuple[dict, dict]:
     return by_kind["input"], by_kind["param"]
 
 
-NPY_MAGIC = b"\x93NUMPY"
-
-
-def read_array(path: str) -> np.ndarray:
-    """The array in a .npy file; an unreadable or non-.npy file is an `RlxError`."""
-    try:
-        with open(path, "rb") as handle:
-            if handle.read(len(NPY_MAGIC)) != NPY_MAGIC:
-                raise RlxError(f"{path} is not a .npy file", expected="a file written by numpy.save")
-            handle.seek(0)
-            return np.load(handle, allow_pickle=False)
-    except OSError as error:
-        raise RlxError(f"cannot read {path}: {error.strerror or error}") from None
-    except ValueError as error:
-        raise RlxError(f"cannot read {path}: {error}", expected="a numeric .npy array") from None
+read_array = read_npy  # --input files read as --params files are
 
 
 def output_summary(name: str, array: np.ndarray, graph: Graph) -> str:
@@ -208,14 +203,12 @@ def type_text(name: str, array: np.ndarray, graph: Graph) -> str:
 
 def write_outputs(results: dict[str, np.ndarray], directory: Path, graph: Graph) -> None:
     """Each output to DIR/<name>.npy (bf16 as float32), one line per file written."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        for name, array in results.items():
-            path = directory / f"{name}.npy"
-            np.save(path, array)
-            print(f"wrote {path}  {type_text(name, array, graph)}")
-    except OSError as error:
-        raise RlxError(f"cannot write to {directory}: {error.strerror or error}") from None
+    output_directory(str(directory), "-o")
+    for name, array in results.items():
+        path = directory / f"{name}.npy"
+        with atomic_output(path, binary=True) as handle:
+            np.save(handle, array)
+        print(f"wrote {path}  {type_text(name, array, graph)}")
 
 
 __all__ = ["register", "run_graph", "load_feeds", "output_summary"]

@@ -11,9 +11,12 @@ import json
 import sys
 import time
 
+from rlxir.cli import progress
 from rlxir.cli.main import UsageError
 from rlxir.cli.options import add_input_options, bindings_from, load_module, positive_int, symbol_binding, time_budget
-from rlxir.compiler import CompileOptions, CompileResult, exceeds_ceiling, plan_exec_graph, prepare_exec_graph
+from rlxir.cli.output_files import atomic_output, checked_output_file
+from rlxir.compiler import (CompileOptions, CompileResult, exceeds_ceiling, fit_verdict, plan_exec_graph,
+                            prepare_exec_graph, verdict_text)
 from rlxir.devices import format_bytes, parse_bytes
 from rlxir.errors import Location, RlxError
 from rlxir.fit import arena_budget, fit_batch
@@ -189,24 +192,26 @@ def register(subparsers) -> None:
 
 
 # --- helpers ----------------------------------------------------------------------------
-def _options(args: argparse.Namespace) -> CompileOptions:
+def _options(args: argparse.Namespace, target: Target | None = None) -> CompileOptions:
+    """The planner overrides the options give; with `target`, passes named on a terminal."""
+    instruments = () if target is None else (_pass_progress(target),)
     return CompileOptions(planner=getattr(args, "planner", None), alignment=getattr(args, "alignment", None),
-                          sizing=getattr(args, "sizing", None), time_budget=getattr(args, "time_budget", None))
+                          sizing=getattr(args, "sizing", None), time_budget=getattr(args, "time_budget", None),
+                          instruments=instruments)
+
+
+def _pass_progress(target: Target) -> progress.PassProgress:
+    return progress.PassProgress(f"compiling for {target.name}", len(parse_pipeline(target.pipeline).entries))
 
 
 def _graph(args: argparse.Namespace):
+    _progress(f"parsing {args.file} ...")
     module = load_module(args)
+    _progress_done()
     return module[args.graph] if args.graph else module.main
 
 
-def _progress(message: str) -> None:
-    if sys.stderr.isatty():
-        print(f"\r\033[K{message}", end="", file=sys.stderr, flush=True)
-
-
-def _progress_done() -> None:
-    if sys.stderr.isatty():
-        print("\r\033[K", end="", file=sys.stderr, flush=True)
+_progress, _progress_done = progress.show, progress.clear
 
 
 def _human(count: int | None) -> str:
@@ -221,16 +226,17 @@ def run_compile(args: argparse.Namespace) -> int:
         return run_training_compile(args)
     target = cli_target(args.target, args)
     graph = _graph(args)
-    options = _options(args)
+    options = _options(args, target)
     _progress(f"compiling for {target.name} ...")
     started = time.perf_counter()
     exec_graph = prepare_exec_graph(graph, target, bindings_from(args), options)
+    _progress(f"planning {len(exec_graph.graph)} nodes with {options.planner or target.planner} ...")
     plan = plan_exec_graph(exec_graph, target, options)
     seconds = time.perf_counter() - started
     _progress_done()
     refused = exceeds_ceiling(target, plan.arena_bytes)
     budget = arena_budget(target, args.headroom, args.vram, "free" if args.free else "total")
-    fits = (not refused) and (budget.bytes is None or plan.arena_bytes <= budget.bytes)
+    fits, reason = fit_verdict(target, plan.arena_bytes, budget.bytes)
     report = {
         "target": target.name, "pipeline": target.pipeline, "bindings": dict(exec_graph.bindings),
         "stages": [{"pass": stage.spec, "nodes_before": stage.nodes_before, "nodes_after": stage.nodes_after,
@@ -239,7 +245,7 @@ def run_compile(args: argparse.Namespace) -> int:
         "unshared_bytes": plan.unshared_bytes, "efficiency": round(plan.efficiency, 6), "planner": plan.planner,
         "alignment": plan.alignment, "sizing": plan.sizing, "side_buffers": dict(plan.side_buffers),
         "ceiling_bytes": target.arena_ceiling, "budget_bytes": budget.bytes, "budget": budget.explain(),
-        "refused": refused, "fits": fits, "seconds": round(seconds, 6),
+        "refused": refused, "fits": fits, "fits_reason": reason, "seconds": round(seconds, 6),
     }
     if args.json:
         if args.emit == "plan":
@@ -247,13 +253,19 @@ def run_compile(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         _print_compile(args, graph, exec_graph, plan, target, report)
-    if refused:
-        error = RlxError(f"{target.name} refuses this graph: its arena needs {_human(plan.arena_bytes)}, past the "
-                         f"{target.name} ABI ceiling of {_human(target.arena_ceiling)}",
-                         expected="a smaller batch or sequence (rlxir fit finds the largest that compiles)")
-        print(error.render(), file=sys.stderr)
-        return 1
-    return 0
+    return report_refusal(target, "this graph", plan.arena_bytes, report)
+
+
+def report_refusal(target: Target, what: str, arena_bytes: int, report: dict) -> int:
+    """Exit status of a compile report: 1 with one diagnostic when the arena is refused or over
+    a known budget (the report is already printed), else 0."""
+    if report["fits"] is not False:
+        return 0
+    verb = "refuses" if report["refused"] else "cannot fit"
+    error = RlxError(f"{target.name} {verb} {what}: its arena needs {_human(arena_bytes)}, {report['fits_reason']}",
+                     expected="a smaller batch or sequence (rlxir fit finds the largest that fits)")
+    print(error.render(), file=sys.stderr)
+    return 1
 
 
 def _print_compile(args, graph, exec_graph, plan, target, report) -> None:
@@ -275,8 +287,7 @@ def _print_compile(args, graph, exec_graph, plan, target, report) -> None:
         print(f"side buffer  {name} {_human(size)} (outside the arena)")
     print(f"ceiling      {_human(target.arena_ceiling) if target.arena_ceiling is not None else 'none (64-bit)'}")
     print(f"budget       {report['budget']}")
-    verdict = "no: past the ABI ceiling" if report["refused"] else ("yes" if report["fits"] else "no: over the budget")
-    print(f"fits         {verdict}")
+    print(f"fits         {verdict_text(report['fits'], report['fits_reason'])}")
     if args.emit == "lir":
         print()
         print(print_graph(exec_graph.graph))
@@ -292,7 +303,11 @@ def run_fit(args: argparse.Namespace) -> int:
     if args.batch_dim not in graph.symbols:
         raise RlxError(f"graph {graph.name} has no batch symbol {args.batch_dim}",
                        graph.loc, expected="--batch-dim naming one of: " + (", ".join(graph.symbols) or "none"))
-    others = dict(args.define)
+    others = bindings_from(args)
+    if args.batch_dim in others:
+        raise RlxError(f"-D {args.batch_dim}={others[args.batch_dim]}: fit chooses the batch symbol "
+                       f"{args.batch_dim} itself",
+                       expected=f"--max-batch N to bound the search (or --batch-dim naming another symbol)")
     budget = arena_budget(target, args.headroom, args.vram, "free" if args.free else "total")
 
     def bind(batch: int):
@@ -313,10 +328,13 @@ def run_fit(args: argparse.Namespace) -> int:
     _progress_done()
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
-        return 0 if result.fits else 1
+        return 1 if result.fits is False else 0
     print(f"target {target.name}: {budget.explain()}")
     if args.training:
         print("training step: the arena of the backward graph, weights at the forward plan's offsets")
+    if result.fits == "unknown":
+        print(f"fits unknown: {result.reason}")
+        return 0
     print(f"\n  {'batch':>6}  {'arena':>28}  fits")
     for trial in sorted(result.tried, key=lambda trial: trial.batch):
         print(f"  {trial.batch:>6}  {_human(trial.arena_bytes):>28}  {'yes' if trial.fits else 'no'}")
@@ -392,7 +410,8 @@ def compare_targets(args: argparse.Namespace, make_row, doing: str, byte_columns
         ceiling = format_bytes(row["ceiling_bytes"]) if row["ceiling_bytes"] is not None else "none"
         ratio = f"{row['ratio_to_best']:.2f}" if row["ratio_to_best"] is not None else "-"
         values = "".join(f" {_human(row[key]):>24}" for _, key in byte_columns)
-        line = f"{row['target']:<8} {row['planner']:<9} {row['nodes']:>7}{values} {ratio:>7} {ceiling:>12} {row['fits']:<20}"
+        fits = _short_verdict(row["fits"], row["fits_reason"])
+        line = f"{row['target']:<8} {row['planner']:<9} {row['nodes']:>7}{values} {ratio:>7} {ceiling:>12} {fits:<20}"
         print(f"{line} {row['run']}" if executed else line.rstrip())
     failed = [row["target"] for row in rows if row.get("run_matched") is False]
     if failed:
@@ -403,9 +422,18 @@ def compare_targets(args: argparse.Namespace, make_row, doing: str, byte_columns
     return 0
 
 
+def _short_verdict(fits: bool | str, reason: str) -> str:
+    """A compare cell: ``yes``, ``no (past ceiling)``, ``no (over budget)`` or ``unknown (no budget)``."""
+    if fits is True:
+        return "yes"
+    if fits == "unknown":
+        return "unknown (no budget)"
+    return "no (past ceiling)" if reason.startswith("past the") else "no (over budget)"
+
+
 def execution_column(row: dict, run_check) -> dict:
     """Add the --execute columns to a compare row: `run_check()` gives the ExecutionCheck."""
-    if row["fits"] == "no (past ceiling)":
+    if row["fits"] is False and row["fits_reason"].startswith("past the"):
         row["run"], row["run_matched"] = "not run (past the ceiling)", None
         return row
     check = run_check()
@@ -433,15 +461,10 @@ def _compare_row(graph, target, bindings, args, reference: SharedReference) -> d
 
 def _compare_numbers(exec_graph, plan, target, args) -> dict:
     budget = arena_budget(target, args.headroom, args.vram, "free" if args.free else "total")
-    if exceeds_ceiling(target, plan.arena_bytes):
-        fits = "no (past ceiling)"
-    elif budget.bytes is None:
-        fits = "unknown (no budget)"
-    else:
-        fits = "yes" if plan.arena_bytes <= budget.bytes else "no (over budget)"
+    fits, reason = fit_verdict(target, plan.arena_bytes, budget.bytes)
     return {"target": target.name, "planner": plan.planner, "nodes": len(exec_graph.graph),
             "arena_bytes": plan.arena_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
-            "ceiling_bytes": target.arena_ceiling, "budget_bytes": budget.bytes, "fits": fits}
+            "ceiling_bytes": target.arena_ceiling, "budget_bytes": budget.bytes, "fits": fits, "fits_reason": reason}
 
 
 # --- targets, plan, plan-csv ------------------------------------------------------------
@@ -463,12 +486,18 @@ def run_targets(args: argparse.Namespace) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> int:
+    if args.plot:
+        checked_plot_path(args.plot)
     target = cli_target(args.target, args)
     graph = _graph(args)
     options = _options(args)
     plan = plan_exec_graph(prepare_exec_graph(graph, target, bindings_from(args), options), target, options)
     if args.plot:
-        plan.plot(args.plot, f"{graph.name} on {target.name}: {plan.planner}, efficiency {plan.efficiency:.1%}")
+        from rlxir.plan_plot import draw_plan
+
+        with atomic_output(args.plot, binary=True) as handle:
+            draw_plan(plan, handle, f"{graph.name} on {target.name}: {plan.planner}, efficiency {plan.efficiency:.1%}",
+                      image_format=args.plot.rpartition(".")[2].lower())
     if args.json:
         print(json.dumps(plan.to_json(), indent=2))
     else:
@@ -478,17 +507,35 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def checked_plot_path(path: str) -> None:
+    """--plot PATH: a writable file whose extension names an image format matplotlib writes."""
+    from rlxir.plan_plot import plot_formats
+
+    checked_output_file(path, "--plot")
+    suffix = path.rpartition(".")[2].lower() if "." in path.rpartition("/")[2] else ""
+    formats = plot_formats()
+    if suffix not in formats:
+        raise RlxError(f"--plot {path}: {'.' + suffix if suffix else 'no extension'} is not an image format",
+                       expected="a file ending in one of: " + ", ".join("." + name for name in sorted(formats)))
+
+
 def run_plan_csv(args: argparse.Namespace) -> int:
     from rlxir.planning import get_planner, read_instance, validate_plan, write_solution
 
     from rlxir.planning import InstanceError, PlanError
 
+    if args.offsets:
+        checked_output_file(args.offsets, "--offsets", [args.file])
     try:
+        _progress(f"reading {args.file} ...")
         buffers = read_instance(args.file)
+        _progress(f"planning {len(buffers)} buffers with {args.planner} ...")
         started = time.perf_counter()
         result = get_planner(args.planner).plan(buffers, args.alignment, args.time_budget)
         seconds = time.perf_counter() - started
+        _progress(f"validating the placement of {len(buffers)} buffers ...")
         validate_plan(buffers, result.offsets, args.alignment, result.arena_bytes)
+        _progress_done()
     except InstanceError as error:
         # The message already starts with file:line:; keep only the explanation after it.
         explanation = str(error).removeprefix(f"{error.path}:{error.line}: ")
@@ -498,10 +545,8 @@ def run_plan_csv(args: argparse.Namespace) -> int:
     except OSError as error:
         raise RlxError(f"cannot read {args.file}: {error.strerror or error}") from None
     if args.offsets:
-        try:
-            write_solution(args.offsets, buffers, result.offsets)
-        except OSError as error:
-            raise RlxError(f"cannot write {args.offsets}: {error.strerror or error}") from None
+        with atomic_output(args.offsets) as handle:
+            write_solution(handle, buffers, result.offsets)
     ratio = result.arena_bytes / result.lower_bound_bytes if result.lower_bound_bytes else 1.0
     report = {"file": args.file, "planner": args.planner, "alignment": args.alignment, "buffers": len(buffers),
               "arena_bytes": result.arena_bytes, "lower_bound_bytes": result.lower_bound_bytes,

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from rlxir.autodiff import grad
 from rlxir.cli.options import add_input_options, bind_graphs, bindings_from, load_module
+from rlxir.cli.output_files import add_output_option, checked_output_file, write_text_output
 from rlxir.cli.target_commands import (SharedReference, _graph, _human, _options, _progress, _progress_done, cli_target,
-                                       compare_targets, execution_column)
-from rlxir.compiler import exceeds_ceiling
+                                       compare_targets, execution_column, report_refusal)
+from rlxir.compiler import exceeds_ceiling, fit_verdict, verdict_text
 from rlxir.errors import RlxError
 from rlxir.fit import arena_budget
 from rlxir.printer import print_graph
@@ -36,7 +37,7 @@ def register(subparsers) -> None:
                     "value to the loss is an error at its line. -D/--batch specialise the graph first.",
         epilog="example: rlxir grad examples/mamba_lm.rlx -o mamba_lm.grad.rlx")
     add_input_options(parser)
-    parser.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of standard output")
+    add_output_option(parser, "the backward graph")
     parser.add_argument("--wrt", metavar="NAMES",
                         help="comma-separated inputs or params to differentiate with respect to (default: every "
                              "floating-point param)")
@@ -44,6 +45,8 @@ def register(subparsers) -> None:
 
 
 def run_grad(args: argparse.Namespace) -> int:
+    if args.output:
+        checked_output_file(args.output, "-o", [args.file], args.in_place)
     module = load_module(args)
     graph = module[args.graph] if args.graph else module.main
     graph = bind_graphs([graph], bindings_from(args))[0]
@@ -53,7 +56,7 @@ def run_grad(args: argparse.Namespace) -> int:
     if not args.output:
         print(text, end="")
         return 0
-    Path(args.output).write_text(text, encoding="utf-8")
+    write_text_output(args.output, text)
     print(f"wrote {args.output}: graph {backward.name}, {len(graph)} forward values, {len(backward)} in all, "
           f"{len(backward.outputs) - 1} gradients")
     return 0
@@ -71,27 +74,21 @@ def run_training_compile(args: argparse.Namespace) -> int:
     _progress_done()
     refused = exceeds_ceiling(target, result.arena_bytes) or exceeds_ceiling(target, result.forward_arena_bytes)
     budget = arena_budget(target, args.headroom, args.vram, "free" if args.free else "total")
-    fits = (not refused) and (budget.bytes is None or result.arena_bytes <= budget.bytes)
+    arena = max(result.arena_bytes, result.forward_arena_bytes) if refused else result.arena_bytes
+    fits, reason = fit_verdict(target, arena, budget.bytes)
     report = {**result.summary(), "pipeline": target.pipeline, "training": True,
               "stages": [{"pass": stage.spec, "nodes_before": stage.nodes_before, "nodes_after": stage.nodes_after,
                           "seconds": round(stage.seconds, 6)} for stage in result.backward.stages],
               "efficiency": round(result.backward.plan.efficiency, 6), "planner": result.backward.plan.planner,
               "ceiling_bytes": target.arena_ceiling, "budget_bytes": budget.bytes, "budget": budget.explain(),
-              "refused": refused, "fits": fits, "seconds": round(seconds, 6)}
+              "refused": refused, "fits": fits, "fits_reason": reason, "seconds": round(seconds, 6)}
     if args.json:
         if args.emit == "plan":
             report["plan"] = result.backward.plan.to_json()
         print(json.dumps(report, indent=2))
     else:
         _print_training_compile(args, result, report)
-    if refused:
-        arena = max(result.arena_bytes, result.forward_arena_bytes)
-        error = RlxError(f"{target.name} refuses this training step: an arena needs {_human(arena)}, past the "
-                         f"{target.name} ABI ceiling of {_human(target.arena_ceiling)}",
-                         expected="a smaller batch or sequence (rlxir fit --training finds the largest that compiles)")
-        print(error.render(), file=sys.stderr)
-        return 1
-    return 0
+    return report_refusal(target, "this training step", arena, report)
 
 
 def _print_training_compile(args, result: TrainingResult, report: dict) -> None:
@@ -126,8 +123,7 @@ def _print_training_compile(args, result: TrainingResult, report: dict) -> None:
     ceiling = _human(target.arena_ceiling) if target.arena_ceiling is not None else "none (64-bit)"
     print(f"ceiling         {ceiling}")
     print(f"budget          {report['budget']}")
-    verdict = "no: past the ABI ceiling" if report["refused"] else ("yes" if report["fits"] else "no: over the budget")
-    print(f"fits            {verdict}")
+    print(f"fits            {verdict_text(report['fits'], report['fits_reason'])}")
     if args.emit == "lir":
         print()
         print(print_graph(result.backward.graph))
@@ -177,13 +173,9 @@ def _training_row(graph, backward, target, bindings, args, reference) -> dict:
 
 def _training_numbers(result, target, args) -> dict:
     budget = arena_budget(target, args.headroom, args.vram, "free" if args.free else "total")
-    if exceeds_ceiling(target, result.arena_bytes) or exceeds_ceiling(target, result.forward_arena_bytes):
-        fits = "no (past ceiling)"
-    elif budget.bytes is None:
-        fits = "unknown (no budget)"
-    else:
-        fits = "yes" if result.arena_bytes <= budget.bytes else "no (over budget)"
+    refused = exceeds_ceiling(target, result.forward_arena_bytes)
+    fits, reason = fit_verdict(target, result.forward_arena_bytes if refused else result.arena_bytes, budget.bytes)
     return {"target": target.name, "planner": result.backward.plan.planner, "nodes": len(result.backward.graph),
             "forward_arena_bytes": result.forward_arena_bytes, "arena_bytes": result.arena_bytes,
             "lower_bound_bytes": result.backward.lower_bound_bytes, "total_bytes": result.total_bytes,
-            "ceiling_bytes": target.arena_ceiling, "budget_bytes": budget.bytes, "fits": fits}
+            "ceiling_bytes": target.arena_ceiling, "budget_bytes": budget.bytes, "fits": fits, "fits_reason": reason}

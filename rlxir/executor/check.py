@@ -125,8 +125,11 @@ def _compare(name: str, compiled_name: str, dtype: DType, expected: np.ndarray, 
         return OutputCheck(name, compiled_name, dtype.value, False, float("inf"))
     if dtype in TOLERANCES:
         rtol, atol = TOLERANCES[dtype]
-        matched = bool(np.allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True))
         finite = np.isfinite(expected) & np.isfinite(actual)
+        # A sum taken in another order differs by rounding relative to the magnitudes summed:
+        # an element that cancels to near zero (a gradient) carries its big terms' error.
+        scale = max(float(np.max(np.abs(expected[finite]), initial=0.0)), 1.0)
+        matched = bool(np.allclose(actual, expected, rtol=rtol, atol=atol * scale, equal_nan=True))
         error = float(np.max(np.abs(actual[finite] - expected[finite]), initial=0.0))
     else:
         matched = bool(np.array_equal(actual, expected))

@@ -41,7 +41,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from rlxir.dtypes import DType
+from rlxir.dtypes import DTYPE_NAMES, DType
 from rlxir.errors import RlxError
 from rlxir.importers.builder import GraphBuilder, ImportedGraph, UnsupportedModel, dtype_of_array, sanitize_name
 from rlxir.symbolic import Expr, format_dim, substitute
@@ -199,6 +199,9 @@ class OnnxContext:
 
     def _input_dim(self, input_name: str, index: int, dim, batch_size: int | None, symbols: dict):
         known = dim.dim_value if dim.HasField("dim_value") else None
+        if known is not None and (known < 0 or (known == 0 and index == 0)):
+            raise RlxError(f"ONNX input {input_name!r} has a static dim {index} of {known}",
+                           expected="positive static dims (a dim_param names a dynamic one)")
         if index == 0:
             if not self._batch_seen:  # the first input's leading dim says what the batch is
                 self._batch_seen, self._first_batch = True, known
@@ -316,6 +319,7 @@ def _onnx_shape(info) -> tuple | None:
 def _symbol_name(label: str, taken: Mapping) -> str:
     base = sanitize_name(label).replace(".", "_")
     base = base if base[0].isalpha() or base[0] == "_" else "d" + base
+    base = base + "_" if base in DTYPE_NAMES else base  # `f32` would read as a dtype
     name, counter = base, 0
     while name in taken:
         counter += 1

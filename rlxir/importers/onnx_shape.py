@@ -55,9 +55,20 @@ def convert_constant_of_shape(ctx, node, attrs):
     return [ctx.builder.splat(hint(node), fill[0].item(), TensorType(dtype_of_array(fill), dims))]
 
 
+def _copy_zero_dims(x_shape, target, allow_zero: bool) -> list:
+    """Reshape's target with each 0 replaced by the input dim at its index (unless allowzero)."""
+    if not allow_zero:
+        for index, dim in enumerate(target):
+            if dim == 0 and index >= len(x_shape):
+                raise UnsupportedModel(f"Reshape to {list(target)}: the 0 at index {index} copies an input dim, but "
+                                       f"the input has rank {len(x_shape)}",
+                                       expected="0 only where the input has a dim (or allowzero=1)")
+    return [x_shape[index] if dim == 0 and not allow_zero else dim for index, dim in enumerate(target)]
+
+
 def reshape_target(ctx, x_shape, target, allow_zero: bool) -> tuple:
     """ONNX Reshape's target as a `reshape` shape attribute (0 copies the input dim)."""
-    target = [x_shape[index] if dim == 0 and not allow_zero else dim for index, dim in enumerate(target)]
+    target = _copy_zero_dims(x_shape, target, allow_zero)
     batch = Expr.symbol(ctx.batch_dim)
     if ctx.static_batch is not None and target and x_shape and x_shape[0] == batch and target[0] == ctx.static_batch:
         target[0] = batch
@@ -70,8 +81,7 @@ def convert_reshape(ctx, node, attrs):
     x = node.input[0]
     if foldable(ctx, node) or ctx.is_static(x) and ctx.static(x).size <= FOLD_LIMIT and ctx.opset < 5:
         values = ctx.static(x)
-        shape = [values.shape[index] if dim == 0 and not allow_zero else dim for index, dim in enumerate(target)]
-        return [values.reshape(shape)]
+        return [values.reshape(_copy_zero_dims(values.shape, target, allow_zero))]
     value = ctx.value(x)
     shape = reshape_target(ctx, ctx.builder.type(value).shape, target, allow_zero)
     return [_reshape(ctx, value, shape, hint(node))]
@@ -98,6 +108,10 @@ def convert_squeeze(ctx, node, attrs):
     x = node.input[0]
     shape = ctx.shape(x)
     axes = axes_argument(ctx, node, attrs, 1, 13)
+    outside = [axis for axis in axes or () if not -len(shape) <= axis < len(shape)]
+    if outside:
+        raise UnsupportedModel(f"Squeeze of axis {outside[0]} of a rank-{len(shape)} input",
+                               expected=f"axes in [{-len(shape)}, {len(shape)})")
     axes = [index for index, dim in enumerate(shape) if dim == 1] if axes is None else [a % len(shape) for a in axes]
     target = tuple(dim for index, dim in enumerate(shape) if index not in axes)
     if foldable(ctx, node):

@@ -37,8 +37,9 @@ def read_solution(path: Path | str) -> tuple[list[Buffer], dict[str, int]]:
     return _read(Path(path), want_offsets=True)
 
 
-def write_solution(path: Path | str, buffers: Sequence[Buffer], offsets: Mapping[str, int] | Sequence[int]) -> None:
-    """Write `buffers` with their `offsets` (by name, or one per buffer in order) as CSV.
+def write_solution(path, buffers: Sequence[Buffer], offsets: Mapping[str, int] | Sequence[int]) -> None:
+    """Write `buffers` with their `offsets` (by name, or one per buffer in order) as CSV to
+    `path` (a file name, or a text handle opened with ``newline=""``).
 
     Columns ``id,lower,upper,size,offset``; `read_solution` reads the file back.
     """
@@ -46,11 +47,18 @@ def write_solution(path: Path | str, buffers: Sequence[Buffer], offsets: Mapping
         ordered = [offsets[b.name] for b in buffers]
     else:
         ordered = list(offsets)
+    if not isinstance(path, (str, Path)):
+        _write_rows(path, buffers, ordered)
+        return
     with open(path, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["id", "lower", "upper", "size", "offset"])
-        for buffer, offset in zip(buffers, ordered, strict=True):
-            writer.writerow([buffer.name, buffer.start, buffer.end, buffer.size, offset])
+        _write_rows(handle, buffers, ordered)
+
+
+def _write_rows(handle, buffers: Sequence[Buffer], ordered: Sequence[int]) -> None:
+    writer = csv.writer(handle)
+    writer.writerow(["id", "lower", "upper", "size", "offset"])
+    for buffer, offset in zip(buffers, ordered, strict=True):
+        writer.writerow([buffer.name, buffer.start, buffer.end, buffer.size, offset])
 
 
 def _read(path: Path, want_offsets: bool) -> tuple[list[Buffer], dict[str, int]]:

@@ -24,6 +24,7 @@ import attrs
 from hypothesis import strategies as st
 
 from rlxir.dtypes import DType
+from rlxir.fills import annotate_fills
 from rlxir.graph import Graph, Module
 from rlxir.ops import ShapeError, broadcast_shapes
 from rlxir.symbolic import Dim, Expr, add, exact_div, floordiv, mul
@@ -176,6 +177,7 @@ def _graphs(draw, config: _Config, min_ops: int, max_ops: int, name: str | None)
     others = [value for value in graph.schedule() if value != last]
     extra = draw(st.lists(st.sampled_from(others), max_size=2, unique=True)) if others else []
     graph.set_outputs(extra + [last])
+    annotate_fills(graph)  # as the parser does, so a drawn graph equals its printed-and-parsed form
     verify(graph)
     return graph
 

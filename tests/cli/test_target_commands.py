@@ -15,7 +15,7 @@ from rlxir.target import get_target
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT2_BLOCK = ROOT / "examples" / "gpt2_block.rlx"
-MINIMALLOC = ROOT.parent / "shared" / "data" / "minimalloc" / "examples" / "input.12.csv"
+MINIMALLOC = ROOT / "tests" / "data" / "planning" / "minimalloc" / "examples" / "input.12.csv"
 BIG = "graph big(N) {\n  input %x : f32[N]\n  %y = exp(%x)\n  output %y\n}\n"
 
 
@@ -55,7 +55,7 @@ def test_compile_refuses_past_the_ceiling(tmp_path, capsys):
     code, out, err = run(["compile", path, "--target", "rocm", "-D", "N=600000000"], capsys)
     assert code == 1
     assert "rocm refuses this graph: its arena needs 4800000000 B" in err and "4294967295 B" in err
-    assert "fits         no: past the ABI ceiling" in out
+    assert "fits         no: past the rocm ABI ceiling of 4294967295 B" in out
 
 
 def test_compile_unbound_symbol_exits_1(capsys):
@@ -132,7 +132,6 @@ def test_plan_json_and_plot(tmp_path, capsys):
     assert code == 0 and picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.skipif(not MINIMALLOC.exists(), reason="shared planning data not present")
 def test_plan_csv_writes_offsets(tmp_path, capsys):
     target = tmp_path / "solution.csv"
     code, out, _ = run(["plan-csv", MINIMALLOC, "--json", "--offsets", target], capsys)
@@ -165,7 +164,8 @@ def test_compare_marks_a_target_past_its_ceiling(tmp_path, capsys):
     code, out, _ = run(["compare", path, "-D", "N=600000000", "--targets", "cuda,rocm", "--json"], capsys)
     rows = {row["target"]: row for row in json.loads(out)}
     assert code == 0
-    assert rows["rocm"]["fits"] == "no (past ceiling)" and rows["cuda"]["arena_bytes"] == 4_800_000_000
+    assert rows["rocm"]["fits"] is False and rows["rocm"]["fits_reason"].startswith("past the rocm ABI ceiling")
+    assert rows["cuda"]["arena_bytes"] == 4_800_000_000
 
 
 def test_compile_runs_a_plugin_pass_inserted_into_the_target_pipeline(monkeypatch, capsys):

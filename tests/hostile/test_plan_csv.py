@@ -45,7 +45,7 @@ def test_offsets_into_a_missing_directory_is_a_user_error(tmp_path, capsys):
     path = tmp_path / "ok.csv"
     path.write_text(HEADER + "b0,0,10,8\n")
     assert main(["plan-csv", str(path), "--offsets", str(tmp_path / "nodir" / "x.csv")]) == 1
-    assert "cannot write" in capsys.readouterr().err
+    assert "nodir does not exist" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("budget", ["-1", "0", "nan", "inf", "soon"])

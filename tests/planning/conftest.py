@@ -1,4 +1,4 @@
-"""Fixtures for the planning tests: where the shared planning instances live."""
+"""Fixtures for the planning tests: where the planning instances live."""
 
 from __future__ import annotations
 
@@ -6,9 +6,16 @@ from pathlib import Path
 
 import pytest
 
-# The repository is a checkout with the shared data beside it: <repo>/../shared/data.
 REPO_ROOT = Path(__file__).resolve().parents[2]
+PLANNING_DATA = REPO_ROOT / "tests" / "data" / "planning"
+"""The instances kept in the repository (tests/data/planning/README.md names their source)."""
+# Instances that cannot be kept in the repository, read from a folder beside the checkout.
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def planning_data() -> Path:
+    return PLANNING_DATA
 
 
 @pytest.fixture(scope="session")

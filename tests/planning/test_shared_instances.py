@@ -1,6 +1,8 @@
-"""Every shared instance small enough for a unit test, planned by every planner, validated.
+"""Every instance small enough for a unit test, planned by every planner, validated.
 
-The heavy instances (synth100k, pangu_2.6B, S_1, Y_1) are in bench/planner.py instead.
+MiniMalloc's instances are kept in tests/data/planning; idealloc's real-workload ones are
+read from ../shared/data where it exists. The heavy instances (synth100k, pangu_2.6B, S_1,
+Y_1) are in bench/planner.py instead.
 """
 
 from __future__ import annotations
@@ -9,20 +11,28 @@ import pytest
 
 from rlxir.planning import BestPlanner, get_planner, read_instance, validate_plan
 
-SMALL_INSTANCES = [
+VENDORED_INSTANCES = [
     "minimalloc/examples/input.12.csv",
     *(f"minimalloc/challenging/{letter}.1048576.csv" for letter in "ABCDEFGHIJK"),
-    "idealloc/somas_tensors/resnet50.csv",
-    "idealloc/iopddl/G_1.csv",
 ]
+SHARED_INSTANCES = ["idealloc/somas_tensors/resnet50.csv", "idealloc/iopddl/G_1.csv"]
 
 # The search is capped by nodes, not by the clock: the test does not depend on speed.
 PLANNERS = [get_planner("bump"), get_planner("liveness"), BestPlanner(max_search_nodes=200)]
 
 
-@pytest.mark.parametrize("relative_path", SMALL_INSTANCES)
-def test_instance_plans_validly(shared_data, relative_path):
-    buffers = read_instance(shared_data / relative_path)
+@pytest.mark.parametrize("relative_path", VENDORED_INSTANCES)
+def test_instance_plans_validly(planning_data, relative_path):
+    check_every_planner(planning_data / relative_path)
+
+
+@pytest.mark.parametrize("relative_path", SHARED_INSTANCES)
+def test_real_workload_instance_plans_validly(shared_data, relative_path):
+    check_every_planner(shared_data / relative_path)
+
+
+def check_every_planner(path):
+    buffers = read_instance(path)
     arenas = {}
     for planner in PLANNERS:
         result = planner.plan(buffers, alignment=1, time_budget=600.0)
@@ -32,6 +42,6 @@ def test_instance_plans_validly(shared_data, relative_path):
     assert arenas["best"] <= arenas["liveness"] <= arenas["bump"]
 
 
-def test_readme_example_is_solved_exactly(shared_data):
-    buffers = read_instance(shared_data / "minimalloc/examples/input.12.csv")
+def test_readme_example_is_solved_exactly(planning_data):
+    buffers = read_instance(planning_data / "minimalloc/examples/input.12.csv")
     assert get_planner("liveness").plan(buffers).arena_bytes == 12

@@ -1,0 +1,120 @@
+"""Writing what commands produce without ever destroying what they read.
+
+Every output file goes through `atomic_output`: the bytes go to a temporary file in the
+destination's own directory, which replaces the destination only once it is complete, so
+a failure (a full disk, an exception midway) leaves the old file whole. Paths are checked
+first (`checked_output_file`, `output_directory`), before any work, so a mistake costs
+nothing and ends in one explained error (exit 1), never a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+from rlxir.errors import RlxError
+
+
+def add_output_option(parser, what: str = "the result") -> None:
+    """-o/--output OUT and --in-place, the pair every command that writes one file takes."""
+    parser.add_argument("-o", "--output", metavar="OUT", help=f"write {what} to OUT instead of standard output "
+                        "(atomically: a failed write leaves an existing OUT unchanged)")
+    parser.add_argument("--in-place", action="store_true",
+                        help="allow OUT to be the input file (refused otherwise, so the input is never lost)")
+
+
+def checked_output_file(path: str, flag: str, inputs: Iterable[str] = (), in_place: bool | None = None) -> Path:
+    """`path` as a file `flag` may write: not a directory, in a directory that exists, and
+    not one of `inputs` unless `in_place` (writing over the file being read loses it).
+    `in_place` is None for a command that has no --in-place option."""
+    if not path:
+        raise RlxError(f"{flag} needs a file name, got an empty one")
+    target = Path(path)
+    if target.is_dir():
+        raise RlxError(f"{flag} {path}: is a directory", expected="a file name, e.g. out.rlx")
+    parent = target.parent
+    if not parent.is_dir():
+        what = "is not a directory" if parent.exists() else "does not exist"
+        raise RlxError(f"{flag} {path}: directory {parent} {what}", expected="a path in an existing directory")
+    if not in_place and any(_same_file(target, Path(name)) for name in inputs if name and name != "-"):
+        hint = "another output path" + ("" if in_place is None else ", or --in-place to replace the input on purpose")
+        raise RlxError(f"{flag} {path} is the input file; writing it would replace what is being read", expected=hint)
+    return target
+
+
+def output_directory(path: str, flag: str) -> Path:
+    """`path` as a directory `flag` writes into, created (with its parents) when missing."""
+    if not path:
+        raise RlxError(f"{flag} needs a directory name, got an empty one")
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise RlxError(f"{flag} {path}: is a file, not a directory", expected="a directory path (created if missing)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise RlxError(f"{flag} {path}: cannot create the directory: {error.strerror or error}") from None
+    return folder
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | Path, binary: bool = False) -> Iterator[IO]:
+    """A handle whose contents replace `path` only when the block ends without an error.
+
+    A destination that exists and is not a regular file (a device such as /dev/null or
+    /dev/full, a pipe) is written directly: renaming over it would replace the device.
+    """
+    # A symlink keeps pointing where it did: the file it names is what gets replaced.
+    target = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
+    mode = "wb" if binary else "w"
+    encoding = None if binary else "utf-8"
+    try:
+        if target.exists() and not target.is_file():
+            with open(target, mode, encoding=encoding) as handle:
+                yield handle
+            return
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+        try:
+            with os.fdopen(descriptor, mode, encoding=encoding, newline="" if not binary else None) as handle:
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(temporary, _mode_for(target))
+            os.replace(temporary, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+    except OSError as error:
+        raise RlxError(f"cannot write {target}: {error.strerror or error}",
+                       expected="a writable path with space left (the old file, if any, is unchanged)") from None
+
+
+def write_text_output(path: str | Path, text: str) -> None:
+    """Write `text` to `path` atomically (see `atomic_output`)."""
+    with atomic_output(path) as handle:
+        handle.write(text)
+
+
+def _mode_for(target: Path) -> int:
+    # Keep an existing file's permissions; a new one gets what open() would have given it.
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _same_file(output: Path, source: Path) -> bool:
+    try:
+        return output.exists() and os.path.samefile(output, source)
+    except OSError:
+        return False
+
+
+__all__ = ["add_output_option", "atomic_output", "checked_output_file", "output_directory", "write_text_output"]

@@ -1,0 +1,43 @@
+"""Progress on a terminal for long work: one line on stderr, rewritten in place.
+
+Nothing is written unless stderr is a terminal, so pipes, files and `--json` consumers
+never see it. Stage lines (parsing, compiling, planning) show at once; per-pass lines only
+once the work has run about a second, so a quick compile does not flicker.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from rlxir.instruments import Instrument
+
+PASS_LINES_AFTER_SECONDS = 1.0
+
+
+def show(message: str) -> None:
+    """Replace the progress line with `message` (on a terminal only)."""
+    if sys.stderr.isatty():
+        print(f"\r\033[K{message}", end="", file=sys.stderr, flush=True)
+
+
+def clear() -> None:
+    """Remove the progress line before the report is printed."""
+    if sys.stderr.isatty():
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+
+class PassProgress(Instrument):
+    """Names each pass of a pipeline as it starts: ``cuda: pass 3/12 fuse (2.1 s)``."""
+
+    def __init__(self, label: str, total: int):
+        self.label, self.total = label, total
+        self.started = time.perf_counter()
+
+    def before_pass(self, index, entry, graph, ctx) -> None:
+        elapsed = time.perf_counter() - self.started
+        if elapsed >= PASS_LINES_AFTER_SECONDS:
+            show(f"{self.label}: pass {index + 1}/{self.total} {entry.name} ({elapsed:.1f} s, {len(graph)} nodes)")
+
+
+__all__ = ["PassProgress", "clear", "show"]

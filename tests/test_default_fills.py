@@ -1,0 +1,102 @@
+"""Default fills depend only on (seed, name, type) and the fill facts recorded on the value,
+so a graph and its compiled or optimised form compute the same outputs without feeds."""
+
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rlxir
+from rlxir.cli.main import main
+from rlxir.interpreter import random_feeds, random_fill
+from rlxir.target import available_targets
+
+EXAMPLES = sorted(Path(__file__).resolve().parents[1].joinpath("examples").glob("*.rlx"))
+SMALL = {"B": 1, "S": 4, "N": 2}
+
+LOG_AND_GATHER = """graph g(B) {
+  input %x : f32[B, 4]
+  input %ids : i32[B]
+  param %table : f32[5, 4]
+  param %w : f32[4, 4]
+  %pos = log(%x)
+  %row = gather(%table, %ids)
+  %h = matmul(%row, %w)
+  %y = add(%h, %pos)
+  %o = relu(%y)
+  %p = softmax(%o)
+  output %o, %p
+}
+"""
+
+
+def _outputs(graph: rlxir.Graph, bindings=None) -> list[np.ndarray]:
+    values = rlxir.interpret(graph, bindings=bindings)
+    return [values[name] for name in graph.outputs]
+
+
+def test_a_fill_does_not_depend_on_the_readers():
+    read_by_matmul = rlxir.parse("graph a {\n  input %x : f32[2, 8]\n  param %w : f32[8, 3]\n"
+                                 "  %y = matmul(%x, %w)\n  output %y\n}\n").main
+    read_by_add = rlxir.parse("graph b {\n  param %w : f32[8, 3]\n  %y = add(%w, %w)\n  output %y\n}\n").main
+    assert np.array_equal(random_fill(read_by_matmul, "w", 3), random_fill(read_by_add, "w", 3))
+
+
+def test_a_param_takes_lecun_scale_from_its_own_shape():
+    graph = rlxir.parse("graph g {\n  param %w : f32[400, 300]\n  param %b : f32[300]\n"
+                        "  %y = add(%w, %b)\n  output %y\n}\n").main
+    assert np.std(random_fill(graph, "w")) == pytest.approx(1 / 20, rel=0.02)
+    assert np.std(random_fill(graph, "b")) == pytest.approx(0.5, rel=0.15)
+
+
+def test_the_parser_records_what_index_and_signed_fills_need():
+    graph = rlxir.parse(LOG_AND_GATHER).main
+    assert graph.attrs("ids") == {"fill_limit": 5} and graph.attrs("x") == {"fill_sign": "positive"}
+    assert graph.attrs("w") == {} and graph.attrs("table") == {}
+    inputs, _ = random_feeds(graph, {"B": 64})
+    assert inputs["ids"].min() >= 0 and inputs["ids"].max() < 5 and inputs["x"].min() > 0
+
+
+def test_recorded_facts_survive_printing_compiling_and_binding():
+    graph = rlxir.parse(LOG_AND_GATHER).main
+    compiled = rlxir.compile(graph, "cuda", bindings={"B": 2}).graph
+    reparsed = rlxir.parse(rlxir.print_graph(compiled)).main
+    for value in (compiled, reparsed):
+        assert value.attrs("ids") == {"fill_limit": 5} and value.attrs("x") == {"fill_sign": "positive"}
+
+
+def _run(arguments: list[str]) -> str:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with redirect_stdout(stdout), redirect_stderr(stderr):
+        code = main(arguments)
+    assert code in (0, None), stderr.getvalue()
+    return stdout.getvalue()
+
+
+def test_run_gives_the_same_outputs_before_and_after_opt(tmp_path):
+    source = tmp_path / "g.rlx"
+    source.write_text(LOG_AND_GATHER, encoding="utf-8")
+    optimised = tmp_path / "opt.rlx"
+    _run(["opt", str(source), "--pipeline", "unfuse,fuse,dce", "--target", "cuda", "-o", str(optimised)])
+    assert "fused" in optimised.read_text(encoding="utf-8")
+    before = _run(["run", str(source), "-D", "B=3"])
+    after = _run(["run", str(optimised), "-D", "B=3"])
+    assert before == after and "%o" in before and "%p" in before
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda path: path.stem)
+def test_every_example_computes_the_same_after_each_target_pipeline(path):
+    graph = rlxir.parse_file(path).main
+    bindings = {symbol: value for symbol, value in SMALL.items() if symbol in graph.symbols}
+    bound = graph.bind(bindings)
+    expected = _outputs(bound)
+    for target in available_targets():
+        compiled = rlxir.compile(bound, target).graph
+        actual = _outputs(compiled)
+        assert len(actual) == len(expected)
+        for before, after in zip(expected, actual):
+            np.testing.assert_allclose(after, before, rtol=2e-3, atol=2e-4, err_msg=f"{path.stem} on {target}")
