@@ -10,6 +10,7 @@ construction, never an estimate.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -18,8 +19,11 @@ from rlxir.errors import RlxError, UnboundSymbolError
 from rlxir.graph import Graph
 from rlxir.memory_plan import MemoryPlan, plan_graph
 from rlxir.pass_base import PassContext
-from rlxir.pipeline import Pipeline
+from rlxir.pipeline import PassStat, Pipeline
 from rlxir.target import Target, get_target
+
+if TYPE_CHECKING:
+    from rlxir.instruments import Instrument
 
 
 class ArenaTooLarge(RlxError):
@@ -54,7 +58,7 @@ class CompileOptions:
     mode: str = "inference"
     weight_layout: Mapping[str, int] | None = None
     time_budget: float | None = None
-    instruments: Sequence = ()
+    instruments: Sequence[Instrument] = ()
     validate: bool = True
 
 
@@ -63,7 +67,7 @@ class ExecGraph:
     """A graph as the target runs it, and what each pass did on the way there."""
 
     graph: Graph
-    stages: tuple
+    stages: tuple[PassStat, ...]
     bindings: Mapping[str, int]
 
 
@@ -74,7 +78,7 @@ class CompileResult:
     target: Target
     graph: Graph
     plan: MemoryPlan
-    stages: tuple
+    stages: tuple[PassStat, ...]
     bindings: Mapping[str, int]
 
     @property

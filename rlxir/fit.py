@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from rlxir.compiler import CompileOptions, plan_arena_bytes
-from rlxir.devices import Capacity, ProbeMiss, format_bytes, probe_capacity
+from rlxir.devices import Capacity, ProbeMiss, Sources, format_bytes, probe_capacity
 from rlxir.graph import Graph
 from rlxir.target import Target, get_target
 from rlxir.workers import WORKER_FAILED, Workers, can_fork
@@ -33,11 +33,12 @@ def device_arena_limit(target: str | Target) -> int | None:
     return get_target(target).arena_ceiling
 
 
-def device_capacity(target: str | Target, sources=None) -> Capacity | ProbeMiss:
+def device_capacity(target: str | Target, sources: Sources | None = None) -> Capacity | ProbeMiss:
     return probe_capacity(get_target(target).probe, sources)
 
 
-def device_capacity_bytes(target: str | Target, which: str = "total", sources=None) -> int | None:
+def device_capacity_bytes(target: str | Target, which: str = "total",
+                          sources: Sources | None = None) -> int | None:
     """Device memory the target's probe finds (`which`: "total" or "free"), or None."""
     found = device_capacity(target, sources)
     return found.bytes(which) if isinstance(found, Capacity) else None
@@ -73,7 +74,7 @@ class Budget:
 
 
 def arena_budget(target: str | Target, headroom: float = 0.6, vram: int | None = None, which: str = "total",
-                 sources=None) -> Budget:
+                 sources: Sources | None = None) -> Budget:
     """min(ceiling, capacity x headroom) less the side buffers outside the arena.
 
     `vram` overrides the probe. Side buffers are fixed (BLAS/DNN workspaces) or a fraction
@@ -86,6 +87,7 @@ def arena_budget(target: str | Target, headroom: float = 0.6, vram: int | None =
     fixed = sum(size for _, size in target.side_buffers)
     fraction = target.shadow_f16_fraction
     ceiling = target.arena_ceiling
+    capacity: int | None
     if vram is not None:
         capacity, source = vram, "given with --vram"
     else:
@@ -170,27 +172,29 @@ def fit_batch(target: str | Target, requested: int, headroom: float, build: Call
     if budget.bytes is None:
         return FitResult(target.name, requested, requested, None, budget, "unknown", (), 0, jobs,
                          f"no budget to fit against ({budget.source}); returning the requested batch, unplanned")
+    limit = budget.bytes
 
     def arena_at(batch: int) -> int:
         return _arena_of(build(batch), target, options, bindings)
 
     def plan_here(batch: int) -> Trial:
         arena = arena_at(batch)
-        return Trial(batch, arena, arena <= budget.bytes)
+        return Trial(batch, arena, arena <= limit)
 
     with Workers(arena_at, jobs) as workers:
         def plan_wave(batches: list[int]) -> list[Trial | None]:
             arenas = workers.map(batches, rerun_failures=False)
-            return [None if arena is WORKER_FAILED else Trial(batch, arena, arena <= budget.bytes)
+            return [None if arena is WORKER_FAILED else Trial(batch, arena, arena <= limit)
                     for batch, arena in zip(batches, arenas)]
 
         search = search_batches(requested, jobs, plan_here, plan_wave, on_trial)
     fitting, failing = search.fitting, search.failing
     if fitting is None:
+        assert failing is not None  # with nothing fitting, the search ends only once batch 1 did not fit
         return FitResult(target.name, requested, None, failing.arena_bytes, budget, False, search.tried, search.rounds,
                          jobs, f"even batch 1 needs an arena of {failing.arena_bytes} B "
-                               f"({format_bytes(failing.arena_bytes)}), over the budget of {budget.bytes} B "
-                               f"({format_bytes(budget.bytes)})")
+                               f"({format_bytes(failing.arena_bytes)}), over the budget of {limit} B "
+                               f"({format_bytes(limit)})")
     reason = ("the requested batch fits" if failing is None
               else f"batch {fitting.batch} fits and batch {failing.batch} does not")
     return FitResult(target.name, requested, fitting.batch, fitting.arena_bytes, budget, True, search.tried,
@@ -287,7 +291,8 @@ def _wave(requested: int, fitting: Trial | None, failing: Trial | None, trials: 
     return wave
 
 
-def _arena_of(built, target: Target, options: CompileOptions | None, bindings: Mapping[str, int] | None) -> int:
+def _arena_of(built: Graph | int, target: Target, options: CompileOptions | None,
+              bindings: Mapping[str, int] | None) -> int:
     if isinstance(built, int):
         return built
     return plan_arena_bytes(built, target, bindings, options)

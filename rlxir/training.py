@@ -33,6 +33,7 @@ from rlxir.compiler import (ArenaTooLarge, CompileOptions, CompileResult, ExecGr
                             plan_exec_graph, prepare_exec_graph)
 from rlxir.graph import Graph
 from rlxir.lifetimes import value_bytes
+from rlxir.memory_plan import MemoryPlan
 from rlxir.planning import aligned_size
 from rlxir.target import Target, get_target
 
@@ -106,7 +107,7 @@ def plan_training(graph: Graph, target: str | Target, bindings: Mapping[str, int
     )
 
 
-def _weight_layout(forward_exec: ExecGraph, forward_plan, backward_exec: ExecGraph, target: Target,
+def _weight_layout(forward_exec: ExecGraph, forward_plan: MemoryPlan, backward_exec: ExecGraph, target: Target,
                    options: CompileOptions) -> tuple[dict[str, int], dict[str, int]]:
     """The forward offsets by param name, with the params only one side has reconciled
     (see the module docstring); returns (layout, appended params and their offsets)."""

@@ -311,7 +311,7 @@ def run_fit(args: argparse.Namespace) -> int:
     if args.batch_dim in others:
         raise RlxError(f"-D {args.batch_dim}={others[args.batch_dim]}: fit chooses the batch symbol "
                        f"{args.batch_dim} itself",
-                       expected=f"--max-batch N to bound the search (or --batch-dim naming another symbol)")
+                       expected="--max-batch N to bound the search (or --batch-dim naming another symbol)")
     budget = arena_budget(target, args.headroom, args.vram, "free" if args.free else "total")
 
     def bind(batch: int):

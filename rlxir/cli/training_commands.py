@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 from rlxir.autodiff import grad
 from rlxir.cli.options import add_input_options, bind_graphs, bindings_from, load_module
@@ -21,7 +19,6 @@ from rlxir.cli.output_files import add_output_option, checked_output_file, write
 from rlxir.cli.target_commands import (SharedReference, _graph, _human, _options, _progress, _progress_done, cli_target,
                                        compare_targets, execution_column, report_refusal)
 from rlxir.compiler import exceeds_ceiling, fit_verdict, verdict_text
-from rlxir.errors import RlxError
 from rlxir.fit import arena_budget
 from rlxir.printer import print_graph
 from rlxir.training import TrainingResult, plan_training, training_graph
