@@ -5,7 +5,8 @@ Usage: python bench/fit.py [--targets cpu cuda rocm ...] [--examples gpt2_small 
                            [--stack 10000 ...] [--jobs N] [--max-batch 256]
 
 First, without planning anything: the rounds and plans of the search with 1, 2, 4, 8 and 16
-jobs, averaged over every answer from none to --max-batch (arenas that grow).
+jobs, averaged over every answer from none to --max-batch (arenas that grow), each answer
+counted once (uniform), or 1/answer times (log-uniform: as likely in 1..2 as in 128..256).
 
 Then, for each example (and each bench/parse.py GPT-style stack of `--stack` statements) and
 target: the seconds of one plan (pipeline + planning) at batch 1, 16 and 256, and a whole
@@ -60,16 +61,19 @@ def timed_fit(graph, target, others, max_batch: int, jobs: int):
     return result, time.perf_counter() - wall, cpu_seconds() - cpu
 
 
-def search_averages(max_batch: int, jobs: int) -> tuple[float, float]:
-    """(mean rounds, mean plans) of the search for every answer in 0..max_batch."""
-    rounds = plans = 0
+def search_averages(max_batch: int, jobs: int, weight) -> tuple[float, float]:
+    """(mean rounds, mean plans) of the search over the answers 0..max_batch (0: nothing
+    fits), each counted `weight(answer)` times."""
+    rounds = plans = total = 0.0
     for answer in range(max_batch + 1):
         def plan(batch, answer=answer):
             return Trial(batch, batch, batch <= answer)
 
         search = search_batches(max_batch, jobs, plan, lambda batches: [plan(batch) for batch in batches])
-        rounds, plans = rounds + search.rounds, plans + len(search.tried)
-    return rounds / (max_batch + 1), plans / (max_batch + 1)
+        rounds += weight(answer) * search.rounds
+        plans += weight(answer) * len(search.tried)
+        total += weight(answer)
+    return rounds / total, plans / total
 
 
 def graphs(args):
@@ -83,7 +87,7 @@ def graphs(args):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", nargs="+", default=["cpu", "cuda", "rocm", "metal", "gpu", "vulkan"])
-    parser.add_argument("--examples", nargs="+", default=list(BINDINGS))
+    parser.add_argument("--examples", nargs="*", default=list(BINDINGS))
     parser.add_argument("--stack", type=int, nargs="*", default=[], metavar="STATEMENTS")
     parser.add_argument("--max-batch", type=int, default=256)
     parser.add_argument("--jobs", type=int, default=available_cores())
@@ -91,10 +95,12 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores ({available_cores()} available), Python "
           f"{platform.python_version()}; fit up to batch {args.max_batch} on 24 GiB, headroom 0.6 (at most "
           f"{plan_bound(args.max_batch)} rounds); parallel fits with --jobs {args.jobs}\n")
-    print(f"{'jobs':>4} {'mean rounds':>11} {'mean plans':>10}")
+    print(f"{'':>4} {'answers uniform':>23} {'answers log-uniform':>23}")
+    print(f"{'jobs':>4} {'mean rounds':>11} {'mean plans':>11} {'mean rounds':>11} {'mean plans':>11}")
     for jobs in (1, 2, 4, 8, 16):
-        rounds, plans = search_averages(args.max_batch, jobs)
-        print(f"{jobs:>4} {rounds:>11.1f} {plans:>10.1f}")
+        uniform = search_averages(args.max_batch, jobs, lambda answer: 1.0)
+        log_uniform = search_averages(args.max_batch, jobs, lambda answer: 1.0 / answer if answer else 0.0)
+        print(f"{jobs:>4} {uniform[0]:>11.1f} {uniform[1]:>11.1f} {log_uniform[0]:>11.1f} {log_uniform[1]:>11.1f}")
     print()
     header = (f"{'example':<12} {'target':<7} {'plan s @1':>9} {'@16':>7} {'@256':>7}  {'fit batch':>9} "
               f"{'plans':>5} {'fit s':>7}  {'plans':>5} {'rounds':>6} {'wall x':>6} {'CPU x':>6} {'same':>5}")

@@ -270,8 +270,10 @@ def _wave(requested: int, fitting: Trial | None, failing: Trial | None, trials: 
           failed: set[int], jobs: int) -> list[int]:
     """Up to `jobs` unplanned batches of the serial decision tree from this state, the next
     batch first, then by how many unknown outcomes lie before them (fewest first; each
-    outcome taken as even odds, these are the likeliest to be needed). Known outcomes are
-    followed at no cost; a batch whose worker failed is not planned again in a wave."""
+    outcome taken as even odds, these are the likeliest to be needed), "does not fit"
+    before "fits" among equals (a --max-batch well above the answer makes the halving run
+    on). Known outcomes are followed at no cost; a batch whose worker failed is not planned
+    again in a wave."""
     order = itertools.count()
     frontier = [(0, next(order), fitting, failing)]
     wave: list[int] = []
@@ -285,7 +287,7 @@ def _wave(requested: int, fitting: Trial | None, failing: Trial | None, trials: 
             continue
         if batch not in failed and batch not in wave:
             wave.append(batch)
-        for fits in (True, False):  # a placeholder outcome: only its batch and verdict steer the tree
+        for fits in (False, True):  # a placeholder outcome: only its batch and verdict steer the tree
             guess = Trial(batch, 0, fits)
             heapq.heappush(frontier, (unknowns + 1, next(order), *_after(guess, fit_so_far, fail_so_far)))
     return wave
