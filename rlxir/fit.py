@@ -228,6 +228,7 @@ def search_batches(requested: int, jobs: int, plan_here: Callable[[int], Trial],
     failed (None from `plan_wave`) once the walk needs it, is planned by `plan_here`, so it
     raises what the serial search raises there.
     """
+    report = on_trial if on_trial is not None else _ignore
     trials: dict[int, Trial] = {}
     failed: set[int] = set()
     tried: list[Trial] = []
@@ -240,15 +241,16 @@ def search_batches(requested: int, jobs: int, plan_here: Callable[[int], Trial],
         rounds += 1
         wave = [batch] if batch in failed else _wave(requested, fitting, failing, trials, failed, jobs)
         planned = plan_wave(wave) if len(wave) > 1 else [plan_here(batch)]
-        for wave_batch, trial in zip(wave, planned):
-            if trial is None:
-                failed.add(wave_batch)
-                continue
-            trials[wave_batch] = trial
+        failed.update(wave_batch for wave_batch, trial in zip(wave, planned) if trial is None)
+        for trial in [trial for trial in planned if trial is not None]:
+            trials[trial.batch] = trial
             tried.append(trial)
-            if on_trial is not None:
-                on_trial(trial)
+            report(trial)
     return Search(fitting, failing, tuple(tried), rounds)
+
+
+def _ignore(trial: Trial) -> None:
+    pass
 
 
 def _next_batch(requested: int, fitting: Trial | None, failing: Trial | None) -> int | None:
