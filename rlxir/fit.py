@@ -18,10 +18,13 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from rlxir.compiler import CompileOptions, plan_arena_bytes
+from rlxir.compiler import CompileOptions, FitReport, plan_arena_bytes
 from rlxir.devices import Capacity, ProbeMiss, format_bytes, probe_capacity
 from rlxir.graph import Graph
 from rlxir.target import Target, get_target
+
+DEFAULT_HEADROOM = 0.6
+"""Share of device memory the arena and its side buffers may use unless told otherwise."""
 
 
 def device_arena_limit(target: str | Target) -> int | None:
@@ -68,8 +71,8 @@ class Budget:
         return text
 
 
-def arena_budget(target: str | Target, headroom: float = 0.6, vram: int | None = None, which: str = "total",
-                 sources=None) -> Budget:
+def arena_budget(target: str | Target, headroom: float = DEFAULT_HEADROOM, vram: int | None = None,
+                 which: str = "total", sources=None) -> Budget:
     """min(ceiling, capacity x headroom) less the side buffers outside the arena.
 
     `vram` overrides the probe. Side buffers are fixed (BLAS/DNN workspaces) or a fraction
@@ -160,7 +163,7 @@ def fit_batch(target: str | Target, requested: int, headroom: float, build: Call
 
     def attempt(batch: int) -> Trial:
         arena = _arena_of(build(batch), target, options, bindings)
-        trial = Trial(batch, arena, arena <= budget.bytes)
+        trial = Trial(batch, arena, FitReport.judge(target, arena, budget).fits is True)
         tried.append(trial)
         if on_trial is not None:
             on_trial(trial)
