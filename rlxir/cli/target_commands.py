@@ -17,8 +17,8 @@ from rlxir.cli.options import (BATCH_SYMBOL, add_input_options, bindings_from, p
 from rlxir.cli.output_files import atomic_output, checked_output_file
 from rlxir.cli.reports import (human_bytes, print_json_report, print_lower_bound, print_report_head, print_report_tail,
                                print_side_buffers, print_stage_table, print_verdict, stages_json, verdict_exit)
-from rlxir.cli.target_options import (add_budget_options, add_pipeline_options, add_planner_options, add_training_option,
-                                      budget_from, cli_target, compile_options, target_names)
+from rlxir.cli.target_options import (add_budget_options, add_compile_options, add_pipeline_options, add_planner_options,
+                                      add_training_option, budget_from, cli_target, compile_options, target_names)
 from rlxir.cli.training_commands import run_training_compare, run_training_compile, training_arena_builder
 from rlxir.compiler import FitReport, plan_compile
 from rlxir.devices import format_bytes
@@ -42,10 +42,7 @@ def register(subparsers) -> None:
                                 help="also print the graph after the pipeline (lir), before it (mir), or the full plan")
     compile_parser.add_argument("--print-pipeline", action="store_true", help="print the target's pipeline spec")
     compile_parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    add_planner_options(compile_parser)
-    add_pipeline_options(compile_parser)
-    add_budget_options(compile_parser)
-    add_training_option(compile_parser)
+    add_compile_options(compile_parser)
     compile_parser.set_defaults(run=run_compile)
 
     fit = subparsers.add_parser(
@@ -65,10 +62,7 @@ def register(subparsers) -> None:
                      help=f"the batch symbol (default: {BATCH_SYMBOL})")
     fit.add_argument("--max-batch", type=positive_int, required=True, metavar="N", help="the largest batch to consider")
     fit.add_argument("--json", action="store_true", help="print the result as JSON")
-    add_planner_options(fit)
-    add_pipeline_options(fit)
-    add_budget_options(fit)
-    add_training_option(fit)
+    add_compile_options(fit)
     fit.set_defaults(run=run_fit)
 
     compare = subparsers.add_parser(

@@ -66,6 +66,15 @@ def add_budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--free", action="store_true", help="probe free device memory instead of total")
 
 
+def add_compile_options(parser: argparse.ArgumentParser) -> None:
+    """Everything `compile` and `fit` take besides the graph and the target: planner,
+    pipeline insertions, budget and --training."""
+    add_planner_options(parser)
+    add_pipeline_options(parser)
+    add_budget_options(parser)
+    add_training_option(parser)
+
+
 def add_training_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--training", action="store_true",
                         help="size the training step instead: the graph's scalar loss differentiated with respect to "

@@ -13,12 +13,10 @@ import argparse
 import time
 
 from rlxir.autodiff import grad
-from rlxir.cli import progress
+from rlxir.cli import progress, reports
 from rlxir.cli.comparison import SharedReference, compare_targets, row_fields, with_execution
 from rlxir.cli.options import add_input_options, bindings_from, load_graph, read_graph
-from rlxir.cli.output_files import add_output_option, checked_output_file, write_text_output
-from rlxir.cli.reports import (human_bytes, print_json_report, print_lower_bound, print_report_head, print_report_tail,
-                               print_side_buffers, print_stage_table, print_verdict, stages_json, verdict_exit)
+from rlxir.cli.output_files import add_output_option, checked_output_file, print_or_write
 from rlxir.cli.target_options import budget_from, cli_target, compile_options
 from rlxir.compiler import FitReport
 from rlxir.printer import print_graph
@@ -48,11 +46,8 @@ def run_grad(args: argparse.Namespace) -> int:
     graph = load_graph(args)
     wrt = [name.strip() for name in args.wrt.split(",") if name.strip()] if args.wrt else None
     backward = grad(graph, wrt)
-    text = print_graph(backward)
-    if not args.output:
-        print(text, end="")
+    if not print_or_write(args.output, print_graph(backward)):
         return 0
-    write_text_output(args.output, text)
     print(f"wrote {args.output}: graph {backward.name}, {len(graph)} forward values, {len(backward)} in all, "
           f"{len(backward.outputs) - 1} gradients")
     return 0
@@ -70,34 +65,35 @@ def run_training_compile(args: argparse.Namespace) -> int:
     verdict = FitReport.judge(target, result.verdict_arena_bytes, budget_from(args, target))
     plan = result.backward.plan
     report = {**result.summary(), "pipeline": target.pipeline, "training": True,
-              "stages": stages_json(result.backward.stages), "efficiency": round(plan.efficiency, 6),
+              "stages": reports.stages_json(result.backward.stages), "efficiency": round(plan.efficiency, 6),
               "planner": plan.planner, **verdict.to_json(), "seconds": round(seconds, 6)}
     if args.json:
-        print_json_report(args, report, plan)
+        reports.print_json_report(args, report, plan)
     else:
         _print_training_compile(args, graph, result, verdict)
-    return verdict_exit(verdict, "this training step")
+    return reports.verdict_exit(verdict, "this training step")
 
 
 def _print_training_compile(args, graph, result: TrainingResult, verdict: FitReport) -> None:
     before = training_graph(graph) if args.emit == "mir" else None
-    print_report_head(args, result.target, before, result.backward.bindings)
+    reports.print_report_head(args, result.target, before, result.backward.bindings)
     gradients = len(result.backward.graph.outputs) - 1
     print(f"training step: the loss and {gradients} gradients; forward graph {len(result.forward.graph)} nodes "
           f"after the pipeline")
-    print_stage_table(result.backward.stages, "pass (training step)")
+    reports.print_stage_table(result.backward.stages, "pass (training step)")
     plan = result.backward.plan
-    print(f"forward arena   {human_bytes(result.forward_arena_bytes)}  (inference plan; fixes the weights' offsets)")
-    print(f"training arena  {human_bytes(result.arena_bytes)}  (the step: weights at the forward offsets, and "
+    forward = reports.human_bytes(result.forward_arena_bytes)
+    print(f"forward arena   {forward}  (inference plan; fixes the weights' offsets)")
+    print(f"training arena  {reports.human_bytes(result.arena_bytes)}  (the step: weights at the forward offsets, and "
           "everything it computes)")
-    print(f"  weights       {human_bytes(result.weight_bytes)}")
-    print_lower_bound(plan, 16)
-    print_side_buffers(result.side_buffers, 16)
+    print(f"  weights       {reports.human_bytes(result.weight_bytes)}")
+    reports.print_lower_bound(plan, 16)
+    reports.print_side_buffers(result.side_buffers, 16)
     for name, offset in result.appended_weights.items():
         print(f"appended weight %{name} at offset {offset} (not in the forward layout)")
-    print(f"total           {human_bytes(result.total_bytes)}  (training arena + side buffers)")
-    print_verdict(verdict, 16)
-    print_report_tail(args, result.backward.graph, plan)
+    print(f"total           {reports.human_bytes(result.total_bytes)}  (training arena + side buffers)")
+    reports.print_verdict(verdict, 16)
+    reports.print_report_tail(args, result.backward.graph, plan)
 
 
 # --- fit --training ---------------------------------------------------------------------
