@@ -18,10 +18,13 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from rlxir.compiler import CompileOptions, plan_arena_bytes
+from rlxir.compiler import CompileOptions, FitReport, plan_arena_bytes
 from rlxir.devices import Capacity, ProbeMiss, Sources, format_bytes, probe_capacity
 from rlxir.graph import Graph
 from rlxir.target import Target, get_target
+
+DEFAULT_HEADROOM = 0.6
+"""Share of device memory the arena and its side buffers may use unless told otherwise."""
 
 
 def device_arena_limit(target: str | Target) -> int | None:
@@ -69,8 +72,8 @@ class Budget:
         return text
 
 
-def arena_budget(target: str | Target, headroom: float = 0.6, vram: int | None = None, which: str = "total",
-                 sources: Sources | None = None) -> Budget:
+def arena_budget(target: str | Target, headroom: float = DEFAULT_HEADROOM, vram: int | None = None,
+                 which: str = "total", sources: Sources | None = None) -> Budget:
     """min(ceiling, capacity x headroom) less the side buffers outside the arena.
 
     `vram` overrides the probe. Side buffers are fixed (BLAS/DNN workspaces) or a fraction
@@ -159,11 +162,10 @@ def fit_batch(target: str | Target, requested: int, headroom: float, build: Call
         return FitResult(target.name, requested, requested, None, budget, "unknown", (),
                          f"no budget to fit against ({budget.source}); returning the requested batch, unplanned")
     tried: list[Trial] = []
-    limit = budget.bytes
 
     def attempt(batch: int) -> Trial:
         arena = _arena_of(build(batch), target, options, bindings)
-        trial = Trial(batch, arena, arena <= limit)
+        trial = Trial(batch, arena, FitReport.judge(target, arena, budget).fits is True)
         tried.append(trial)
         if on_trial is not None:
             on_trial(trial)
