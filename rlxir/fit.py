@@ -21,11 +21,14 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from rlxir.compiler import CompileOptions, plan_arena_bytes
+from rlxir.compiler import CompileOptions, FitReport, plan_arena_bytes
 from rlxir.devices import Capacity, ProbeMiss, Sources, format_bytes, probe_capacity
 from rlxir.graph import Graph
 from rlxir.target import Target, get_target
 from rlxir.workers import WORKER_FAILED, Workers, can_fork
+
+DEFAULT_HEADROOM = 0.6
+"""Share of device memory the arena and its side buffers may use unless told otherwise."""
 
 
 def device_arena_limit(target: str | Target) -> int | None:
@@ -73,8 +76,8 @@ class Budget:
         return text
 
 
-def arena_budget(target: str | Target, headroom: float = 0.6, vram: int | None = None, which: str = "total",
-                 sources: Sources | None = None) -> Budget:
+def arena_budget(target: str | Target, headroom: float = DEFAULT_HEADROOM, vram: int | None = None,
+                 which: str = "total", sources: Sources | None = None) -> Budget:
     """min(ceiling, capacity x headroom) less the side buffers outside the arena.
 
     `vram` overrides the probe. Side buffers are fixed (BLAS/DNN workspaces) or a fraction
@@ -172,20 +175,20 @@ def fit_batch(target: str | Target, requested: int, headroom: float, build: Call
     if budget.bytes is None:
         return FitResult(target.name, requested, requested, None, budget, "unknown", (), 0, jobs,
                          f"no budget to fit against ({budget.source}); returning the requested batch, unplanned")
-    limit = budget.bytes
 
     def arena_at(batch: int) -> int:
         return _arena_of(build(batch), target, options, bindings)
 
+    def judged(batch: int, arena: int) -> Trial:
+        return Trial(batch, arena, FitReport.judge(target, arena, budget).fits is True)
+
     def plan_here(batch: int) -> Trial:
-        arena = arena_at(batch)
-        return Trial(batch, arena, arena <= limit)
+        return judged(batch, arena_at(batch))
 
     with Workers(arena_at, jobs) as workers:
         def plan_wave(batches: list[int]) -> list[Trial | None]:
             arenas = workers.map(batches, rerun_failures=False)
-            return [None if arena is WORKER_FAILED else Trial(batch, arena, arena <= limit)
-                    for batch, arena in zip(batches, arenas)]
+            return [None if arena is WORKER_FAILED else judged(batch, arena) for batch, arena in zip(batches, arenas)]
 
         search = search_batches(requested, jobs, plan_here, plan_wave, on_trial)
     fitting, failing = search.fitting, search.failing
@@ -193,8 +196,8 @@ def fit_batch(target: str | Target, requested: int, headroom: float, build: Call
         assert failing is not None  # with nothing fitting, the search ends only once batch 1 did not fit
         return FitResult(target.name, requested, None, failing.arena_bytes, budget, False, search.tried, search.rounds,
                          jobs, f"even batch 1 needs an arena of {failing.arena_bytes} B "
-                               f"({format_bytes(failing.arena_bytes)}), over the budget of {limit} B "
-                               f"({format_bytes(limit)})")
+                               f"({format_bytes(failing.arena_bytes)}), over the budget of {budget.bytes} B "
+                               f"({format_bytes(budget.bytes)})")
     reason = ("the requested batch fits" if failing is None
               else f"batch {fitting.batch} fits and batch {failing.batch} does not")
     return FitResult(target.name, requested, fitting.batch, fitting.arena_bytes, budget, True, search.tried,

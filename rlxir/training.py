@@ -65,6 +65,15 @@ class TrainingResult:
         return self.backward.side_buffers
 
     @property
+    def verdict_arena_bytes(self) -> int:
+        """The arena a fit verdict judges: the training arena, or the larger of the two
+        arenas when either is past the target's ceiling (the ABI refuses the step then)."""
+        arenas = (self.arena_bytes, self.forward_arena_bytes)
+        if any(exceeds_ceiling(self.target, arena) for arena in arenas):
+            return max(arenas)
+        return self.arena_bytes
+
+    @property
     def total_bytes(self) -> int:
         """The training arena plus the side buffers outside it."""
         return self.arena_bytes + sum(self.side_buffers.values())
