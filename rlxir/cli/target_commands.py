@@ -26,6 +26,7 @@ from rlxir.errors import Location, RlxError
 from rlxir.fit import fit_batch
 from rlxir.planning import PLANNERS
 from rlxir.target import available_targets
+from rlxir.workers import available_cores
 
 
 def register(subparsers) -> None:
@@ -50,7 +51,8 @@ def register(subparsers) -> None:
         description="Compile the graph at several batches with TARGET's own pipeline and planner (never an "
                     "estimate) and report the largest batch in 1..--max-batch whose arena fits the budget: device "
                     "memory (probed, or --vram) x --headroom, less side buffers, capped at the ABI ceiling. The "
-                    "search halves from --max-batch, then bisects: about 2 log2(max-batch) plans.",
+                    "search halves from --max-batch, then bisects: about 2 log2(max-batch) rounds of up to --jobs "
+                    "plans each.",
         epilog="example: rlxir fit examples/gpt2_small.rlx --target cuda --max-batch 64 --vram 24GiB -D S=1024")
     fit.add_argument("file", metavar="FILE", help="an .rlx file")
     fit.add_argument("--graph", metavar="NAME", help="the graph to use (default: the file's first graph)")
@@ -62,6 +64,9 @@ def register(subparsers) -> None:
                      help=f"the batch symbol (default: {BATCH_SYMBOL})")
     fit.add_argument("--max-batch", type=positive_int, required=True, metavar="N", help="the largest batch to consider")
     fit.add_argument("--json", action="store_true", help="print the result as JSON")
+    fit.add_argument("--jobs", type=positive_int, metavar="N",
+                     help="batches planned at once per search round, in worker processes (default: the cores "
+                          "available; 1: one after another); the answer is the same either way")
     add_compile_options(fit)
     fit.set_defaults(run=run_fit)
 
@@ -176,7 +181,7 @@ def run_fit(args: argparse.Namespace) -> int:
                       f"{'fits' if trial.fits else 'does not fit'}")
 
     result = fit_batch(target, args.max_batch, args.headroom, build, options=compile_options(args), budget=budget,
-                       bindings=others, on_trial=show)
+                       bindings=others, on_trial=show, jobs=args.jobs or available_cores())
     progress.clear()
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
@@ -196,6 +201,8 @@ def run_fit(args: argparse.Namespace) -> int:
         return 1
     arena = human_bytes(result.arena_bytes) if result.arena_bytes is not None else "not planned"
     plans = f"{len(result.tried)} plan{'' if len(result.tried) == 1 else 's'}"
+    if result.jobs > 1:
+        plans += f" in {result.rounds} round{'' if result.rounds == 1 else 's'} of up to {result.jobs}"
     print(f"largest batch that fits: {result.batch} (arena {arena}; {result.reason}; {plans})")
     return 0
 
