@@ -227,7 +227,8 @@ def search_batches(requested: int, jobs: int, plan_here: Callable[[int], Trial],
     `plan_wave`, the next batch and the `jobs - 1` unplanned batches the tree reaches
     after the fewest further outcomes (`_wave`); then the walk follows every outcome now
     known. Its path, and so its answer, is the serial one for any arenas; plans off the
-    path are spent CPU, kept in `tried`. A round of one batch, and a batch whose worker
+    path are spent CPU, kept in `tried`. The first round is the requested batch alone. A
+    round of one batch, and a batch whose worker
     failed (None from `plan_wave`) once the walk needs it, is planned by `plan_here`, so it
     raises what the serial search raises there.
     """
@@ -242,7 +243,10 @@ def search_batches(requested: int, jobs: int, plan_here: Callable[[int], Trial],
             fitting, failing = _after(trials[batch], fitting, failing)
             continue
         rounds += 1
-        wave = [batch] if batch in failed else _wave(requested, fitting, failing, trials, failed, jobs)
+        # The requested batch is planned alone: when it fits (a common first answer) the
+        # fit costs one plan and forks nothing; workers join from the second round on.
+        alone = batch in failed or not trials
+        wave = [batch] if alone else _wave(requested, fitting, failing, trials, failed, jobs)
         planned = plan_wave(wave) if len(wave) > 1 else [plan_here(batch)]
         failed.update(wave_batch for wave_batch, trial in zip(wave, planned) if trial is None)
         for trial in [trial for trial in planned if trial is not None]:

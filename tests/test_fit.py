@@ -149,10 +149,10 @@ def test_more_jobs_take_fewer_rounds_and_more_plans():
     serial = fit_batch("cuda", 64, 0.5, never, vram=24 * GIB)
     parallel = walk(64, never, serial.budget.bytes, 3)
     assert (serial.rounds, len(serial.tried)) == (7, 7)
-    # each round: the next batch, then the batches after the fewest outcomes, halving first:
-    # 64 (whose fitting ends the search), 32, 16; then 8, below it 4 and above it 12; ...
-    assert [trial.batch for trial in parallel.tried] == [64, 32, 16, 8, 4, 12, 2, 1, 3]
-    assert parallel.rounds == 3
+    # the requested 64 alone; then each round the next batch and the batches after the
+    # fewest outcomes, halving first: 32, below it 16 and above it 48; then 8, 4, 12; ...
+    assert [trial.batch for trial in parallel.tried] == [64, 32, 16, 48, 8, 4, 12, 2, 1, 3]
+    assert parallel.rounds == 4
 
 
 def flat_budget(limit):
