@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Protocol
 
@@ -14,11 +14,18 @@ from rlxir.planning.liveness import LivenessPlanner
 
 
 class Planner(Protocol):
-    """Places buffers in one arena. `time_budget` (seconds) matters to `best` only."""
+    """Places buffers in one arena. `time_budget` (seconds) matters to `best` only;
+    `progress`, when given, receives a one-line status now and then during long work."""
 
     name: str
 
-    def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None) -> PlanResult: ...
+    def plan(
+        self,
+        buffers: Sequence[Buffer],
+        alignment: int = 1,
+        time_budget: float | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> PlanResult: ...
 
 
 PLANNERS: Mapping[str, Planner] = MappingProxyType(
