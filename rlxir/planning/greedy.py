@@ -15,6 +15,9 @@ from rlxir.planning.problem import Problem
 # Placements between two looks at the clock (a few milliseconds of work).
 CHECK_EVERY = 1024
 
+# Buffers live per slot, on average, from which the occupancy tree keeps int64 arrays.
+_CROWDED_FROM = 64
+
 
 def place_in_order(
     problem: Problem,
@@ -69,4 +72,5 @@ def _tree_for(problem: Problem, order: list[int]) -> OccupancyTree:
     last_query = last_query_ranks(
         problem.slot_lo[indices], problem.slot_hi[indices], np.arange(len(order), dtype=np.int64), base
     )
-    return OccupancyTree(problem.slot_count, last_query, problem.int64_safe)
+    live_per_slot = int((problem.slot_hi - problem.slot_lo).sum()) / max(problem.slot_count, 1)
+    return OccupancyTree(problem.slot_count, last_query, problem.int64_safe, live_per_slot >= _CROWDED_FROM)
