@@ -119,16 +119,18 @@ class BestPlanner:
         best = _first_plan(problem, deadline, status)
         # A greedy pass costs several schedule-order passes: the first sets the floor.
         one_pass = time.perf_counter() - first_started
-        best = self._best_greedy(problem, lower, best, one_pass, deadline, status)
-        if best.arena > lower and self._searchable(problem) and time.perf_counter() < deadline:
+        best, one_pass = self._best_greedy(problem, lower, best, one_pass, deadline, status)
+        # Setting the search up (an n x n overlap matrix, the preorders) costs about a pass.
+        if best.arena > lower and self._searchable(problem) and time.perf_counter() + one_pass < deadline:
             best = _Bisection(problem, lower, best, deadline, self.seed, self.max_search_nodes, status).run()
         return problem.result(best.offsets, self.name, time.perf_counter() - started)
 
     def _best_greedy(
         self, problem: Problem, lower: int, best: _Incumbent, one_pass: float, deadline: float, status: _Status
-    ) -> _Incumbent:
+    ) -> tuple[_Incumbent, float]:
         """Try the greedy orders, `by_size` first; start each only if `one_pass` seconds
-        (what the last pass cost, at first the schedule-order pass) fit before `deadline`."""
+        (what the last pass cost, at first the schedule-order pass) fit before `deadline`.
+        Returns the best plan and what the last finished pass cost."""
         orders = (by_size, *_GREEDY_ORDERS)
         for number, order in enumerate(orders, start=1):
             # Greedy passes cost about the same; the first costs more than the sweep.
@@ -143,7 +145,7 @@ class BestPlanner:
             candidate = _Incumbent(offsets, _arena(problem, offsets))
             if candidate.arena < best.arena:
                 best = candidate
-        return best
+        return best, one_pass
 
     def _searchable(self, problem: Problem) -> bool:
         no_fixed = all(offset is None for offset in problem.fixed)
@@ -227,8 +229,6 @@ class _Bisection:
 
     def _improve(self, capacity: int, node_limit: int) -> bool:
         """Search for a placement within `capacity`; keep it if found."""
-        share = capacity / self.lower if self.lower else 1.0
-        self.status.say(f"search at {share:.4f}x the lower bound, {node_limit} nodes per try", self.best)
         found = self._try_capacity(capacity, node_limit)
         if found is None:
             return False
@@ -236,9 +236,12 @@ class _Bisection:
         return True
 
     def _try_capacity(self, capacity: int, node_limit: int) -> list[int] | None:
-        for order in self.orders:
+        share = capacity / self.lower if self.lower else 1.0
+        for number, order in enumerate(self.orders, start=1):
             if not self._budget_left():
                 return None
+            self.status.say(f"search at {share:.4f}x the lower bound, preorder {number}/{len(self.orders)}, "
+                            f"{node_limit} nodes", self.best)
             limit = node_limit if self.nodes_left is None else min(node_limit, self.nodes_left)
             found = self.search.solve(capacity, order, limit, self.deadline)
             if self.nodes_left is not None:
