@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import attrs
 import numpy as np
 
-from rlxir.planning.buffers import Buffer, PlanResult
+from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink
 from rlxir.planning.bump import bump_offsets
 from rlxir.planning.greedy import place_in_order
 from rlxir.planning.orderings import by_area, by_size, by_size_then_lifetime, peak_first
@@ -42,7 +42,7 @@ class _Incumbent:
 class _Status:
     """Formats the one-line progress of a `best` run for its `progress` sink."""
 
-    def __init__(self, sink: Callable[[str], None] | None, started: float, budget: float, lower: int):
+    def __init__(self, sink: ProgressSink | None, started: float, budget: float, lower: int):
         self.sink, self.started, self.budget, self.lower = sink, started, budget, lower
 
     def say(self, doing: str, best: _Incumbent | None) -> None:
@@ -97,13 +97,8 @@ class BestPlanner:
     max_search_nodes: int | None = None
     """Cap on the total search nodes (None: only the time budget limits the search)."""
 
-    def plan(
-        self,
-        buffers: Sequence[Buffer],
-        alignment: int = 1,
-        time_budget: float | None = None,
-        progress: Callable[[str], None] | None = None,
-    ) -> PlanResult:
+    def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None,
+             progress: ProgressSink | None = None) -> PlanResult:
         """Place `buffers` at `alignment` within about `time_budget` seconds (default 4.5).
 
         `progress` receives a status line (phase, share done, best ratio so far) every few

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import attrs
 
-from rlxir.planning.buffers import Buffer, PlanResult
+from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink
 from rlxir.planning.problem import Problem
 
 
@@ -24,13 +24,8 @@ class BumpPlanner:
 
     name: str = "bump"
 
-    def plan(
-        self,
-        buffers: Sequence[Buffer],
-        alignment: int = 1,
-        time_budget: float | None = None,
-        progress: Callable[[str], None] | None = None,
-    ) -> PlanResult:
+    def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None,
+             progress: ProgressSink | None = None) -> PlanResult:
         """Place `buffers` at `alignment`. `time_budget` and `progress` are accepted and
         ignored (one pass, O(n))."""
         started = time.perf_counter()

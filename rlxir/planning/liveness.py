@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from rlxir.planning.buffers import Buffer, PlanResult
+from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink
 from rlxir.planning.greedy import place_in_order
 from rlxir.planning.orderings import by_size, peak_first
 from rlxir.planning.problem import Problem
@@ -36,13 +36,8 @@ class LivenessPlanner:
     name: str = "liveness"
     retry_above: float = 1.01
 
-    def plan(
-        self,
-        buffers: Sequence[Buffer],
-        alignment: int = 1,
-        time_budget: float | None = None,
-        progress: Callable[[str], None] | None = None,
-    ) -> PlanResult:
+    def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None,
+             progress: ProgressSink | None = None) -> PlanResult:
         """Place `buffers` at `alignment`. `time_budget` is accepted and ignored (the
         passes always finish); `progress` hears how far each pass is."""
         started = time.perf_counter()
@@ -56,7 +51,7 @@ class LivenessPlanner:
         return attrs.evolve(result, seconds=time.perf_counter() - started)
 
 
-def _placing(sink: Callable[[str], None] | None, what: str) -> Callable[[int, int], None] | None:
+def _placing(sink: ProgressSink | None, what: str) -> Callable[[int, int], None] | None:
     if sink is None:
         return None
     return lambda placed, total: sink(f"liveness: {what}, {placed * 100 // max(total, 1)}% of {total} buffers")

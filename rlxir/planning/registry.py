@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Protocol
 
 from rlxir.planning.best import BestPlanner
-from rlxir.planning.buffers import Buffer, PlanResult
+from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink
 from rlxir.planning.bump import BumpPlanner
 from rlxir.planning.errors import PlanError
 from rlxir.planning.liveness import LivenessPlanner
@@ -19,13 +19,8 @@ class Planner(Protocol):
 
     name: str
 
-    def plan(
-        self,
-        buffers: Sequence[Buffer],
-        alignment: int = 1,
-        time_budget: float | None = None,
-        progress: Callable[[str], None] | None = None,
-    ) -> PlanResult: ...
+    def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None,
+             progress: ProgressSink | None = None) -> PlanResult: ...
 
 
 PLANNERS: Mapping[str, Planner] = MappingProxyType(
