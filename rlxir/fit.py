@@ -18,10 +18,13 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from rlxir.compiler import CompileOptions, plan_arena_bytes
-from rlxir.devices import Capacity, ProbeMiss, format_bytes, probe_capacity
+from rlxir.compiler import CompileOptions, FitReport, plan_arena_bytes
+from rlxir.devices import Capacity, ProbeMiss, Sources, format_bytes, probe_capacity
 from rlxir.graph import Graph
 from rlxir.target import Target, get_target
+
+DEFAULT_HEADROOM = 0.6
+"""Share of device memory the arena and its side buffers may use unless told otherwise."""
 
 
 def device_arena_limit(target: str | Target) -> int | None:
@@ -29,11 +32,12 @@ def device_arena_limit(target: str | Target) -> int | None:
     return get_target(target).arena_ceiling
 
 
-def device_capacity(target: str | Target, sources=None) -> Capacity | ProbeMiss:
+def device_capacity(target: str | Target, sources: Sources | None = None) -> Capacity | ProbeMiss:
     return probe_capacity(get_target(target).probe, sources)
 
 
-def device_capacity_bytes(target: str | Target, which: str = "total", sources=None) -> int | None:
+def device_capacity_bytes(target: str | Target, which: str = "total",
+                          sources: Sources | None = None) -> int | None:
     """Device memory the target's probe finds (`which`: "total" or "free"), or None."""
     found = device_capacity(target, sources)
     return found.bytes(which) if isinstance(found, Capacity) else None
@@ -68,8 +72,8 @@ class Budget:
         return text
 
 
-def arena_budget(target: str | Target, headroom: float = 0.6, vram: int | None = None, which: str = "total",
-                 sources=None) -> Budget:
+def arena_budget(target: str | Target, headroom: float = DEFAULT_HEADROOM, vram: int | None = None,
+                 which: str = "total", sources: Sources | None = None) -> Budget:
     """min(ceiling, capacity x headroom) less the side buffers outside the arena.
 
     `vram` overrides the probe. Side buffers are fixed (BLAS/DNN workspaces) or a fraction
@@ -82,6 +86,7 @@ def arena_budget(target: str | Target, headroom: float = 0.6, vram: int | None =
     fixed = sum(size for _, size in target.side_buffers)
     fraction = target.shadow_f16_fraction
     ceiling = target.arena_ceiling
+    capacity: int | None
     if vram is not None:
         capacity, source = vram, "given with --vram"
     else:
@@ -160,7 +165,7 @@ def fit_batch(target: str | Target, requested: int, headroom: float, build: Call
 
     def attempt(batch: int) -> Trial:
         arena = _arena_of(build(batch), target, options, bindings)
-        trial = Trial(batch, arena, arena <= budget.bytes)
+        trial = Trial(batch, arena, FitReport.judge(target, arena, budget).fits is True)
         tried.append(trial)
         if on_trial is not None:
             on_trial(trial)
@@ -193,11 +198,12 @@ def fit_batch(target: str | Target, requested: int, headroom: float, build: Call
                    f"batch {fitting.batch} fits and batch {failing.batch} does not")
 
 
-def _arena_of(built, target: Target, options: CompileOptions | None, bindings: Mapping[str, int] | None) -> int:
+def _arena_of(built: Graph | int, target: Target, options: CompileOptions | None,
+              bindings: Mapping[str, int] | None) -> int:
     if isinstance(built, int):
         return built
     return plan_arena_bytes(built, target, bindings, options)
 
 
-def _result(target: Target, requested: int, trial: Trial, budget: Budget, tried: list, reason: str) -> FitResult:
+def _result(target: Target, requested: int, trial: Trial, budget: Budget, tried: list[Trial], reason: str) -> FitResult:
     return FitResult(target.name, requested, trial.batch, trial.arena_bytes, budget, True, tuple(tried), reason)

@@ -16,6 +16,9 @@ from rlxir.planning.problem import Problem
 from rlxir.planning.search import HEURISTICS, CanonicalSearch, preorder
 from rlxir.planning.sweep import sweep_best_fit
 
+DEFAULT_TIME_BUDGET = 4.5
+"""Seconds `best` spends when it is given no time budget."""
+
 # Failed capacities per bisection round before the node limit doubles.
 _FAILED_STEPS = 6
 
@@ -87,7 +90,7 @@ class BestPlanner:
     """
 
     name: str = "best"
-    default_budget: float = 4.5
+    default_budget: float = DEFAULT_TIME_BUDGET
     """Seconds to spend when `plan` is not given a `time_budget`."""
     seed: int = 0
     """Seed of the random preorders the search uses once the fixed heuristics are tried."""
@@ -99,7 +102,7 @@ class BestPlanner:
 
     def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None,
              progress: ProgressSink | None = None) -> PlanResult:
-        """Place `buffers` at `alignment` within about `time_budget` seconds (default 4.5).
+        """Place `buffers` at `alignment` within about `time_budget` seconds (default `default_budget`).
 
         `progress` receives a status line (phase, share done, best ratio so far) every few
         milliseconds of work; the caller throttles it.

@@ -9,7 +9,6 @@ fill depends on a value's readers, which rewrites change); outputs compare by po
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
