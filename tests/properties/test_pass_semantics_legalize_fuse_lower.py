@@ -18,7 +18,7 @@ from rlxir.testing.pass_graphs import pass_graphs
 from rlxir.verifier import verify
 
 TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def outputs(graph, feeds):

@@ -23,7 +23,7 @@ from rlxir.pipeline import run_pipeline
 from rlxir.testing.pass_graphs import pass_graphs
 from rlxir.testing.strategies import bindings_for
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EXACT = {"rtol": 1e-6, "atol": 1e-6}
 """Rewrites that compute every element the same way (expands, inlined chains, folds)."""
 REASSOCIATED = {"rtol": 1e-3, "atol": 1e-4}
