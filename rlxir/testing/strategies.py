@@ -116,8 +116,8 @@ def graphs(
       an op over consts, ...); a motif's result is read later or is an output.
 
     The last op drawn (a dead motif's aside) is always an output; a few other values may be
-    too. Graphs may hold unused leaves and dead ops (as real pass inputs do). Only shapes and dtypes are
-    constrained, not data: `log` or `sqrt` of an input may be NaN when it runs.
+    too. Graphs may hold unused leaves and dead ops (as real pass inputs do). Only shapes
+    and dtypes are constrained, not data: `log` or `sqrt` of an input may be NaN when it runs.
     """
     config = _config(dtypes, symbols, ops, float_only, max_rank, max_dim, leaves_first, special_floats)
     config = attrs.evolve(config, motifs=_motifs(motifs, config.dtypes))
