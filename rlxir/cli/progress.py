@@ -28,16 +28,20 @@ def clear() -> None:
 
 
 class PassProgress(Instrument):
-    """Names each pass of a pipeline as it starts: ``cuda: pass 3/12 fuse (2.1 s)``."""
+    """Names each pass of a pipeline as it starts: ``cuda: pass 3/12 fuse (2.1 s)``; once
+    the pipeline is done, the planning that follows: ``planning 40 nodes with best ...``."""
 
-    def __init__(self, label: str, total: int):
-        self.label, self.total = label, total
+    def __init__(self, label: str, total: int, planner: str):
+        self.label, self.total, self.planner = label, total, planner
         self.started = time.perf_counter()
 
     def before_pass(self, index, entry, graph, ctx) -> None:
         elapsed = time.perf_counter() - self.started
         if elapsed >= PASS_LINES_AFTER_SECONDS:
             show(f"{self.label}: pass {index + 1}/{self.total} {entry.name} ({elapsed:.1f} s, {len(graph)} nodes)")
+
+    def finish(self, graph, ctx) -> None:
+        show(f"planning {len(graph)} nodes with {self.planner} ...")
 
 
 __all__ = ["PassProgress", "clear", "show"]

@@ -14,6 +14,9 @@ from rlxir.planning.orderings import by_area, by_size, by_size_then_lifetime, pe
 from rlxir.planning.problem import Problem
 from rlxir.planning.search import HEURISTICS, CanonicalSearch, preorder
 
+DEFAULT_TIME_BUDGET = 4.5
+"""Seconds `best` spends when it is given no time budget."""
+
 # Failed capacities per bisection round before the node limit doubles.
 _FAILED_STEPS = 6
 
@@ -56,7 +59,7 @@ class BestPlanner:
     """
 
     name: str = "best"
-    default_budget: float = 4.5
+    default_budget: float = DEFAULT_TIME_BUDGET
     """Seconds to spend when `plan` is not given a `time_budget`."""
     seed: int = 0
     """Seed of the random preorders the search uses once the fixed heuristics are tried."""
@@ -67,7 +70,7 @@ class BestPlanner:
     """Cap on the total search nodes (None: only the time budget limits the search)."""
 
     def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None) -> PlanResult:
-        """Place `buffers` at `alignment` within about `time_budget` seconds (default 5)."""
+        """Place `buffers` at `alignment` within about `time_budget` seconds (default `default_budget`)."""
         started = time.perf_counter()
         deadline = started + (self.default_budget if time_budget is None else time_budget)
         problem = Problem.build(buffers, alignment)
