@@ -9,7 +9,6 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from rlxir.errors import RlxError  # noqa: E402
 from rlxir.importers import UnsupportedModel  # noqa: E402
 from rlxir.importers.onnx import import_onnx  # noqa: E402
 
@@ -307,12 +306,3 @@ def test_unsupported_ops_are_listed_with_counts():
     with pytest.raises(UnsupportedModel) as error:
         import_onnx(model)
     assert "2 ONNX op types have no rlx mapping: Hardmax x2, NonZero x1" in error.value.message
-
-
-def test_a_slice_with_a_step_on_a_symbolic_dim_is_refused_naming_the_node():
-    nodes = [helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"], name="strided")]
-    model = make_model(nodes, [("x", F, ["N", 8])], [("y", F, None)],
-                       [("s", np.array([0], np.int64)), ("e", np.array([8], np.int64)), ("a", np.array([0], np.int64)),
-                        ("st", np.array([2], np.int64))])
-    with pytest.raises(RlxError, match="ONNX node 'strided' \\(Slice\\): a Slice with step 2 of the symbolic dim"):
-        import_onnx(model)
