@@ -9,6 +9,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+from rlxir.errors import RlxError  # noqa: E402
 from rlxir.importers import UnsupportedModel  # noqa: E402
 from rlxir.importers.onnx import import_onnx  # noqa: E402
 
@@ -306,3 +307,13 @@ def test_unsupported_ops_are_listed_with_counts():
     with pytest.raises(UnsupportedModel) as error:
         import_onnx(model)
     assert "2 ONNX op types have no rlx mapping: Hardmax x2, NonZero x1" in error.value.message
+
+
+def test_a_value_nothing_defines_is_an_error_naming_the_reading_node():
+    """A node reads a value no input, initializer or earlier node defines (a cut model):
+    the error names the node and the value, whichever converter reads its shape first."""
+    nodes = [helper.make_node("Concat", ["x", "missing"], ["y"], name="joined", axis=1)]
+    model = make_model(nodes, [("x", F, ["N", 4])], [("y", F, ["N", None])])
+    with pytest.raises(RlxError, match=r"ONNX node 'joined' \(Concat\): ONNX value 'missing' is read "
+                                          r"before it is defined"):
+        import_onnx(model)
