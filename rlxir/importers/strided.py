@@ -44,7 +44,7 @@ def slice_any(builder: GraphBuilder, value: str, axis: int, start: Dim, end: Dim
         return _static_slice(builder, value, axis, range(*slice(start, end, step).indices(dim)), hint)
     if is_static(dim):
         raise UnsupportedModel(f"a slice of the static dim {dim} from {format_dim(start)} to {format_dim(end)}",
-                               expected="bounds that are integers, or dims of the sliced value's own symbolic dim")
+                               expected="integer bounds (a bound computed from a symbolic dim slices only that dim)")
     first, stop = _position(dim, start, step, True), _position(dim, end, step, False)
     if step == 1 and first == 0 and stop == dim:
         return value

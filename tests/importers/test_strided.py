@@ -109,6 +109,19 @@ def test_a_bound_that_is_not_the_dim_plus_an_integer_is_a_located_error():
         import_onnx(model)
 
 
+def test_a_static_dim_sliced_by_a_symbolic_bound_is_a_located_error():
+    """A table of 16 positions cut to the length S of another input: the count S is only
+    right while S <= 16, which no dim expression says."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one"], ["length"], axis=0),
+             helper.make_node("Slice", ["table", "zero", "length", "zero"], ["y"], name="positions")]
+    arrays = [("one", np.array([1], np.int64)), ("zero", np.array([0], np.int64)), ("table", np.ones((16, 3), np.float32))]
+    model = make_model(nodes, [("x", F, ["N", "S", 3])], [("y", F, [None, 3])], arrays)
+    with pytest.raises(UnsupportedModel, match=r"ONNX node 'positions' \(Slice\): a slice of the static dim 16 "
+                                               r"from 0 to S"):
+        import_onnx(model)
+
+
 def test_a_zero_step_is_a_located_error():
     with pytest.raises(UnsupportedModel, match=r"ONNX node 'strided' \(Slice\): a slice with step 0"):
         import_onnx(onnx_slice(0, INT_MAX, 0))
