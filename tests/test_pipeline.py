@@ -26,28 +26,23 @@ class _Configurable(Pass):
         return False
 
 
-@register_pass
-@attrs.frozen
-class _NeedsCse(Pass):
-    """Declares that cse must run earlier."""
+def _ordering_only(name: str, doc: str, **ordering: tuple[str, ...]) -> type[Pass]:
+    """Register a pass that changes nothing and only declares its place (requires=, must_precede=)."""
 
-    name = "test-needs-cse"
-    requires = ("cse",)
+    @attrs.frozen
+    class OrderingOnly(Pass):
+        def run(self, graph, ctx) -> bool:
+            return False
 
-    def run(self, graph, ctx) -> bool:
-        return False
+    OrderingOnly.name = name
+    OrderingOnly.__doc__ = doc
+    for key, value in ordering.items():
+        setattr(OrderingOnly, key, value)
+    return register_pass(OrderingOnly)
 
 
-@register_pass
-@attrs.frozen
-class _BeforeDce(Pass):
-    """Declares that it must run before dce."""
-
-    name = "test-before-dce"
-    must_precede = ("dce",)
-
-    def run(self, graph, ctx) -> bool:
-        return False
+_ordering_only("test-needs-cse", "Declares that cse must run earlier.", requires=("cse",))
+_ordering_only("test-before-dce", "Declares that it must run before dce.", must_precede=("dce",))
 
 
 def test_text_round_trips():
