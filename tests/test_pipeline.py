@@ -9,6 +9,8 @@ import rlxir
 from rlxir.pass_base import Pass, option, register_pass
 from rlxir.pipeline import Pipeline, PipelineError, parse_pipeline, run_pipeline
 
+from inline_passes import register_test_pass
+
 
 @register_pass
 @attrs.frozen
@@ -26,23 +28,8 @@ class _Configurable(Pass):
         return False
 
 
-def _ordering_only(name: str, doc: str, **ordering: tuple[str, ...]) -> type[Pass]:
-    """Register a pass that changes nothing and only declares its place (requires=, must_precede=)."""
-
-    @attrs.frozen
-    class OrderingOnly(Pass):
-        def run(self, graph, ctx) -> bool:
-            return False
-
-    OrderingOnly.name = name
-    OrderingOnly.__doc__ = doc
-    for key, value in ordering.items():
-        setattr(OrderingOnly, key, value)
-    return register_pass(OrderingOnly)
-
-
-_ordering_only("test-needs-cse", "Declares that cse must run earlier.", requires=("cse",))
-_ordering_only("test-before-dce", "Declares that it must run before dce.", must_precede=("dce",))
+register_test_pass("test-needs-cse", "Declares that cse must run earlier.", requires=("cse",))
+register_test_pass("test-before-dce", "Declares that it must run before dce.", must_precede=("dce",))
 
 
 def test_text_round_trips():
