@@ -27,6 +27,22 @@ def clear() -> None:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
 
 
+class Throttled:
+    """A progress sink for work that reports often (a planner): passes a message on to
+    `show` at most every `interval` seconds, and nothing when stderr is not a terminal."""
+
+    def __init__(self, interval: float = 0.1):
+        self.interval = interval
+        self.enabled = sys.stderr.isatty()
+        self.shown_at = -interval
+
+    def __call__(self, message: str) -> None:
+        now = time.perf_counter()
+        if self.enabled and now - self.shown_at >= self.interval:
+            self.shown_at = now
+            show(message)
+
+
 class PassProgress(Instrument):
     """Names each pass of a pipeline as it starts: ``cuda: pass 3/12 fuse (2.1 s)``; once
     the pipeline is done, the planning that follows: ``planning 40 nodes with best ...``."""
@@ -44,4 +60,4 @@ class PassProgress(Instrument):
         show(f"planning {len(graph)} nodes with {self.planner} ...")
 
 
-__all__ = ["PassProgress", "clear", "show"]
+__all__ = ["PassProgress", "Throttled", "clear", "show"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 from rlxir.cli import progress
@@ -24,8 +25,12 @@ from rlxir.compiler import FitReport, plan_compile
 from rlxir.devices import format_bytes
 from rlxir.errors import Location, RlxError
 from rlxir.fit import fit_batch
-from rlxir.planning import PLANNERS
+from rlxir.planning import DEFAULT_TIME_BUDGET, PLANNERS
 from rlxir.target import available_targets
+from rlxir.workers import available_cores
+
+# Where `_process_seconds` counts from when /proc is not there.
+_IMPORTED = time.perf_counter()
 
 
 def register(subparsers) -> None:
@@ -53,6 +58,9 @@ def register(subparsers) -> None:
                      help=f"the batch symbol (default: {BATCH_SYMBOL})")
     fit.add_argument("--max-batch", type=positive_int, required=True, metavar="N", help="the largest batch to consider")
     fit.add_argument("--json", action="store_true", help="print the result as JSON")
+    fit.add_argument("--jobs", type=positive_int, metavar="N",
+                     help="batches planned at once per search round, in worker processes (default: the cores "
+                          "available; 1: one after another); the answer is the same either way")
     add_compile_options(fit)
 
     compare = add_command(subparsers, "compare", run_compare,
@@ -85,7 +93,9 @@ def register(subparsers) -> None:
     plan_csv.add_argument("file", metavar="FILE.csv")
     plan_csv.add_argument("--planner", choices=sorted(PLANNERS), default="liveness", help="default: liveness")
     plan_csv.add_argument("--alignment", type=positive_int, default=1, metavar="N", help="default: 1")
-    plan_csv.add_argument("--time-budget", type=time_budget, metavar="S", help="seconds for the best planner")
+    plan_csv.add_argument("--time-budget", type=time_budget, metavar="S",
+                          help="with --planner best: seconds for the whole command, from process start to the "
+                               f"report (default {DEFAULT_TIME_BUDGET:g})")
     plan_csv.add_argument("--offsets", metavar="OUT.csv", help="write the solution with an offset column")
     plan_csv.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -133,7 +143,8 @@ def run_fit(args: argparse.Namespace) -> int:
     """Compile the graph at several batches with TARGET's own pipeline and planner (never an
     estimate) and report the largest batch in 1..--max-batch whose arena fits the budget: device
     memory (probed, or --vram) x --headroom, less side buffers, capped at the ABI ceiling. The
-    search halves from --max-batch, then bisects: about 2 log2(max-batch) plans."""
+    search halves from --max-batch, then bisects: about 2 log2(max-batch) rounds of up to --jobs
+    plans each."""
     target = cli_target(args.target, args)
     graph = read_graph(args)
     if args.batch_dim not in graph.symbols:
@@ -158,7 +169,7 @@ def run_fit(args: argparse.Namespace) -> int:
                       f"{'fits' if trial.fits else 'does not fit'}")
 
     result = fit_batch(target, args.max_batch, args.headroom, build, options=compile_options(args), budget=budget,
-                       bindings=others, on_trial=show)
+                       bindings=others, on_trial=show, jobs=args.jobs or available_cores())
     progress.clear()
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
@@ -178,6 +189,8 @@ def run_fit(args: argparse.Namespace) -> int:
         return 1
     arena = human_bytes(result.arena_bytes) if result.arena_bytes is not None else "not planned"
     plans = f"{len(result.tried)} plan{'' if len(result.tried) == 1 else 's'}"
+    if result.jobs > 1:
+        plans += f" in {result.rounds} round{'' if result.rounds == 1 else 's'} of up to {result.jobs}"
     print(f"largest batch that fits: {result.batch} (arena {arena}; {result.reason}; {plans})")
     return 0
 
@@ -269,6 +282,28 @@ def checked_plot_path(path: str) -> None:
                        expected="a file ending in one of: " + ", ".join("." + name for name in sorted(formats)))
 
 
+def _planning_budget(planner, budget: float | None, reading: float) -> float | None:
+    """What is left for `best` of the command's `budget` (its default when None), which
+    counts from process start: minus the time already spent, and minus 1.5 x `reading`
+    for what follows the plan (validating it costs about as much as reading the file did,
+    freeing the buffers at exit about half as much)."""
+    if planner.name != "best":
+        return budget
+    total = planner.default_budget if budget is None else budget
+    return max(total - _process_seconds() - 1.5 * reading, 0.0)
+
+
+def _process_seconds() -> float:
+    """Seconds since this process started (Linux: from /proc; elsewhere since the CLI's
+    import, which misses the interpreter's own start-up)."""
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            started_ticks = int(stat.read().rpartition(")")[2].split()[19])
+            return max(float(uptime.read().split()[0]) - started_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return time.perf_counter() - _IMPORTED
+
+
 def run_plan_csv(args: argparse.Namespace) -> int:
     """Read buffers as CSV (id,lower,upper,size with half-open [lower, upper)), plan them, validate
     the placement, and print arena, lower bound and their ratio."""
@@ -280,10 +315,14 @@ def run_plan_csv(args: argparse.Namespace) -> int:
         checked_output_file(args.offsets, "--offsets", [args.file])
     try:
         progress.show(f"reading {args.file} ...")
+        read_started = time.perf_counter()
         buffers = read_instance(args.file)
+        reading = time.perf_counter() - read_started
         progress.show(f"planning {len(buffers)} buffers with {args.planner} ...")
+        planner = get_planner(args.planner)
         started = time.perf_counter()
-        result = get_planner(args.planner).plan(buffers, args.alignment, args.time_budget)
+        result = planner.plan(buffers, args.alignment, _planning_budget(planner, args.time_budget, reading),
+                              progress.Throttled())
         seconds = time.perf_counter() - started
         progress.show(f"validating the placement of {len(buffers)} buffers ...")
         validate_plan(buffers, result.offsets, args.alignment, result.arena_bytes)
