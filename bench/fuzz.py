@@ -13,7 +13,6 @@ to become regression tests.
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from rlxir.testing.fuzz import fuzzed_commands, run_command, seed_texts, write_input
+from rlxir.testing.fuzz import fuzzed_commands, seed_texts
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -35,10 +34,7 @@ def fuzz_one(command, examples: int, seed: int) -> tuple[Counter, list, float]:
     @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(text=command.inputs)
     def trial(text):
-        with tempfile.TemporaryDirectory() as scratch:
-            folder = Path(scratch)
-            path = write_input(folder, "input" + command.suffix, text)
-            result = run_command(command.arguments(path, text, folder))
+        result = command.run_on(text)
         codes["crash" if result.crashed else result.code] += 1
         if result.crashed:
             crashes.append((text, result))

@@ -76,6 +76,16 @@ def gpt2_block(x: str, prefix: str) -> tuple[list[str], str]:
     return lines, f"{p}out"
 
 
+def stacked_blocks(block, hidden: str, count: int, prefix: str) -> tuple[list[str], str]:
+    """COUNT blocks in a row, block i named by ``prefix.format(i)`` and reading the output of
+    block i - 1 (the first reads HIDDEN): (their lines, the last block's output)."""
+    lines: list[str] = []
+    for layer in range(count):
+        body, hidden = block(hidden, prefix.format(layer))
+        lines += body
+    return lines, hidden
+
+
 def gpt2_block_graph() -> str:
     body, out = gpt2_block("x", "")
     return graph_text("gpt2_block(B, S)", [f"input %x : f32[B, S, {D_MODEL}]", *body, f"output %{out}"])
@@ -91,10 +101,8 @@ def gpt2_small_graph() -> str:
         "%pos_emb = gather(%wpe, %positions)",
         "%h = add(%tok_emb, %pos_emb)",
     ]
-    hidden = "h"
-    for layer in range(LAYERS):
-        body, hidden = gpt2_block(hidden, f"h{layer}.")
-        lines += body
+    body, hidden = stacked_blocks(gpt2_block, "h", LAYERS, "h{}.")
+    lines += body
     lines += [
         f"param %ln_f.weight : f32[{D_MODEL}]",
         f"param %ln_f.bias : f32[{D_MODEL}]",
@@ -236,10 +244,8 @@ def mamba_lm_graph() -> str:
         "const %one.i64 : i64[] = 1",
         "%h = gather(%embeddings.weight, %tokens)",
     ]
-    hidden = "h"
-    for layer in range(MAMBA_LAYERS):
-        body, hidden = mamba_block(hidden, f"layers.{layer}.")
-        lines += body
+    body, hidden = stacked_blocks(mamba_block, "h", MAMBA_LAYERS, "layers.{}.")
+    lines += body
     lines += [
         f"param %norm_f.weight : f32[{d}]",
         f"%norm_f = rmsnorm(%{hidden}, %norm_f.weight) {{eps = 1e-5}}",

@@ -289,15 +289,20 @@ def _norm_axes(vjp: VJP, x: str) -> list[int]:
     return list(range(normalize_axis(vjp.attr("axis"), rank), rank))
 
 
+def _rms_normalized(vjp: VJP, values: str, axes: list[int]) -> tuple[str, str]:
+    """r = rsqrt(mean(values^2 over axes) + eps), and values r: what both norms divide by."""
+    mean_square = vjp.emit("reduce_mean", [vjp.mul(values, values)], axes=axes, keepdims=True)
+    inverse = vjp.emit("rsqrt", [vjp.emit("add", [mean_square, vjp.scalar(vjp.attr("eps"))])])
+    return inverse, vjp.mul(values, inverse)
+
+
 def vjp_layernorm(vjp: VJP) -> dict:
     """With xhat = (x - mean) r, r = rsqrt(var + eps): dgamma = sum g xhat, dbeta = sum g,
     dx = r (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) where dxhat = g gamma."""
     x, gamma, beta = vjp.operands
     axes = _norm_axes(vjp, x)
     centered = vjp.emit("sub", [x, vjp.emit("reduce_mean", [x], axes=axes, keepdims=True)])
-    variance = vjp.emit("reduce_mean", [vjp.mul(centered, centered)], axes=axes, keepdims=True)
-    inverse = vjp.emit("rsqrt", [vjp.emit("add", [variance, vjp.scalar(vjp.attr("eps"))])])
-    normalized = vjp.mul(centered, inverse)
+    inverse, normalized = _rms_normalized(vjp, centered, axes)  # the mean of centered^2 is the variance
     grads = {}
     if vjp.wants[1]:
         grads[1] = vjp.unbroadcast(vjp.mul(vjp.grad, normalized), vjp.shape(gamma))
@@ -317,9 +322,7 @@ def vjp_rmsnorm(vjp: VJP) -> dict:
     dx = r (dxhat - xhat mean(dxhat xhat)) where dxhat = g gamma."""
     x, gamma = vjp.operands
     axes = _norm_axes(vjp, x)
-    mean_square = vjp.emit("reduce_mean", [vjp.mul(x, x)], axes=axes, keepdims=True)
-    inverse = vjp.emit("rsqrt", [vjp.emit("add", [mean_square, vjp.scalar(vjp.attr("eps"))])])
-    normalized = vjp.mul(x, inverse)
+    inverse, normalized = _rms_normalized(vjp, x, axes)
     grads = {}
     if vjp.wants[1]:
         grads[1] = vjp.unbroadcast(vjp.mul(vjp.grad, normalized), vjp.shape(gamma))

@@ -104,24 +104,36 @@ def _import(sources: Sources, name: str):
         return None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
-# --- NVIDIA -----------------------------------------------------------------------------
-def _nvml(sources: Sources):
-    pynvml, error = _import(sources, "pynvml")
-    if pynvml is None:
-        return None, f"pynvml not importable ({error})"
+def _vendor_binding(sources: Sources, module: str, library: str, read):
+    """Import a vendor's Python binding and READ it: (Capacity, None), or (None, why not).
+
+    A missing binding and any error its library raises while it is read are reasons, not
+    exceptions, so the next source is tried."""
+    binding, error = _import(sources, module)
+    if binding is None:
+        return None, f"{module} not importable ({error})"
     try:
-        pynvml.nvmlInit()
-        try:
-            count = pynvml.nvmlDeviceGetCount()
-            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-            memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
-            name = pynvml.nvmlDeviceGetName(handle)
-        finally:
-            pynvml.nvmlShutdown()
+        return read(binding)
     except Exception as error:
-        return None, f"NVML failed ({type(error).__name__}: {error})"
+        return None, f"{library} failed ({type(error).__name__}: {error})"
+
+
+# --- NVIDIA -----------------------------------------------------------------------------
+def _read_nvml(pynvml):
+    pynvml.nvmlInit()
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+        name = pynvml.nvmlDeviceGetName(handle)
+    finally:
+        pynvml.nvmlShutdown()
     name = name.decode() if isinstance(name, bytes) else str(name)
     return Capacity(int(memory.total), int(memory.free), "nvml", name, int(count)), None
+
+
+def _nvml(sources: Sources):
+    return _vendor_binding(sources, "pynvml", "NVML", _read_nvml)
 
 
 def parse_nvidia_smi(text: str) -> list[tuple[int, int, int]]:
@@ -147,23 +159,21 @@ def _nvidia_smi(sources: Sources):
 
 
 # --- AMD --------------------------------------------------------------------------------
-def _amdsmi(sources: Sources):
-    amdsmi, error = _import(sources, "amdsmi")
-    if amdsmi is None:
-        return None, f"amdsmi not importable ({error})"
+def _read_amdsmi(amdsmi):
+    amdsmi.amdsmi_init()
     try:
-        amdsmi.amdsmi_init()
-        try:
-            handles = amdsmi.amdsmi_get_processor_handles()
-            if not handles:
-                return None, "amdsmi found no GPU"
-            usage = amdsmi.amdsmi_get_gpu_vram_usage(handles[0])
-        finally:
-            amdsmi.amdsmi_shut_down()
-    except Exception as error:
-        return None, f"amdsmi failed ({type(error).__name__}: {error})"
+        handles = amdsmi.amdsmi_get_processor_handles()
+        if not handles:
+            return None, "amdsmi found no GPU"
+        usage = amdsmi.amdsmi_get_gpu_vram_usage(handles[0])
+    finally:
+        amdsmi.amdsmi_shut_down()
     total, used = int(usage["vram_total"]) * MIB, int(usage["vram_used"]) * MIB
     return Capacity(total, total - used, "amdsmi", "GPU 0", len(handles)), None
+
+
+def _amdsmi(sources: Sources):
+    return _vendor_binding(sources, "amdsmi", "amdsmi", _read_amdsmi)
 
 
 def parse_rocm_smi(text: str) -> list[tuple[int, int]]:

@@ -352,18 +352,19 @@ class _Callbacks(Transformer):
 
     # --- statements ---------------------------------------------------------------------
     def input_stmt(self, children):
-        builder = self.builder
-        value, type_token, *facts = children
-        name = builder.define(value)
-        builder.graph.add_input(name, builder.tensor_type(type_token), builder.defined_at[name],
-                                builder.fill_facts("input", facts[0] if facts else None))
+        self._interface_value(children, "input")
 
     def param_stmt(self, children):
+        self._interface_value(children, "param")
+
+    def _interface_value(self, children, kind: str) -> None:
+        """``input``/``param %NAME : TYPE [fill facts]``: define the name, add the value."""
         builder = self.builder
         value, type_token, *facts = children
         name = builder.define(value)
-        builder.graph.add_param(name, builder.tensor_type(type_token), builder.defined_at[name],
-                                builder.fill_facts("param", facts[0] if facts else None))
+        add = builder.graph.add_input if kind == "input" else builder.graph.add_param
+        add(name, builder.tensor_type(type_token), builder.defined_at[name],
+            builder.fill_facts(kind, facts[0] if facts else None))
 
     def const_stmt(self, children):
         builder = self.builder

@@ -46,6 +46,13 @@ def assert_gradients_agree(graph: rlxir.Graph, **options) -> None:
     assert report.agrees, report.explain()
 
 
+def checked_grad(text: str) -> rlxir.Graph:
+    """The backward graph of TEXT's graph, whose gradients agree with finite differences."""
+    graph = parse(text)
+    assert_gradients_agree(graph)
+    return rlxir.grad(graph)
+
+
 # --- the backward graph ----------------------------------------------------------------
 def test_backward_graph_is_the_forward_graph_followed_by_the_backward_one():
     forward = parse(MLP_LOSS)
@@ -74,7 +81,7 @@ def test_wrt_picks_inputs_and_params_in_the_order_given():
 
 
 def test_broadcast_operands_get_gradients_summed_back_to_their_shape():
-    graph = parse("""graph g {
+    backward = checked_grad("""graph g {
   param %w : f64[1, 4]
   param %v : f64[3, 1]
   param %s : f64[]
@@ -84,13 +91,11 @@ def test_broadcast_operands_get_gradients_summed_back_to_their_shape():
   %loss = reduce_sum(%c) {axes = [0, 1]}
   output %loss
 }""")
-    backward = rlxir.grad(graph)
     assert [backward.type(name).shape for name in backward.outputs[1:]] == [(1, 4), (3, 1), ()]
-    assert_gradients_agree(graph)
 
 
 def test_contributions_from_every_user_are_summed():
-    graph = parse("""graph g {
+    backward = checked_grad("""graph g {
   param %w : f64[3]
   %a = mul(%w, %w)
   %b = sin(%w)
@@ -98,13 +103,11 @@ def test_contributions_from_every_user_are_summed():
   %loss = reduce_sum(%c) {axes = [0]}
   output %loss
 }""")
-    backward = rlxir.grad(graph)
     assert backward.op("grad.w") == "add"
-    assert_gradients_agree(graph)
 
 
 def test_slices_of_one_value_share_one_concat():
-    graph = parse("""graph g {
+    backward = checked_grad("""graph g {
   param %w : f64[2, 10]
   %left = slice(%w) {axis = 1, start = 0, len = 4}
   %right = slice(%w) {axis = 1, start = 6, len = 4}
@@ -116,12 +119,10 @@ def test_slices_of_one_value_share_one_concat():
   %loss = reduce_sum(%all) {axes = [0, 1]}
   output %loss
 }""")
-    backward = rlxir.grad(graph)
     concats = [name for name in backward.ops() if backward.op(name) == "concat"]
     # left and right share one concat (a zero gap between them); the overlapping slice has its own
     assert len(concats) == 2
     assert sorted(len(backward.operands(name)) for name in concats) == [3, 3]
-    assert_gradients_agree(graph)
 
 
 def test_symbolic_graphs_differentiate_without_binding():

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import io
 
-import attrs
 import pytest
 
 import rlxir
 from rlxir.instruments import DumpStages, PrintIR, Reproducer, TimePasses, VerifyEach
-from rlxir.pass_base import Pass, register_pass
 from rlxir.pipeline import PassFailure, run_pipeline
+
+from inline_passes import register_test_pass
 
 TEXT = """\
 graph g(B) {
@@ -24,40 +24,24 @@ graph g(B) {
 """
 
 
-@register_pass
-@attrs.frozen
-class _Liar(Pass):
-    """Changes the graph and claims it did not."""
-
-    name = "test-liar"
-
-    def run(self, graph, ctx) -> bool:
-        graph.add_op("relu", ("x",))
-        return False
+def _add_a_node_and_deny_it(graph, ctx) -> bool:
+    graph.add_op("relu", ("x",))
+    return False
 
 
-@register_pass
-@attrs.frozen
-class _Breaker(Pass):
-    """Leaves a wrong result type behind."""
-
-    name = "test-breaker"
-
-    def run(self, graph, ctx) -> bool:
-        graph.set_type("a", graph.type("a").with_dtype(rlxir.DType.f16))
-        return True
+def _leave_a_wrong_result_type(graph, ctx) -> bool:
+    graph.set_type("a", graph.type("a").with_dtype(rlxir.DType.f16))
+    return True
 
 
-@register_pass
-@attrs.frozen
-class _Crasher(Pass):
-    """Fails halfway through."""
+def _fail_halfway(graph, ctx) -> bool:
+    graph.add_op("relu", ("x",), name="half_done")
+    raise ZeroDivisionError("boom")
 
-    name = "test-crasher"
 
-    def run(self, graph, ctx) -> bool:
-        graph.add_op("relu", ("x",), name="half_done")
-        raise ZeroDivisionError("boom")
+register_test_pass("test-liar", "Changes the graph and claims it did not.", _add_a_node_and_deny_it)
+register_test_pass("test-breaker", "Leaves a wrong result type behind.", _leave_a_wrong_result_type)
+register_test_pass("test-crasher", "Fails halfway through.", _fail_halfway)
 
 
 @pytest.fixture

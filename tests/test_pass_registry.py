@@ -24,28 +24,21 @@ def test_builtin_passes_are_found_by_name():
     assert get_pass("no-such-pass") is None
 
 
-def test_names_must_be_kebab_case():
+@pytest.mark.parametrize(
+    "pass_name, refusal",
+    [("Bad_Name", "kebab-case"), ("dce", "already registered")],
+    ids=["names-must-be-kebab-case", "duplicate-names-are-refused"],
+)
+def test_bad_pass_names_are_refused(pass_name, refusal):
     @attrs.frozen
-    class Bad(Pass):
-        name = "Bad_Name"
+    class Candidate(Pass):
+        name = pass_name
 
         def run(self, graph, ctx):
             return False
 
-    with pytest.raises(ValueError, match="kebab-case"):
-        register_pass(Bad)
-
-
-def test_duplicate_names_are_refused():
-    @attrs.frozen
-    class OtherDce(Pass):
-        name = "dce"
-
-        def run(self, graph, ctx):
-            return False
-
-    with pytest.raises(ValueError, match="already registered"):
-        register_pass(OtherDce)
+    with pytest.raises(ValueError, match=refusal):
+        register_pass(Candidate)
 
 
 def test_every_pass_documents_itself_and_its_options():

@@ -9,6 +9,8 @@ import rlxir
 from rlxir.pass_base import Pass, option, register_pass
 from rlxir.pipeline import Pipeline, PipelineError, parse_pipeline, run_pipeline
 
+from inline_passes import register_test_pass
+
 
 @register_pass
 @attrs.frozen
@@ -26,28 +28,8 @@ class _Configurable(Pass):
         return False
 
 
-@register_pass
-@attrs.frozen
-class _NeedsCse(Pass):
-    """Declares that cse must run earlier."""
-
-    name = "test-needs-cse"
-    requires = ("cse",)
-
-    def run(self, graph, ctx) -> bool:
-        return False
-
-
-@register_pass
-@attrs.frozen
-class _BeforeDce(Pass):
-    """Declares that it must run before dce."""
-
-    name = "test-before-dce"
-    must_precede = ("dce",)
-
-    def run(self, graph, ctx) -> bool:
-        return False
+register_test_pass("test-needs-cse", "Declares that cse must run earlier.", requires=("cse",))
+register_test_pass("test-before-dce", "Declares that it must run before dce.", must_precede=("dce",))
 
 
 def test_text_round_trips():

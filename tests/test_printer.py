@@ -14,6 +14,14 @@ def f32(*shape) -> TensorType:
     return TensorType(DType.f32, tuple(parse_dim(dim) if isinstance(dim, str) else dim for dim in shape))
 
 
+def assert_prints_and_reads_back(graph: Graph, *fragments: str) -> None:
+    """The printed text holds every fragment and parses back to an equal graph."""
+    text = print_graph(graph)
+    for fragment in fragments:
+        assert fragment in text
+    assert parse(text).main.equals(graph)
+
+
 def mlp() -> Graph:
     graph = Graph("mlp", {"B": None, "S": 1})
     graph.add_input("x", f32("B", 784))
@@ -78,10 +86,8 @@ def test_floats_print_shortest_exact_and_always_as_floats():
     graph.add_const("c", f32(2, 3), (1.0, 1e-5, -2.5, math.inf, -math.inf, 0.1))
     graph.add_op("layernorm", ["x", "x", "x"], {"eps": 1e-3, "axis": 0}, name="n")
     graph.set_outputs(["n"])
-    text = print_graph(graph)
-    assert "const %c : f32[2, 3] = [1.0, 1e-05, -2.5, inf, -inf, 0.1]" in text
-    assert "{axis = 0, eps = 0.001}" in text
-    assert parse(text).main.equals(graph)
+    assert_prints_and_reads_back(graph, "const %c : f32[2, 3] = [1.0, 1e-05, -2.5, inf, -inf, 0.1]",
+                                 "{axis = 0, eps = 0.001}")
 
 
 def test_nan_prints_as_nan():
@@ -109,9 +115,7 @@ def test_strings_are_escaped_and_read_back():
     graph.add_input("x", f32(1))
     graph.add_op("relu", ["x"], {"test_note": 'say "hi"\\there\nnext'}, name="y")
     graph.set_outputs(["y"])
-    text = print_graph(graph)
-    assert r'{test_note = "say \"hi\"\\there\nnext"}' in text
-    assert parse(text).main.equals(graph)
+    assert_prints_and_reads_back(graph, r'{test_note = "say \"hi\"\\there\nnext"}')
 
 
 def test_dims_print_in_canonical_form():
@@ -119,10 +123,7 @@ def test_dims_print_in_canonical_form():
     graph.add_input("x", f32("L*2*B", "(L+1)//2", "B - 1 + 1"))
     graph.add_op("reshape", ["x"], {"shape": [parse_dim("B*L"), -1]}, name="r")
     graph.set_outputs(["r"])
-    text = print_graph(graph)
-    assert "input %x : f32[2*B*L, (L + 1)//2, B]" in text
-    assert "{shape = [B*L, -1]}" in text
-    assert parse(text).main.equals(graph)
+    assert_prints_and_reads_back(graph, "input %x : f32[2*B*L, (L + 1)//2, B]", "{shape = [B*L, -1]}")
 
 
 def test_the_schedule_not_insertion_order_decides_the_line_order():

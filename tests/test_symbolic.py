@@ -64,6 +64,14 @@ def test_different_polynomials_differ():
 
 
 # --- text -------------------------------------------------------------------------------
+def assert_canonical(text: str, canonical: str):
+    """TEXT parses to a dim that prints as CANONICAL, which parses back to the same dim."""
+    dim = parse_dim(text)
+    assert format_dim(dim) == canonical
+    assert parse_dim(canonical) == dim
+    return dim
+
+
 @pytest.mark.parametrize(
     "text, canonical",
     [
@@ -85,9 +93,7 @@ def test_different_polynomials_differ():
     ],
 )
 def test_canonical_text_reads_back_to_the_same_dim(text, canonical):
-    dim = parse_dim(text)
-    assert format_dim(dim) == canonical
-    assert parse_dim(canonical) == dim
+    assert_canonical(text, canonical)
 
 
 def test_a_negated_floor_division_keeps_its_parentheses():
@@ -179,9 +185,7 @@ def test_inexact_floor_division_is_an_opaque_atom():
 def test_floor_division_by_an_integer_has_one_form_per_value(text, canonical):
     # Whole multiples of the divisor leave the floor and common factors cancel, so spellings
     # of one value (a conv's (H + 2*pad - k)//stride + 1 among them) compare equal.
-    dim = parse_dim(text)
-    assert format_dim(dim) == canonical
-    assert dim == parse_dim(canonical)
+    dim = assert_canonical(text, canonical)
     for value in (-3, 0, 1, 2, 7, 10):
         assert evaluate(dim, {"H": value, "S": 5}) == eval(text.replace("H", f"({value})").replace("S", "5"))
 

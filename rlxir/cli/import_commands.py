@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlxir.cli.options import BATCH_SYMBOL, positive_int
+from rlxir.cli.options import BATCH_SYMBOL, add_command, positive_int
 from rlxir.cli.output_files import (add_output_option, atomic_output, checked_output_file, output_directory,
                                     print_or_write)
 from rlxir.dtypes import DTYPE_NAMES
@@ -19,16 +19,9 @@ from rlxir.verifier import verify
 
 
 def register(subparsers) -> None:
-    command = subparsers.add_parser(
-        "import", help="import an ONNX model as an .rlx graph",
-        description="Read MODEL.onnx with the onnx package, map every node to core ops and print the graph as rlx "
-                    "text (to OUT with -o). Initializers (and the ConstantOfShape weights of the onnx test models) "
-                    "become params; small constants become literals; shape arithmetic is evaluated. The leading dim "
-                    "of the inputs becomes the batch symbol (a static one keeps its value as the symbol's default); "
-                    "--batch-size fixes it instead. A model with ops rlxir cannot map is refused with one error "
-                    "listing every such op type and its count. Needs: pip install 'rlxir[onnx]'.",
-        epilog="example: rlxir import resnet50.onnx -o resnet50.rlx && "
-               "rlxir compile resnet50.rlx --target rocm --batch 8")
+    command = add_command(subparsers, "import", run_import, "import an ONNX model as an .rlx graph",
+                          epilog="example: rlxir import resnet50.onnx -o resnet50.rlx && "
+                                 "rlxir compile resnet50.rlx --target rocm --batch 8")
     command.add_argument("model", metavar="MODEL", help="an .onnx file")
     add_output_option(command, "the graph")
     command.add_argument("--batch-dim", metavar="SYM", default=BATCH_SYMBOL,
@@ -38,7 +31,6 @@ def register(subparsers) -> None:
     command.add_argument("--name", metavar="NAME", help="the graph's name (default: the model's graph name)")
     command.add_argument("--weights", metavar="DIR",
                          help="also write every param's value to DIR/<name>.npy (feed them to rlxir run with --params DIR)")
-    command.set_defaults(run=run_import)
 
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*", re.ASCII)  # the grammar's NAME token
@@ -71,6 +63,12 @@ def checked_text(text: str, model: str) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    """Read MODEL.onnx with the onnx package, map every node to core ops and print the graph as rlx
+    text (to OUT with -o). Initializers (and the ConstantOfShape weights of the onnx test models)
+    become params; small constants become literals; shape arithmetic is evaluated. The leading dim
+    of the inputs becomes the batch symbol (a static one keeps its value as the symbol's default);
+    --batch-size fixes it instead. A model with ops rlxir cannot map is refused with one error
+    listing every such op type and its count. Needs: pip install 'rlxir[onnx]'."""
     checked_name(args.batch_dim, "--batch-dim", dots=False)
     checked_name(args.name, "--name")
     if args.output:

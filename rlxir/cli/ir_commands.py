@@ -6,7 +6,7 @@ import argparse
 import json
 from collections import Counter
 
-from rlxir.cli.options import add_input_options, bind_graphs, bindings_from, load_module, selected_graphs
+from rlxir.cli.options import add_command, add_input_options, bind_graphs, bindings_from, load_module, selected_graphs
 from rlxir.cli.output_files import add_output_option, checked_output_file, print_or_write
 from rlxir.graph import Graph
 from rlxir.ops import registered_ops
@@ -16,28 +16,16 @@ from rlxir.verifier import verify
 
 
 def register(subparsers) -> None:
-    check = subparsers.add_parser(
-        "check", help="parse and verify a file; summarise its graphs",
-        description="Parse FILE, verify every graph (SSA, types, attributes, one output) and print, per graph: "
-                    "its symbols, node count, op histogram and parameter bytes. With -D/--batch the graphs are "
-                    "specialised first, so checks that need numbers (slice bounds, reshape counts) run too. "
-                    "Exit 0 when valid, 1 with one located diagnostic when not.")
+    check = add_command(subparsers, "check", run_check, "parse and verify a file; summarise its graphs")
     add_input_options(check)
     check.add_argument("--json", action="store_true", help="print the summary as JSON")
-    check.set_defaults(run=run_check)
 
-    printer = subparsers.add_parser(
-        "print", help="print a file in canonical form",
-        description="Parse FILE and print it in canonical form (always with result types). With -D/--batch the "
-                    "printed graphs are specialised: bound symbols are replaced by their values.")
+    printer = add_command(subparsers, "print", run_print, "print a file in canonical form")
     add_input_options(printer)
     add_output_option(printer, "the text")
-    printer.set_defaults(run=run_print)
 
-    ops = subparsers.add_parser("ops", help="list the registered ops",
-                                description="List every registered op: arity, attributes with defaults, traits.")
+    ops = add_command(subparsers, "ops", run_ops, "list the registered ops")
     ops.add_argument("--json", action="store_true", help="print as JSON")
-    ops.set_defaults(run=run_ops)
 
 
 def _graphs(args: argparse.Namespace) -> list[Graph]:
@@ -92,6 +80,10 @@ def _human_bytes(count) -> str:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    """Parse FILE, verify every graph (SSA, types, attributes, one output) and print, per graph: its
+    symbols, node count, op histogram and parameter bytes. With -D/--batch the graphs are
+    specialised first, so checks that need numbers (slice bounds, reshape counts) run too. Exit 0
+    when valid, 1 with one located diagnostic when not."""
     summaries = [graph_summary(graph) for graph in _graphs(args)]
     if args.json:
         print(json.dumps({"file": args.file, "valid": True, "graphs": summaries}, indent=2))
@@ -111,6 +103,8 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_print(args: argparse.Namespace) -> int:
+    """Parse FILE and print it in canonical form (always with result types). With -D/--batch the
+    printed graphs are specialised: bound symbols are replaced by their values."""
     if args.output:
         checked_output_file(args.output, "-o", [args.file], args.in_place)
     print_or_write(args.output, "\n".join(print_graph(graph) for graph in _graphs(args)))
@@ -118,6 +112,7 @@ def run_print(args: argparse.Namespace) -> int:
 
 
 def run_ops(args: argparse.Namespace) -> int:
+    """List every registered op: arity, attributes with defaults, traits."""
     from rlxir.ops.registry import format_attr_value
 
     rows = []

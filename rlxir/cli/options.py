@@ -1,8 +1,9 @@
-"""Options shared by several commands: graph selection and symbol bindings."""
+"""Options shared by several commands: graph selection and symbol bindings; adding a command."""
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import re
 
@@ -18,6 +19,16 @@ BATCH_SYMBOL = "B"  # the batch symbol unless --batch-dim names another
 
 class UsageError(Exception):
     """A command-line mistake argparse cannot see (exit code 2)."""
+
+
+def add_command(subparsers, name: str, run, help: str, **parser_options) -> argparse.ArgumentParser:
+    """Add the subcommand NAME, carried out by RUN(args) -> exit code.
+
+    Its --help description is RUN's docstring, so what the command does is written once,
+    on the function that does it; HELP is the one line `rlxir --help` lists it with."""
+    parser = subparsers.add_parser(name, help=help, description=inspect.getdoc(run), **parser_options)
+    parser.set_defaults(run=run)
+    return parser
 
 
 def symbol_binding(text: str) -> tuple[str, int]:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from rlxir.cli.options import add_input_options, load_graph
+from rlxir.cli.options import add_command, add_input_options, load_graph
 from rlxir.cli.output_files import add_output_option, checked_output_file, output_directory, print_or_write
 from rlxir.instruments import DumpStages, PrintIR, Reproducer, TimePasses, VerifyEach
 from rlxir.pass_base import PassContext, available_passes, load_plugin, option_text_name
@@ -15,13 +15,8 @@ from rlxir.printer import print_graph
 
 
 def register(subparsers) -> None:
-    opt = subparsers.add_parser(
-        "opt", help="run a pass pipeline on a graph",
-        description="Run the passes of --pipeline, in order, on a graph of FILE and print the result. The graph is "
-                    "verified after every pass (--no-verify turns that off). Diagnostics, IR dumps and timings go to "
-                    "stderr; the resulting IR goes to stdout or -o. If a pass fails, the IR as it was before that "
-                    "pass is written to a reproducer file whose path is printed.",
-        epilog="example: rlxir opt model.rlx --pipeline 'unfuse,fuse{max-region=16},dce' --time-passes")
+    opt = add_command(subparsers, "opt", run_opt, "run a pass pipeline on a graph",
+                      epilog="example: rlxir opt model.rlx --pipeline 'unfuse,fuse{max-region=16},dce' --time-passes")
     add_input_options(opt)
     opt.add_argument("--pipeline", "-p", metavar="SPEC", required=True,
                      help="comma-separated passes with options, e.g. 'unfuse,legalize-or-rewrite{target=rocm},dce'")
@@ -40,14 +35,10 @@ def register(subparsers) -> None:
     opt.add_argument("--reproducer-dir", metavar="DIR", help="where a failing pass's reproducer goes (default: a temp dir)")
     opt.add_argument("--plugin", metavar="MODULE", action="append", default=[],
                      help="import MODULE first so the passes it registers can be used (repeatable)")
-    opt.set_defaults(run=run_opt)
 
-    passes = subparsers.add_parser("passes", help="list the available passes and their options",
-                                   description="List every pass (built-in, entry-point plugins and --plugin modules): "
-                                               "its name, what it does, and its options with defaults.")
+    passes = add_command(subparsers, "passes", run_passes, "list the available passes and their options")
     passes.add_argument("--plugin", metavar="MODULE", action="append", default=[], help="import MODULE first")
     passes.add_argument("--json", action="store_true", help="print as JSON")
-    passes.set_defaults(run=run_passes)
 
 
 def _instruments(args: argparse.Namespace, pipeline_text: str) -> tuple[list, TimePasses | None]:
@@ -68,6 +59,10 @@ def _instruments(args: argparse.Namespace, pipeline_text: str) -> tuple[list, Ti
 
 
 def run_opt(args: argparse.Namespace) -> int:
+    """Run the passes of --pipeline, in order, on a graph of FILE and print the result. The graph is
+    verified after every pass (--no-verify turns that off). Diagnostics, IR dumps and timings go to
+    stderr; the resulting IR goes to stdout or -o. If a pass fails, the IR as it was before that
+    pass is written to a reproducer file whose path is printed."""
     _check_opt_outputs(args)
     for module in args.plugin:
         load_plugin(module)
@@ -101,6 +96,8 @@ def _target(name: str | None):
 
 
 def run_passes(args: argparse.Namespace) -> int:
+    """List every pass (built-in, entry-point plugins and --plugin modules): its name, what it does,
+    and its options with defaults."""
     for module in args.plugin:
         load_plugin(module)
     rows = []

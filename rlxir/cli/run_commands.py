@@ -7,13 +7,12 @@ import argparse
 import json
 import re
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 
 from rlxir.cli.host_memory import check_host_memory
-from rlxir.cli.options import add_input_options, load_graph
+from rlxir.cli.options import add_command, add_input_options, load_graph
 from rlxir.cli.output_files import atomic_output, output_directory
 from rlxir.cli.target_options import target_names
 from rlxir.errors import RlxError
@@ -24,18 +23,11 @@ from rlxir.verifier import verify
 
 
 def register(subparsers) -> None:
-    run = subparsers.add_parser(
-        "run", help="run a graph with the NumPy reference interpreter",
-        description=textwrap.fill(
-            "Run a graph of FILE node by node with each op's NumPy reference and print a summary of every output "
-            "(shape, dtype, mean, min, max), or write each output to DIR/<name>.npy with -o. Inputs and params come "
-            "from .npy files (--input NAME=FILE); the rest are filled deterministically from --seed. bf16 values are "
-            "float32 arrays rounded to bf16 precision. With --target, the target's compiled graph runs in its "
-            "planned arena instead (see the arena run options).", 79),
-        epilog="examples:\n  rlxir run examples/mlp.rlx --batch 2 --input x=x.npy -o out/\n"
-               "  rlxir run examples/gpt2_small.rlx --target rocm --batch 2\n"
-               "  rlxir run examples/mamba_lm.rlx --target cuda --batch 1 --training",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    run = add_command(subparsers, "run", run_graph, "run a graph with the NumPy reference interpreter",
+                      formatter_class=argparse.RawDescriptionHelpFormatter,  # the examples keep their lines
+                      epilog="examples:\n  rlxir run examples/mlp.rlx --batch 2 --input x=x.npy -o out/\n"
+                             "  rlxir run examples/gpt2_small.rlx --target rocm --batch 2\n"
+                             "  rlxir run examples/mamba_lm.rlx --target cuda --batch 1 --training")
     add_input_options(run)
     run.add_argument("--input", "-i", dest="feeds", metavar="NAME=FILE", action="append", type=named_file, default=[],
                      help="feed input or param NAME from the .npy FILE (repeatable); it must have the value's shape "
@@ -57,7 +49,6 @@ def register(subparsers) -> None:
     arena.add_argument("--no-check", dest="check", action="store_false",
                        help="skip the comparison with the reference interpreter")
     arena.add_argument("--json", action="store_true", help="print the run report as JSON")
-    run.set_defaults(run=run_graph)
 
 
 def named_file(text: str) -> tuple[str, str]:
@@ -75,6 +66,12 @@ def non_negative_int(text: str) -> int:
 
 
 def run_graph(args: argparse.Namespace) -> int:
+    """Run a graph of FILE node by node with each op's NumPy reference and print a
+    summary of every output (shape, dtype, mean, min, max), or write each output to
+    DIR/<name>.npy with -o. Inputs and params come from .npy files (--input
+    NAME=FILE); the rest are filled deterministically from --seed. bf16 values are
+    float32 arrays rounded to bf16 precision. With --target, the target's compiled
+    graph runs in its planned arena instead (see the arena run options)."""
     graph = load_graph(args)
     verify(graph)
     inputs, params = load_feeds(graph, args.feeds)

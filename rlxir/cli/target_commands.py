@@ -13,8 +13,8 @@ import time
 
 from rlxir.cli import progress
 from rlxir.cli.comparison import SharedReference, compare_targets, row_fields, with_execution
-from rlxir.cli.options import (BATCH_SYMBOL, add_input_options, bindings_from, positive_int, read_graph, symbol_binding,
-                               time_budget)
+from rlxir.cli.options import (BATCH_SYMBOL, add_command, add_input_options, bindings_from, positive_int, read_graph,
+                               symbol_binding, time_budget)
 from rlxir.cli.output_files import atomic_output, checked_output_file
 from rlxir.cli.reports import (human_bytes, print_json_report, print_lower_bound, print_report_head, print_report_tail,
                                print_side_buffers, print_stage_table, print_verdict, stages_json, verdict_exit)
@@ -34,13 +34,9 @@ _IMPORTED = time.perf_counter()
 
 
 def register(subparsers) -> None:
-    compile_parser = subparsers.add_parser(
-        "compile", help="compile a graph for a target and report its memory plan",
-        description="Run TARGET's pass pipeline on the graph, plan its memory with TARGET's planner, and report: "
-                    "node counts per pass, the arena (exact bytes and units), the lower bound and the planner's "
-                    "efficiency, side buffers, the ABI ceiling, the budget on this device, and whether it fits. A "
-                    "target refuses an arena past its ceiling (exit 1).",
-        epilog="example: rlxir compile examples/gpt2_small.rlx --target rocm --batch 8")
+    compile_parser = add_command(subparsers, "compile", run_compile,
+                                 "compile a graph for a target and report its memory plan",
+                                 epilog="example: rlxir compile examples/gpt2_small.rlx --target rocm --batch 8")
     add_input_options(compile_parser)
     compile_parser.add_argument("--target", "-t", required=True, metavar="T", help=target_names())
     compile_parser.add_argument("--emit", choices=("mir", "lir", "plan", "none"), default="none",
@@ -48,16 +44,10 @@ def register(subparsers) -> None:
     compile_parser.add_argument("--print-pipeline", action="store_true", help="print the target's pipeline spec")
     compile_parser.add_argument("--json", action="store_true", help="print the report as JSON")
     add_compile_options(compile_parser)
-    compile_parser.set_defaults(run=run_compile)
 
-    fit = subparsers.add_parser(
-        "fit", help="find the largest batch whose compiled arena fits the device",
-        description="Compile the graph at several batches with TARGET's own pipeline and planner (never an "
-                    "estimate) and report the largest batch in 1..--max-batch whose arena fits the budget: device "
-                    "memory (probed, or --vram) x --headroom, less side buffers, capped at the ABI ceiling. The "
-                    "search halves from --max-batch, then bisects: about 2 log2(max-batch) rounds of up to --jobs "
-                    "plans each.",
-        epilog="example: rlxir fit examples/gpt2_small.rlx --target cuda --max-batch 64 --vram 24GiB -D S=1024")
+    fit = add_command(subparsers, "fit", run_fit, "find the largest batch whose compiled arena fits the device",
+                      epilog="example: rlxir fit examples/gpt2_small.rlx --target cuda --max-batch 64 --vram 24GiB "
+                             "-D S=1024")
     fit.add_argument("file", metavar="FILE", help="an .rlx file")
     fit.add_argument("--graph", metavar="NAME", help="the graph to use (default: the file's first graph)")
     fit.add_argument("-D", dest="define", metavar="SYM=VALUE", action="append", default=[],
@@ -72,14 +62,9 @@ def register(subparsers) -> None:
                      help="batches planned at once per search round, in worker processes (default: the cores "
                           "available; 1: one after another); the answer is the same either way")
     add_compile_options(fit)
-    fit.set_defaults(run=run_fit)
 
-    compare = subparsers.add_parser(
-        "compare", help="compile a graph for every target and compare their arenas",
-        description="Compile the graph for each target and print one row per target: nodes after its pipeline, "
-                    "arena, lower bound, the ratio to the smallest arena, the ABI ceiling, and whether it fits "
-                    "the budget (probe or --vram). With --execute, each target's compiled graph also runs inside "
-                    "its planned arena and is compared with the interpreter (a 'run' column).")
+    compare = add_command(subparsers, "compare", run_compare,
+                          "compile a graph for every target and compare their arenas")
     add_input_options(compare)
     compare.add_argument("--targets", metavar="LIST", help="comma-separated targets (default: all)")
     compare.add_argument("--execute", action="store_true",
@@ -91,18 +76,11 @@ def register(subparsers) -> None:
     add_budget_options(compare)
     add_pipeline_options(compare)
     add_training_option(compare)
-    compare.set_defaults(run=run_compare)
 
-    targets = subparsers.add_parser("targets", help="list the targets and their pipelines",
-                                    description="Each target's pipeline, planner, alignment, sizing, ceiling and probe.")
+    targets = add_command(subparsers, "targets", run_targets, "list the targets and their pipelines")
     targets.add_argument("--json", action="store_true", help="print as JSON")
-    targets.set_defaults(run=run_targets)
 
-    plan = subparsers.add_parser(
-        "plan", help="plan a graph's memory and show the plan",
-        description="Compile the graph for --target (default cpu) up to its memory plan and show the plan: a "
-                    "table of the largest buffers, all of it with --json, or a picture with --plot (needs "
-                    "matplotlib: pip install 'rlxir[plot]'). --planner/--alignment/--sizing override the target's.")
+    plan = add_command(subparsers, "plan", run_plan, "plan a graph's memory and show the plan")
     add_input_options(plan)
     plan.add_argument("--target", "-t", default="cpu", metavar="T", help="plan exactly as this target does (default cpu)")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON (every buffer)")
@@ -110,12 +88,8 @@ def register(subparsers) -> None:
     plan.add_argument("--limit", type=int, default=40, help="buffers shown in the table (default 40)")
     add_planner_options(plan)
     add_pipeline_options(plan)
-    plan.set_defaults(run=run_plan)
 
-    plan_csv = subparsers.add_parser(
-        "plan-csv", help="plan a buffer list in MiniMalloc CSV format",
-        description="Read buffers as CSV (id,lower,upper,size with half-open [lower, upper)), plan them, validate "
-                    "the placement, and print arena, lower bound and their ratio.")
+    plan_csv = add_command(subparsers, "plan-csv", run_plan_csv, "plan a buffer list in MiniMalloc CSV format")
     plan_csv.add_argument("file", metavar="FILE.csv")
     plan_csv.add_argument("--planner", choices=sorted(PLANNERS), default="liveness", help="default: liveness")
     plan_csv.add_argument("--alignment", type=positive_int, default=1, metavar="N", help="default: 1")
@@ -124,11 +98,14 @@ def register(subparsers) -> None:
                                f"report (default {DEFAULT_TIME_BUDGET:g})")
     plan_csv.add_argument("--offsets", metavar="OUT.csv", help="write the solution with an offset column")
     plan_csv.add_argument("--json", action="store_true", help="print the result as JSON")
-    plan_csv.set_defaults(run=run_plan_csv)
 
 
 # --- compile ----------------------------------------------------------------------------
 def run_compile(args: argparse.Namespace) -> int:
+    """Run TARGET's pass pipeline on the graph, plan its memory with TARGET's planner, and report:
+    node counts per pass, the arena (exact bytes and units), the lower bound and the planner's
+    efficiency, side buffers, the ABI ceiling, the budget on this device, and whether it fits. A
+    target refuses an arena past its ceiling (exit 1)."""
     if args.training:
         return run_training_compile(args)
     target = cli_target(args.target, args)
@@ -163,6 +140,11 @@ def run_compile(args: argparse.Namespace) -> int:
 
 # --- fit --------------------------------------------------------------------------------
 def run_fit(args: argparse.Namespace) -> int:
+    """Compile the graph at several batches with TARGET's own pipeline and planner (never an
+    estimate) and report the largest batch in 1..--max-batch whose arena fits the budget: device
+    memory (probed, or --vram) x --headroom, less side buffers, capped at the ABI ceiling. The
+    search halves from --max-batch, then bisects: about 2 log2(max-batch) rounds of up to --jobs
+    plans each."""
     target = cli_target(args.target, args)
     graph = read_graph(args)
     if args.batch_dim not in graph.symbols:
@@ -215,6 +197,10 @@ def run_fit(args: argparse.Namespace) -> int:
 
 # --- compare ----------------------------------------------------------------------------
 def run_compare(args: argparse.Namespace) -> int:
+    """Compile the graph for each target and print one row per target: nodes after its pipeline,
+    arena, lower bound, the ratio to the smallest arena, the ABI ceiling, and whether it fits the
+    budget (probe or --vram). With --execute, each target's compiled graph also runs inside its
+    planned arena and is compared with the interpreter (a 'run' column)."""
     if args.training:
         return run_training_compare(args)
     graph = read_graph(args)
@@ -243,6 +229,7 @@ def _compare_row(graph, target, bindings, args, reference: SharedReference):
 
 # --- targets, plan, plan-csv ------------------------------------------------------------
 def run_targets(args: argparse.Namespace) -> int:
+    """Each target's pipeline, planner, alignment, sizing, ceiling and probe."""
     rows = [{"target": target.name, "pipeline": target.pipeline, "planner": target.planner,
              "alignment": target.alignment, "sizing": target.sizing, "ceiling_bytes": target.arena_ceiling,
              "probe": target.probe, "side_buffers": dict(target.side_buffers), "description": target.description}
@@ -260,6 +247,9 @@ def run_targets(args: argparse.Namespace) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> int:
+    """Compile the graph for --target (default cpu) up to its memory plan and show the plan: a table
+    of the largest buffers, all of it with --json, or a picture with --plot (needs matplotlib: pip
+    install 'rlxir[plot]'). --planner/--alignment/--sizing override the target's."""
     if args.plot:
         checked_plot_path(args.plot)
     target = cli_target(args.target, args)
@@ -315,6 +305,8 @@ def _process_seconds() -> float:
 
 
 def run_plan_csv(args: argparse.Namespace) -> int:
+    """Read buffers as CSV (id,lower,upper,size with half-open [lower, upper)), plan them, validate
+    the placement, and print arena, lower bound and their ratio."""
     from rlxir.planning import get_planner, read_instance, validate_plan, write_solution
 
     from rlxir.planning import InstanceError, PlanError

@@ -15,7 +15,7 @@ import time
 from rlxir.autodiff import grad
 from rlxir.cli import progress, reports
 from rlxir.cli.comparison import SharedReference, compare_targets, row_fields, with_execution
-from rlxir.cli.options import add_input_options, bindings_from, load_graph, read_graph
+from rlxir.cli.options import add_command, add_input_options, bindings_from, load_graph, read_graph
 from rlxir.cli.output_files import add_output_option, checked_output_file, print_or_write
 from rlxir.cli.target_options import budget_from, cli_target, compile_options
 from rlxir.compiler import FitReport
@@ -24,23 +24,21 @@ from rlxir.training import TrainingResult, plan_training, training_graph
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "grad", help="write the backward graph of a loss",
-        description="Differentiate the graph's one output, a scalar loss, with respect to its params (or --wrt) "
-                    "and write the backward graph: the forward computation followed by the backward one, whose "
-                    "outputs are the loss and one gradient per value, named grad.<value>. Fused ops without a "
-                    "gradient rule of their own are unfused first; an op with no gradient on the way from a "
-                    "value to the loss is an error at its line. -D/--batch specialise the graph first.",
-        epilog="example: rlxir grad examples/mamba_lm.rlx -o mamba_lm.grad.rlx")
+    parser = add_command(subparsers, "grad", run_grad, "write the backward graph of a loss",
+                         epilog="example: rlxir grad examples/mamba_lm.rlx -o mamba_lm.grad.rlx")
     add_input_options(parser)
     add_output_option(parser, "the backward graph")
     parser.add_argument("--wrt", metavar="NAMES",
                         help="comma-separated inputs or params to differentiate with respect to (default: every "
                              "floating-point param)")
-    parser.set_defaults(run=run_grad)
 
 
 def run_grad(args: argparse.Namespace) -> int:
+    """Differentiate the graph's one output, a scalar loss, with respect to its params (or --wrt)
+    and write the backward graph: the forward computation followed by the backward one, whose
+    outputs are the loss and one gradient per value, named grad.<value>. Fused ops without a
+    gradient rule of their own are unfused first; an op with no gradient on the way from a value to
+    the loss is an error at its line. -D/--batch specialise the graph first."""
     if args.output:
         checked_output_file(args.output, "-o", [args.file], args.in_place)
     graph = load_graph(args)

@@ -23,7 +23,7 @@ from rlxir.dtypes import DType
 from rlxir.errors import RlxError
 from rlxir.ops.chain import parse_chain
 from rlxir.ops.reference import GELU_TANH_COEFFICIENT, SQRT_2_OVER_PI
-from rlxir.ops.registry import attach, get_op
+from rlxir.ops.registry import attach_each, get_op
 from rlxir.symbolic import format_dim
 from rlxir.types import TensorType
 
@@ -309,6 +309,4 @@ DECOMPOSITIONS = {
     "fused_elementwise": decompose_fused_elementwise,
 }
 
-for _op, _decompose in DECOMPOSITIONS.items():
-    attach(_op, decompose=_decompose)
-del _op, _decompose
+attach_each("decompose", DECOMPOSITIONS)

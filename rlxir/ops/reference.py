@@ -43,7 +43,7 @@ import numpy as np
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError
 from rlxir.ops.chain import parse_chain
-from rlxir.ops.registry import attach, check_attributes, get_op
+from rlxir.ops.registry import attach_each, check_attributes, get_op
 
 Arrays = Sequence[np.ndarray]
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -467,6 +467,4 @@ REFERENCES = {
     "fused_elementwise": fused_elementwise_reference,
 }
 
-for _op, _reference in REFERENCES.items():
-    attach(_op, reference=_reference)
-del _op, _reference
+attach_each("reference", REFERENCES)

@@ -128,6 +128,12 @@ def attach(op_name: str, *, reference: Callable | None = None, decompose: Callab
     return _OPS[op_name]
 
 
+def attach_each(hook: str, table: Mapping[str, Callable]) -> None:
+    """`attach` one hook (``"reference"`` or ``"decompose"``) to every op named in TABLE."""
+    for op_name, function in table.items():
+        attach(op_name, **{hook: function})
+
+
 def register_annotation(key: str, spec: AttrSpec) -> None:
     """Allow attribute `key` on every op (used for stage facts such as a kernel's workspace)."""
     _ANNOTATIONS[key] = spec

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import tempfile
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -206,6 +207,13 @@ class FuzzedCommand:
     inputs: st.SearchStrategy
     suffix: str
     arguments: object  # (path, text, scratch folder) -> list[str]
+
+    def run_on(self, text: str) -> CommandRun:
+        """Run the command on TEXT, written as its input file in a scratch folder of its own."""
+        with tempfile.TemporaryDirectory() as scratch:
+            folder = Path(scratch)
+            path = write_input(folder, "input" + self.suffix, text)
+            return run_command(self.arguments(path, text, folder))  # type: ignore[operator]
 
 
 def fuzzed_commands(texts: Sequence[str]) -> list[FuzzedCommand]:

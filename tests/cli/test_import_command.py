@@ -10,11 +10,7 @@ import pytest
 from rlxir.cli import main
 from rlxir.parser import parse_file
 
-
-def run(argv, capsys):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from in_process_cli import run
 
 
 def test_without_the_onnx_package_it_says_what_to_install(tmp_path, capsys, monkeypatch):

@@ -12,6 +12,8 @@ import pytest
 
 from rlxir.cli import main
 
+from in_process_cli import run, write_graph
+
 MLP = """\
 graph mlp(B, S=1) {
   input %x : f32[B, 784]
@@ -26,15 +28,7 @@ graph mlp(B, S=1) {
 
 @pytest.fixture
 def mlp_file(tmp_path):
-    path = tmp_path / "mlp.rlx"
-    path.write_text(MLP)
-    return path
-
-
-def run(argv, capsys):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return write_graph(tmp_path / "mlp.rlx", MLP)
 
 
 def test_check_summarises_the_graph(mlp_file, capsys):

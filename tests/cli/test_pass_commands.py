@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from rlxir.cli import main
+from in_process_cli import run, write_graph
+
 
 TEXT = """\
 graph g(B) {
@@ -21,15 +22,7 @@ graph g(B) {
 
 @pytest.fixture
 def graph_file(tmp_path):
-    path = tmp_path / "g.rlx"
-    path.write_text(TEXT)
-    return path
-
-
-def run(argv, capsys):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return write_graph(tmp_path / "g.rlx", TEXT)
 
 
 def test_opt_prints_the_result_and_the_timing_table(graph_file, capsys):

@@ -7,6 +7,8 @@ import pytest
 
 from rlxir.cli import main
 
+from in_process_cli import run, write_graph
+
 GRAPH = """\
 graph mlp(B, S=1) {
   input %x : f32[B, 4]
@@ -23,15 +25,7 @@ graph mlp(B, S=1) {
 
 @pytest.fixture
 def graph_file(tmp_path):
-    path = tmp_path / "mlp.rlx"
-    path.write_text(GRAPH)
-    return path
-
-
-def run(argv, capsys):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return write_graph(tmp_path / "mlp.rlx", GRAPH)
 
 
 def test_prints_a_summary_per_output(graph_file, capsys):

@@ -10,15 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlxir.cli import main
+from in_process_cli import run
+
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
-
-
-def run(argv, capsys):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def output_lines(text: str) -> list[str]:

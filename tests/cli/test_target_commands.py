@@ -17,16 +17,12 @@ from rlxir.fit import DEFAULT_HEADROOM, arena_budget
 from rlxir.planning import DEFAULT_TIME_BUDGET, BestPlanner
 from rlxir.target import available_targets, get_target, register_target, unregister_target
 
+from in_process_cli import run
+
 ROOT = Path(__file__).resolve().parents[2]
 GPT2_BLOCK = ROOT / "examples" / "gpt2_block.rlx"
 MINIMALLOC = ROOT / "tests" / "data" / "planning" / "minimalloc" / "examples" / "input.12.csv"
 BIG = "graph big(N) {\n  input %x : f32[N]\n  %y = exp(%x)\n  output %y\n}\n"
-
-
-def run(argv, capsys):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_compile_reports_the_plan(capsys):

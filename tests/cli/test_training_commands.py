@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 import rlxir
-from rlxir.cli import main
 from rlxir.training import plan_training_arena_bytes
+
+from in_process_cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
 MAMBA_LM = ROOT / "examples" / "mamba_lm.rlx"
@@ -23,12 +24,6 @@ graph tiny(B=2) {
   output %loss
 }
 """
-
-
-def run(argv, capsys):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_grad_writes_the_backward_graph(tmp_path, capsys):

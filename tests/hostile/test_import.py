@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rlxir.parser import parse_file
+from rlxir.testing.fuzz import write_input
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
@@ -52,8 +53,7 @@ def test_a_negative_or_zero_batch_dim_is_a_located_error(cli, tmp_path, dims, me
 
 
 def test_a_zero_byte_model(cli, tmp_path):
-    model = tmp_path / "zero.onnx"
-    model.write_bytes(b"")
+    model = write_input(tmp_path, "zero.onnx", b"")
     code, _, err = cli("import", model)
     assert code == 1 and "zero.onnx is empty (0 bytes), not an ONNX model" in err and "no outputs" not in err
 

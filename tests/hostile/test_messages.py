@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from rlxir.errors import quoted_slice
+from rlxir.testing.fuzz import write_input
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -37,8 +38,7 @@ def test_a_hint_for_a_typo(cli, tmp_path):
 
 
 def test_invalid_utf8_is_located_by_line_and_column(cli, tmp_path):
-    path = tmp_path / "latin1.rlx"
-    path.write_bytes(b"graph g(B) {\n  input %x : f32[B]\n  # caf\xe9\n  output %x\n}\n")
+    path = write_input(tmp_path, "latin1.rlx", b"graph g(B) {\n  input %x : f32[B]\n  # caf\xe9\n  output %x\n}\n")
     code, _, err = cli("check", path)
     assert code == 1 and "latin1.rlx:3:8: syntax error: byte 0xe9 is not UTF-8" in err and "position" not in err
 
@@ -57,8 +57,7 @@ def test_the_caret_stays_under_the_column_in_a_slice():
 
 
 def test_a_byte_order_mark_is_accepted(cli, tmp_path):
-    path = tmp_path / "bom.rlx"
-    path.write_bytes(b"\xef\xbb\xbf" + (EXAMPLES / "mlp.rlx").read_bytes())
+    path = write_input(tmp_path, "bom.rlx", b"\xef\xbb\xbf" + (EXAMPLES / "mlp.rlx").read_bytes())
     code, out, _ = cli("check", path)
     assert code == 0 and "ok, 1 graph" in out
 
