@@ -79,7 +79,7 @@ def test_the_networkx_graph_is_a_dag_that_networkx_algorithms_read():
 
 def test_graph_mutations_show_in_networkx_views_and_clear_its_cache():
     graph = rlxir.parse(TEXT).main
-    graph.nx.__networkx_cache__["probe"] = "stale"
+    graph.nx.__networkx_cache__ = {"backends": {"probe": "stale"}}  # where networkx keeps converted graphs
     graph.replace_all_uses("a", "x")
     graph.erase("a")
     assert "a" not in graph.nx
