@@ -17,6 +17,7 @@ import argparse
 import os
 import platform
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -58,10 +59,10 @@ def main() -> None:
         graph = rlxir.parse_file(EXAMPLES / f"{example}.rlx").main
         graph = graph.bind({**BINDINGS.get(example, {}), **({"B": args.batch} if "B" in graph.symbols else {})})
         reference = rlxir.reference_run(graph)
-        _, interpret_seconds = timed(lambda: rlxir.interpret(graph, reference.inputs, reference.params))
+        _, interpret_seconds = timed(partial(rlxir.interpret, graph, reference.inputs, reference.params))
         for target in args.targets:
             result = rlxir.compile(graph, target)
-            check, _ = timed(lambda: rlxir.check_execution(graph, result, reference=reference))
+            check, _ = timed(partial(rlxir.check_execution, graph, result, reference=reference))
             run = check.run
             line = (f"{example:<12} {target:<7} {format_bytes(run.arena_bytes):>11} {interpret_seconds:>9.3f} "
                     f"{run.seconds:>8.3f} {run.seconds / interpret_seconds:>6.2f} "

@@ -53,7 +53,7 @@ def rows_match(graph, batch_graph_feeds, outputs: dict, rows: list[int]) -> tupl
     for row in rows:
         rows_in = {name: value[row:row + 1] if name in batched else value for name, value in inputs.items()}
         expected = rlxir.interpret(single, rows_in, params)
-        for (name, want), got in zip(expected.items(), outputs.values()):
+        for want, got in zip(expected.values(), outputs.values()):
             have = cupy.asnumpy(got[row:row + 1])
             ok &= bool(np.allclose(have, want, rtol=1e-3, atol=1e-4))
             worst = max(worst, float(np.max(np.abs(have - want))))
@@ -117,8 +117,8 @@ def main() -> None:
     allocated, how = try_allocate(following.arena_bytes, dict(following.side_buffers))
 
     print()
-    print(f"| batch | arena | side buffers | device bytes held (NVML, beyond before) | outside arena + side (CuPy) "
-          f"| rows match (max abs error) |")
+    print("| batch | arena | side buffers | device bytes held (NVML, beyond before) | outside arena + side (CuPy) "
+          "| rows match (max abs error) |")
     print("|---:|---:|---:|---:|---:|---|")
     outside = extra - result.arena_bytes - side
     print(f"| {batch} | {format_bytes(result.arena_bytes)} | {format_bytes(side)} | {format_bytes(extra)} "

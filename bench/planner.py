@@ -2,6 +2,7 @@
 
 Usage: python bench/planner.py [--data DIR] [--planner NAME ...] [--files GLOB ...]
                                [--alignment N] [--budget SECONDS] [--validate]
+                               [--synthetic N ...] [--process]
 
 Walks every ``*.csv`` under DIR (default: ``../shared/data`` beside the repository), plans
 each with each planner and prints one row per (file, planner): buffers, lower bound,
@@ -14,19 +15,33 @@ where MiniMalloc's answers are 1,038,336 and 1,041,408).
 
 --files keeps the files whose path relative to DIR matches one of the globs
 (e.g. 'minimalloc/*/*' or '*resnet50*'); --validate also checks every plan.
+
+--synthetic N adds two generated instances of N buffers (bench/synth.py's recipe, seed
+1): ``generated/synthN`` with the recipe's defaults and ``generated/crowdedN`` with a fifth
+of the buffers long-lived (65-5000 steps), so hundreds are live at once and the address
+lists are long. They are written to a temporary folder and kept only for the run.
+
+--process also times whole ``rlxir plan-csv FILE --planner best`` processes (start-up,
+reading, planning, validating, exit) against the budget, one row per file.
 """
 
 from __future__ import annotations
 
 import argparse
 import fnmatch
+import json
 import math
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from rlxir.planning import PLANNERS, get_planner, lower_bound, read_instance, validate_plan
+from rlxir.planning import PLANNERS, BestPlanner, get_planner, lower_bound, read_instance, validate_plan
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synth import synthetic_rows, write_instance  # noqa: E402  (bench/synth.py, beside this file)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data"
@@ -37,7 +52,12 @@ BEST_KNOWN = {"D.1048576.csv": 1_038_336, "J.1048576.csv": 1_041_408}
 
 def main(argv: list[str] | None = None) -> int:
     options = _parse(argv)
-    files = _instance_files(options.data, options.files)
+    with tempfile.TemporaryDirectory() as generated:
+        return _run(options, Path(generated))
+
+
+def _run(options: argparse.Namespace, generated: Path) -> int:
+    files = _instance_files(options.data, options.files) + _generated_files(generated, options.synthetic)
     if not files:
         print(f"no instance files under {options.data} match {options.files}", file=sys.stderr)
         return 1
@@ -52,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             result = planner.plan(buffers, options.alignment, time_budget=options.budget)
             if options.validate:
                 validate_plan(buffers, result.offsets, options.alignment, result.arena_bytes)
-            relative = path.relative_to(options.data).as_posix()
+            relative = _relative(path, options.data, generated)
             print(
                 f"{relative:<36} {planner.name:<9} {len(buffers):>8} {result.lower_bound_bytes:>16,} "
                 f"{result.arena_bytes:>16,} {result.ratio:>8.4f} {result.seconds:>8.3f} "
@@ -63,7 +83,42 @@ def main(argv: list[str] | None = None) -> int:
                 reference = BEST_KNOWN.get(path.name, result.lower_bound_bytes)
                 challenging[planner.name].append(result.arena_bytes / reference)
     _print_challenging_summary(challenging)
+    if options.process:
+        _print_process_times(files, options, generated)
     return 0
+
+
+def _generated_files(folder: Path, counts: list[int]) -> list[Path]:
+    """The --synthetic instances, written as CSV under `folder`/generated."""
+    (folder / "generated").mkdir(exist_ok=True)
+    paths = []
+    for count in counts:
+        for name, long_share in (("synth", 0.01), ("crowded", 0.2)):
+            path = folder / "generated" / f"{name}{count}.csv"
+            write_instance(path, synthetic_rows(count, seed=1, long_share=long_share))
+            paths.append(path)
+    return paths
+
+
+def _relative(path: Path, data: Path, generated: Path) -> str:
+    root = generated if path.is_relative_to(generated) else data
+    return path.relative_to(root).as_posix()
+
+
+def _print_process_times(files: list[Path], options: argparse.Namespace, generated: Path) -> None:
+    """Wall seconds of whole `rlxir plan-csv --planner best` processes against the budget."""
+    budget = BestPlanner().default_budget if options.budget is None else options.budget
+    command = [sys.executable, "-m", "rlxir", "plan-csv", "--planner", "best", "--alignment", str(options.alignment),
+               "--time-budget", str(budget), "--json"]
+    print(f"# whole plan-csv --planner best processes, budget {budget} s")
+    print(f"{'file':<36} {'buffers':>8} {'ratio':>8} {'process s':>10} {'/ budget':>9}")
+    for path in files:
+        started = time.perf_counter()
+        finished = subprocess.run([*command, str(path)], capture_output=True, text=True, check=True)
+        seconds = time.perf_counter() - started
+        report = json.loads(finished.stdout)
+        print(f"{_relative(path, options.data, generated):<36} {report['buffers']:>8} {report['ratio']:>8.4f} "
+              f"{seconds:>10.2f} {seconds / budget:>9.2f}", flush=True)
 
 
 def _sweep_seconds(buffers, alignment: int) -> float:
@@ -84,6 +139,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--alignment", type=int, default=1)
     parser.add_argument("--budget", type=float, default=None, help="time budget of 'best' (default: its own)")
     parser.add_argument("--validate", action="store_true", help="check every plan with validate_plan")
+    parser.add_argument("--synthetic", nargs="+", type=int, default=[], metavar="N",
+                        help="add generated synthN and crowdedN instances of N buffers")
+    parser.add_argument("--process", action="store_true", help="also time whole plan-csv --planner best processes")
     return parser.parse_args(argv)
 
 

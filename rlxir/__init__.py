@@ -8,9 +8,10 @@ Public API (the CLI is a thin layer over it):
 - `interpret` (the NumPy reference run), `load_params` (params from a directory of
   `<name>.npy` files, as `rlxir import --weights DIR` writes them)
 - `grad` (the training graph of a loss), `compile_training`, `plan_training_arena_bytes`
-- `compile`, `plan_arena_bytes` (a graph's arena on a target), `CompileOptions`, `CompileResult`,
-  `ArenaTooLarge`
-- `fit_batch`, `arena_budget`, `device_arena_limit` (the largest batch that fits a device)
+- `compile`, `plan_compile` (the same without the ceiling's refusal), `plan_arena_bytes` (a
+  graph's arena on a target), `CompileOptions`, `CompileResult`, `ArenaTooLarge`
+- `fit_batch`, `arena_budget`, `device_arena_limit` (the largest batch that fits a device);
+  `FitReport` (whether an arena fits a budget: the verdict every command reports)
 - `parse_pipeline`, `run_pipeline`, `Pipeline`, `PipelineError` (pass pipelines from text)
 - `execute`, `run_in_arena`, `check_execution`, `ArenaRun`, `ExecutionCheck`, `ExecutionError`
   (run a compiled graph inside its planned arena, on the CPU or a GPU, and check it)
@@ -31,7 +32,8 @@ from rlxir.types import TensorType
 from rlxir.verifier import find_errors, verify
 from rlxir.autodiff import grad
 from rlxir.training import TrainingResult, compile_training, plan_training_arena_bytes
-from rlxir.compiler import ArenaTooLarge, CompileOptions, CompileResult, compile, plan_arena_bytes
+from rlxir.compiler import (ArenaTooLarge, CompileOptions, CompileResult, FitReport, compile, plan_arena_bytes,
+                            plan_compile)
 from rlxir.fit import arena_budget, device_arena_limit, fit_batch
 from rlxir.pipeline import Pipeline, PipelineError, parse_pipeline, run_pipeline
 from rlxir.executor import (ArenaRun, ExecutionCheck, ExecutionError, check_execution, execute, reference_run,
@@ -46,7 +48,7 @@ __all__ = [
     "parse_dim", "parse_file",
     "plan_training_arena_bytes", "print_graph", "print_module", "register_annotation", "register_op",
     "registered_ops", "verify",
-    "ArenaTooLarge", "CompileOptions", "CompileResult", "compile", "plan_arena_bytes",
+    "ArenaTooLarge", "CompileOptions", "CompileResult", "FitReport", "compile", "plan_arena_bytes", "plan_compile",
     "arena_budget", "device_arena_limit", "fit_batch",
     "Pipeline", "PipelineError", "parse_pipeline", "run_pipeline",
     "ArenaRun", "ExecutionCheck", "ExecutionError", "check_execution", "execute", "reference_run", "run_in_arena",

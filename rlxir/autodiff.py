@@ -23,14 +23,15 @@ Contract of `grad`:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import cast
 
 from rlxir.autodiff_rules import NO_GRADIENT_POSITIONS, VJP_RULES
 from rlxir.autodiff_vjp import VJP, Emitter, SlicePart
 from rlxir.errors import RlxError
 from rlxir.graph import Graph
 from rlxir.ops.decompositions import unfuse_node
-from rlxir.symbolic import sub
+from rlxir.symbolic import Dim, sub
 from rlxir.types import TensorType
 
 import rlxir.autodiff_ops  # noqa: F401  (registers the gradient kernels the rules emit)
@@ -124,7 +125,7 @@ def _unfuse_gradient_paths(graph: Graph, wrt: list[str]) -> tuple[set[str], dict
         active, source = _active(graph, wrt)
         pending = [node for node in graph.schedule()
                    if node in active and graph.kind(node) == "op" and graph.op(node) not in VJP_RULES
-                   and graph.opdef(node) is not None and graph.opdef(node).decompose is not None]
+                   and getattr(graph.opdef(node), "decompose", None) is not None]
         if not pending:
             return active, source
         if rounds == UNFUSE_ROUNDS:
@@ -217,7 +218,8 @@ def _join_parts(graph: Graph, value: str, parts: list[SlicePart], emitter: Emitt
 
 
 def _end(graph: Graph, part: SlicePart) -> int:
-    return part.start + graph.type(part.value).shape[part.axis]
+    # a slice's `len` is an integer attribute, so its gradient's size along the axis is an int
+    return part.start + cast(int, graph.type(part.value).shape[part.axis])
 
 
 def _concat_layer(graph: Graph, value: str, layer: list[SlicePart], emitter: Emitter) -> str:
@@ -235,7 +237,7 @@ def _concat_layer(graph: Graph, value: str, layer: list[SlicePart], emitter: Emi
     return pieces[0] if len(pieces) == 1 else emitter.op(value, "concat", pieces, axis=axis)
 
 
-def _zeros(graph: Graph, value: str, shape, axis: int, size, emitter: Emitter) -> str:
+def _zeros(graph: Graph, value: str, shape: Sequence[Dim], axis: int, size: Dim, emitter: Emitter) -> str:
     gap = list(shape)
     gap[axis] = size
     zero = emitter.scalar(value, 0.0, graph.type(value).dtype)

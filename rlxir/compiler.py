@@ -1,15 +1,17 @@
 """Compile a graph for a target: bind, run the target's pipeline, plan, check the ceiling.
 
 One code path per target. `prepare_exec_graph` is everything a target's compile does
-before planning; `plan_exec_graph` is the planning; `compile` is the two plus the
-target's refusal of an arena past its ceiling, and `plan_arena_bytes` (the fit driver's
-probe) is the same two steps, so its answer equals `compile(...).arena_bytes` by
-construction, never an estimate.
+before planning; `plan_exec_graph` is the planning; `plan_compile` is the two, and
+`compile` is `plan_compile` plus the target's refusal of an arena past its ceiling.
+`plan_arena_bytes` (the fit driver's probe) is `plan_compile`'s arena, so its answer
+equals `compile(...).arena_bytes` by construction, never an estimate. `FitReport` is the
+one verdict on a planned arena against a budget that every command reports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -18,19 +20,23 @@ from rlxir.errors import RlxError, UnboundSymbolError
 from rlxir.graph import Graph
 from rlxir.memory_plan import MemoryPlan, plan_graph
 from rlxir.pass_base import PassContext
-from rlxir.pipeline import Pipeline
+from rlxir.pipeline import PassStat, Pipeline
 from rlxir.target import Target, get_target
+
+if TYPE_CHECKING:
+    from rlxir.instruments import Instrument
+    from rlxir.fit import Budget
+
+SMALLER_TO_COMPILE = "a smaller batch or sequence (rlxir fit finds the largest that compiles)"
+SMALLER_TO_FIT = "a smaller batch or sequence (rlxir fit finds the largest that fits)"
 
 
 class ArenaTooLarge(RlxError):
     """A target's ABI cannot address the arena the plan needs."""
 
-    def __init__(self, target: Target, arena_bytes: int):
-        super().__init__(
-            f"{target.name} refuses this graph: its arena needs {arena_bytes} B ({format_bytes(arena_bytes)}), "
-            f"past the {ceiling_text(target)}",
-            expected="a smaller batch or sequence (rlxir fit finds the largest that compiles)",
-        )
+    def __init__(self, target: Target, arena_bytes: int, what: str = "this graph", expected: str = SMALLER_TO_COMPILE):
+        super().__init__(f"{target.name} refuses {what}: {_needs(arena_bytes)}, past the {ceiling_text(target)}",
+                         expected=expected)
         self.target = target.name
         self.arena_bytes = arena_bytes
         self.ceiling = addressable_bytes(target)
@@ -54,7 +60,7 @@ class CompileOptions:
     mode: str = "inference"
     weight_layout: Mapping[str, int] | None = None
     time_budget: float | None = None
-    instruments: Sequence = ()
+    instruments: Sequence[Instrument] = ()
     validate: bool = True
 
 
@@ -63,7 +69,7 @@ class ExecGraph:
     """A graph as the target runs it, and what each pass did on the way there."""
 
     graph: Graph
-    stages: tuple
+    stages: tuple[PassStat, ...]
     bindings: Mapping[str, int]
 
 
@@ -74,7 +80,7 @@ class CompileResult:
     target: Target
     graph: Graph
     plan: MemoryPlan
-    stages: tuple
+    stages: tuple[PassStat, ...]
     bindings: Mapping[str, int]
 
     @property
@@ -137,21 +143,29 @@ def plan_exec_graph(exec_graph: ExecGraph, target: str | Target, options: Compil
     return attrs.evolve(plan, side_buffers=target.side_buffer_bytes(plan.arena_bytes))
 
 
+def plan_compile(graph: Graph, target: str | Target, bindings: Mapping[str, int] | None = None,
+                 options: CompileOptions | None = None) -> CompileResult:
+    """What `compile` returns, without refusing an arena past the ceiling: for reports that
+    show a refused plan, and for the fit driver's probe."""
+    target = get_target(target)
+    exec_graph = prepare_exec_graph(graph, target, bindings, options)
+    plan = plan_exec_graph(exec_graph, target, options)
+    return CompileResult(target, exec_graph.graph, plan, exec_graph.stages, dict(exec_graph.bindings))
+
+
 def plan_arena_bytes(graph: Graph, target: str | Target, bindings: Mapping[str, int] | None = None,
                      options: CompileOptions | None = None) -> int:
-    """The arena `compile` would plan, through the same two steps (no ceiling check)."""
-    return plan_exec_graph(prepare_exec_graph(graph, target, bindings, options), target, options).arena_bytes
+    """The arena `compile` would plan, through the same steps (no ceiling check)."""
+    return plan_compile(graph, target, bindings, options).arena_bytes
 
 
 def compile(graph: Graph, target: str | Target, bindings: Mapping[str, int] | None = None,
             options: CompileOptions | None = None) -> CompileResult:
     """Compile `graph` for `target`; raises `ArenaTooLarge` past the target's ceiling."""
-    target = get_target(target)
-    exec_graph = prepare_exec_graph(graph, target, bindings, options)
-    plan = plan_exec_graph(exec_graph, target, options)
-    if exceeds_ceiling(target, plan.arena_bytes):
-        raise ArenaTooLarge(target, plan.arena_bytes)
-    return CompileResult(target, exec_graph.graph, plan, exec_graph.stages, dict(exec_graph.bindings))
+    result = plan_compile(graph, target, bindings, options)
+    if exceeds_ceiling(result.target, result.arena_bytes):
+        raise ArenaTooLarge(result.target, result.arena_bytes)
+    return result
 
 
 ADDRESS_SPACE_64 = 2**64 - 1  # the last byte a 64-bit offset reaches
@@ -195,3 +209,52 @@ def verdict_text(fits: bool | str, reason: str) -> str:
     if fits is True:
         return "yes"
     return f"{'unknown' if fits == 'unknown' else 'no'}: {reason}"
+
+
+def _needs(arena_bytes: int) -> str:
+    return f"its arena needs {arena_bytes} B ({format_bytes(arena_bytes)})"
+
+
+@attrs.frozen
+class FitReport:
+    """A planned arena judged against its target and a budget (`rlxir.fit.Budget`): the one
+    verdict that compile, compare, fit and their training forms report.
+
+    `fits` and `reason` are `fit_verdict`'s; `refused` holds when the target's ABI cannot
+    address the arena, where `compile` raises `ArenaTooLarge`.
+    """
+
+    target: Target
+    arena_bytes: int
+    budget: Budget
+    fits: bool | str
+    reason: str
+
+    @classmethod
+    def judge(cls, target: Target, arena_bytes: int, budget: Budget) -> FitReport:
+        fits, reason = fit_verdict(target, arena_bytes, budget.bytes)
+        return cls(target, arena_bytes, budget, fits, reason)
+
+    @property
+    def refused(self) -> bool:
+        return exceeds_ceiling(self.target, self.arena_bytes)
+
+    def text(self) -> str:
+        return verdict_text(self.fits, self.reason)
+
+    def to_json(self, brief: bool = False) -> dict:
+        """The report's fields of a JSON report; `brief`: without the budget's words and `refused`."""
+        fields: dict = {"ceiling_bytes": self.target.arena_ceiling, "budget_bytes": self.budget.bytes}
+        if not brief:
+            fields.update(budget=self.budget.explain(), refused=self.refused)
+        return {**fields, "fits": self.fits, "fits_reason": self.reason}
+
+    def error(self, what: str = "this graph") -> RlxError | None:
+        """The diagnostic of an arena refused or over a known budget; None when it fits or no
+        budget is known."""
+        if self.fits is not False:
+            return None
+        if self.refused:
+            return ArenaTooLarge(self.target, self.arena_bytes, what, expected=SMALLER_TO_FIT)
+        return RlxError(f"{self.target.name} cannot fit {what}: {_needs(self.arena_bytes)}, {self.reason}",
+                        expected=SMALLER_TO_FIT)

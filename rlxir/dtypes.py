@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import enum
 
 import numpy as np
@@ -20,7 +21,7 @@ class DType(enum.Enum):
     i8 = "i8"
     u8 = "u8"
     u32 = "u32"
-    bool = "bool"
+    bool = "bool"  # shadows the builtin in this class body, so annotations say builtins.bool
     c64 = "c64"
 
     @property
@@ -28,20 +29,20 @@ class DType(enum.Enum):
         return _ITEMSIZE[self]
 
     @property
-    def is_float(self) -> bool:
+    def is_float(self) -> builtins.bool:
         return self in _FLOATS
 
     @property
-    def is_low_precision(self) -> bool:
+    def is_low_precision(self) -> builtins.bool:
         """f16 and bf16: the types a backend may widen to f32 for execution."""
         return self in (DType.f16, DType.bf16)
 
     @property
-    def is_integer(self) -> bool:
+    def is_integer(self) -> builtins.bool:
         return self in _INTEGERS
 
     @property
-    def is_complex(self) -> bool:
+    def is_complex(self) -> builtins.bool:
         return self is DType.c64
 
     @property

@@ -7,6 +7,8 @@ column, the source line) and what was expected, and renders itself once, at the 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 
@@ -83,7 +85,7 @@ class RlxError(Exception):
         head = f"{self.loc}: {self.kind}: {message}" if self.loc else f"{self.kind}: {message}"
         parts = [head]
         text = self.loc.source_line() if self.loc else ""
-        if text:
+        if text and self.loc:
             text, col = quoted_slice(text, self.loc.col)
             parts.append(f"  {text}")
             parts.append("  " + _caret_padding(text, col) + "^")
@@ -95,7 +97,7 @@ class RlxError(Exception):
         return self.render()
 
 
-def close_names(word: str, names, count: int = 2, cutoff: float = 0.75) -> list[str]:
+def close_names(word: str, names: Iterable[str], count: int = 2, cutoff: float = 0.75) -> list[str]:
     """The names close enough to `word` to be what was meant (a typo, not a guess):
     ``rleu`` -> ``relu``, ``frobnicate`` -> nothing. Three-letter names (dtypes) need a
     lower `cutoff`: one swapped pair already costs a third of the word."""
@@ -134,6 +136,8 @@ class IRTypeError(RlxError):
     """A type or shape that does not match what the op's rule infers."""
 
     kind = "type error"
+    attribute: str | None = None
+    """The attribute at fault, when one is (the parser points its caret there)."""
 
 
 class VerifyError(RlxError):
@@ -145,7 +149,7 @@ class UnboundSymbolError(RlxError):
 
     kind = "error"
 
-    def __init__(self, symbols, loc: Location | None = None, context: str = ""):
+    def __init__(self, symbols: Iterable[str], loc: Location | None = None, context: str = ""):
         names = sorted(symbols)
         what = ", ".join(names)
         suffix = f" {context}" if context else ""

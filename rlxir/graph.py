@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, KeysView, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 import networkx as nx
 
 from rlxir.errors import IRTypeError, Location, RlxError, VerifyError
 from rlxir.gcpause import fewer_collections
-from rlxir.ops import LEAF_KINDS, check_attributes, get_op
+from rlxir.ops import LEAF_KINDS, OpDef, check_attributes, get_op
 from rlxir.ops.registry import annotation_version
 from rlxir.symbolic import Expr, format_dim, substitute
 from rlxir.types import TensorType
@@ -45,7 +45,7 @@ class ValueDiGraph(nx.DiGraph):
     algorithms and `copy()` are networkx's own, so the graph can be handed to any of them.
     """
 
-    def __init__(self, incoming_graph_data=None, **attr):
+    def __init__(self, incoming_graph_data: Any = None, **attr: Any) -> None:
         self._made_adjacency: list[dict] = []
         super().__init__(incoming_graph_data, **attr)
         made = self._made_adjacency
@@ -155,7 +155,7 @@ class Graph:
         except KeyError:
             raise GraphError(f"no value %{name} in graph {self.name}") from None
 
-    def opdef(self, name: str):
+    def opdef(self, name: str) -> OpDef | None:
         return get_op(self.data(name)["op"])
 
     def operands(self, name: str) -> tuple[str, ...]:
@@ -349,7 +349,8 @@ class Graph:
         del self._label[name]
         self._order = None
 
-    def _add_node(self, name, op, operands, attrs, type_, loc, provenance, before, after) -> str:
+    def _add_node(self, name: str, op: str, operands: tuple[str, ...], attrs: dict, type_: TensorType,
+                  loc: Location | None, provenance: tuple, before: str | None, after: str | None) -> str:
         if name in self._nodes:
             raise GraphError(f"value %{name} is already defined", loc)
         self._store_node(name, {"op": op, "operands": operands, "attrs": attrs, "type": type_, "loc": loc,
@@ -360,19 +361,19 @@ class Graph:
         return name
 
     def add_input(self, name: str, type_: TensorType, loc: Location | None = None, attrs: Mapping | None = None,
-                  **where) -> str:
+                  **where: str | None) -> str:
         """An input; `attrs` holds its fill facts (`rlxir.fills`), if any."""
         return self._add_node(name, "input", (), dict(attrs or {}), type_, loc, (name,), where.get("before"),
                               where.get("after"))
 
     def add_param(self, name: str, type_: TensorType, loc: Location | None = None, attrs: Mapping | None = None,
-                  **where) -> str:
+                  **where: str | None) -> str:
         """A param; `attrs` holds its fill facts (`rlxir.fills`), if any."""
         return self._add_node(name, "param", (), dict(attrs or {}), type_, loc, (name,), where.get("before"),
                               where.get("after"))
 
-    def add_const(self, name: str | None, type_: TensorType, value, loc: Location | None = None,
-                  provenance: tuple = (), **where) -> str:
+    def add_const(self, name: str | None, type_: TensorType, value: Any, loc: Location | None = None,
+                  provenance: tuple = (), **where: str | None) -> str:
         """A literal: `value` is a scalar splat or a flat row-major tuple of `numel` items."""
         name = name or self.fresh_name("c")
         value = tuple(value) if isinstance(value, (list, tuple)) else value
@@ -593,7 +594,7 @@ _INFERRED: dict = {}
 _INFERRED_LIMIT = 200_000
 
 
-def infer_result(opdef, operand_types: tuple, attrs: Mapping[str, Any] | None) -> tuple[dict, TensorType]:
+def infer_result(opdef: OpDef, operand_types: tuple, attrs: Mapping[str, Any] | None) -> tuple[dict, TensorType]:
     """(canonical attributes, result type) of an op application, memoised.
 
     Big graphs repeat the same (op, operand types, attributes) many times over (every
@@ -619,7 +620,7 @@ def infer_result(opdef, operand_types: tuple, attrs: Mapping[str, Any] | None) -
     return dict(canonical), inferred
 
 
-def _typed(value):
+def _typed(value: object) -> object:
     """`value` as a cache key that keeps apart what Python calls equal: ``True == 1 == 1.0``
     (a bool given for an int attribute must not hit the int's entry) and ``-0.0 == 0.0``."""
     if isinstance(value, tuple):
@@ -629,7 +630,7 @@ def _typed(value):
     return type(value), value
 
 
-def _bind_attr(value, values: Mapping[str, int]):
+def _bind_attr(value: Any, values: Mapping[str, int]) -> Any:
     if isinstance(value, Expr):
         return substitute(value, values)
     if isinstance(value, tuple) and any(isinstance(item, Expr) for item in value):
@@ -642,7 +643,7 @@ def _same_attrs(left: dict, right: dict) -> bool:
     return left.keys() == right.keys() and all(_same_value(left[key], right[key]) for key in left)
 
 
-def _same_value(left, right) -> bool:
+def _same_value(left: object, right: object) -> bool:
     if isinstance(left, tuple) and isinstance(right, tuple):
         return len(left) == len(right) and all(_same_value(a, b) for a, b in zip(left, right))
     if isinstance(left, float) and isinstance(right, float) and left != left and right != right:
@@ -661,7 +662,7 @@ def _rebuild_node(result: Graph, name: str, data: dict, values: Mapping[str, int
         attrs = {key: _bind_attr(value, values) for key, value in data["attrs"].items()}
         operand_types = tuple(result._nodes[operand]["type"] for operand in data["operands"])
         try:
-            canonical, type_ = infer_result(get_op(op), operand_types, attrs)
+            canonical, type_ = infer_result(cast(OpDef, get_op(op)), operand_types, attrs)  # its op is registered
         except RlxError as error:
             raise error.with_location(data["loc"]) from None
         except ZeroDivisionError:

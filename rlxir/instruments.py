@@ -14,32 +14,38 @@ import sys
 import tempfile
 from collections.abc import Collection
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rlxir.errors import RlxError, VerifyError
+from rlxir.graph import Graph
 from rlxir.interface import Interface
-from rlxir.pass_base import PassError
+from rlxir.pass_base import PassContext, PassError
 from rlxir.printer import print_graph
 from rlxir.verifier import verify
+
+if TYPE_CHECKING:
+    from rlxir.pipeline import PassEntry  # pipeline runs the instruments
 
 
 class Instrument:
     """No-op hooks; subclasses override what they need."""
 
-    def before_pass(self, index, entry, graph, ctx) -> None:
+    def before_pass(self, index: int, entry: PassEntry, graph: Graph, ctx: PassContext) -> None:
         return None
 
-    def after_pass(self, index, entry, graph, ctx, changed, seconds) -> None:
+    def after_pass(self, index: int, entry: PassEntry, graph: Graph, ctx: PassContext, changed: bool,
+                   seconds: float) -> None:
         return None
 
-    def on_failure(self, index, entry, graph, ctx, error) -> None:
+    def on_failure(self, index: int, entry: PassEntry, graph: Graph, ctx: PassContext,
+                   error: Exception) -> None:
         return None
 
-    def finish(self, graph, ctx) -> None:
+    def finish(self, graph: Graph, ctx: PassContext) -> None:
         return None
 
 
-def _fingerprint(graph) -> str:
+def _fingerprint(graph: Graph) -> str:
     return hashlib.sha256(print_graph(graph).encode()).hexdigest()
 
 
@@ -58,12 +64,13 @@ class VerifyEach(Instrument):
         self._before: str | None = None
         self._interface: Interface | None = None
 
-    def before_pass(self, index, entry, graph, ctx) -> None:
+    def before_pass(self, index: int, entry: PassEntry, graph: Graph, ctx: PassContext) -> None:
         self._interface = Interface.of(graph)
         if self.check_claims:
             self._before = _fingerprint(graph)
 
-    def after_pass(self, index, entry, graph, ctx, changed, seconds) -> None:
+    def after_pass(self, index: int, entry: PassEntry, graph: Graph, ctx: PassContext, changed: bool,
+                   seconds: float) -> None:
         try:
             verify(graph)
         except VerifyError as error:
@@ -78,13 +85,15 @@ class VerifyEach(Instrument):
             raise VerifyError(f"pass {entry.name} returned True but left the graph unchanged")
 
 
-    def _check_interface(self, entry, graph) -> None:
-        after = Interface.of(graph)
-        changes = self._interface.differences(after) if self._interface else []
+    def _check_interface(self, entry: PassEntry, graph: Graph) -> None:
+        after, before = Interface.of(graph), self._interface
+        if before is None:
+            return
+        changes = before.differences(after)
         if not changes:
             return
         # Point at the output line when only outputs changed, else at the graph header.
-        only_outputs = (self._interface.inputs, self._interface.params) == (after.inputs, after.params)
+        only_outputs = (before.inputs, before.params) == (after.inputs, after.params)
         loc = (graph.output_loc if only_outputs else None) or graph.loc
         raise PassError(f"pass {entry.text()} changed the interface of graph {graph.name}: " + "; ".join(changes),
                         loc, "the inputs, params and outputs of the graph kept as they were (names, order, types)")
@@ -98,10 +107,11 @@ class TimePasses(Instrument):
         self.rows: list[tuple[str, float, int, int, bool]] = []
         self._nodes_before = 0
 
-    def before_pass(self, index, entry, graph, ctx) -> None:
+    def before_pass(self, index: int, entry: PassEntry, graph: Graph, ctx: PassContext) -> None:
         self._nodes_before = len(graph)
 
-    def after_pass(self, index, entry, graph, ctx, changed, seconds) -> None:
+    def after_pass(self, index: int, entry: PassEntry, graph: Graph, ctx: PassContext, changed: bool,
+                   seconds: float) -> None:
         self.rows.append((entry.text(), seconds, self._nodes_before, len(graph), changed))
 
     def table(self) -> str:
@@ -115,7 +125,7 @@ class TimePasses(Instrument):
         lines.append(f"{'total':<{width}}  {sum(row[1] for row in self.rows):>9.4f}")
         return "\n".join(lines)
 
-    def finish(self, graph, ctx) -> None:
+    def finish(self, graph: Graph, ctx: PassContext) -> None:
         if self.stream is not None:
             print(self.table(), file=self.stream)
 
@@ -134,7 +144,8 @@ class PrintIR(Instrument):
     With `only_changed`, the after-print happens only when the pass changed the graph.
     """
 
-    def __init__(self, before=None, after=None, only_changed: bool = False, stream: TextIO | None = None):
+    def __init__(self, before: Collection[str] | str | None = None, after: Collection[str] | str | None = None,
+                 only_changed: bool = False, stream: TextIO | None = None):
         self.before = before
         self.after = after
         self.only_changed = only_changed
@@ -143,12 +154,13 @@ class PrintIR(Instrument):
     def _out(self) -> TextIO:
         return self.stream or sys.stdout
 
-    def before_pass(self, index, entry, graph, ctx) -> None:
+    def before_pass(self, index: int, entry: PassEntry, graph: Graph, ctx: PassContext) -> None:
         if _selected(self.before, entry.name):
             print(f"// ----- IR before {entry.text()} -----", file=self._out())
             print(print_graph(graph), file=self._out())
 
-    def after_pass(self, index, entry, graph, ctx, changed, seconds) -> None:
+    def after_pass(self, index: int, entry: PassEntry, graph: Graph, ctx: PassContext, changed: bool,
+                   seconds: float) -> None:
         if not _selected(self.after, entry.name) or (self.only_changed and not changed):
             return
         print(f"// ----- IR after {entry.text()}{'' if changed else ' (unchanged)'} -----", file=self._out())
@@ -162,17 +174,18 @@ class DumpStages(Instrument):
         self.folder = Path(folder)
         self.written: list[Path] = []
 
-    def _write(self, name: str, graph) -> None:
+    def _write(self, name: str, graph: Graph) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / name
         path.write_text(print_graph(graph), encoding="utf-8")
         self.written.append(path)
 
-    def before_pass(self, index, entry, graph, ctx) -> None:
+    def before_pass(self, index: int, entry: PassEntry, graph: Graph, ctx: PassContext) -> None:
         if index == 0:
             self._write("000-input.rlx", graph)
 
-    def after_pass(self, index, entry, graph, ctx, changed, seconds) -> None:
+    def after_pass(self, index: int, entry: PassEntry, graph: Graph, ctx: PassContext, changed: bool,
+                   seconds: float) -> None:
         self._write(f"{index + 1:03d}-{entry.name}.rlx", graph)
 
 
@@ -188,12 +201,13 @@ class Reproducer(Instrument):
         self.folder = Path(folder) if folder else None
         self.stream = stream
         self.path: Path | None = None
-        self._snapshot = None
+        self._snapshot: Graph | None = None
 
-    def before_pass(self, index, entry, graph, ctx) -> None:
+    def before_pass(self, index: int, entry: PassEntry, graph: Graph, ctx: PassContext) -> None:
         self._snapshot = graph.copy()
 
-    def on_failure(self, index, entry, graph, ctx, error) -> None:
+    def on_failure(self, index: int, entry: PassEntry, graph: Graph, ctx: PassContext,
+                   error: Exception) -> None:
         if self.path is not None or self._snapshot is None:
             return
         folder = self.folder or Path(tempfile.mkdtemp(prefix="rlxir-repro-"))

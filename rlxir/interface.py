@@ -63,7 +63,9 @@ def keep_output_names(graph: Graph, names: list[str]) -> bool:
     becomes ``%p.div``). The new value takes the old name; when the old name is still held
     by some other value (the replaced node, not yet removed), that value is renamed first.
     A new value that cannot take the name (an input or a param, or one read at two output
-    positions) is given it through a same-shape reshape, which plans as a view.
+    positions) is given it through a same-shape reshape, which plans as a view: one the
+    graph already holds (a non-output op reading the value) takes the name, else a new one
+    is added — so no two identical reshapes are left for cse to find on the next run.
     Returns whether anything was renamed or added. Callers must hold no value names
     across this call.
     """
@@ -84,12 +86,25 @@ def keep_output_names(graph: Graph, names: list[str]) -> bool:
         if held == ours and graph.kind(current) in RENAMABLE_KINDS:
             graph.rename(current, name)
         else:
-            alias = graph.add_op("reshape", [current], {"shape": graph.type(current).shape}, name=name,
-                                 after=current, origin=current)
+            alias = _same_shape_reshape(graph, current)
+            if alias is None:
+                alias = graph.add_op("reshape", [current], {"shape": graph.type(current).shape}, name=name,
+                                     after=current, origin=current)
+            else:
+                graph.rename(alias, name)
+                alias = name
             for index in ours:
                 graph.outputs[index] = alias
         changed = True
     return changed
+
+
+def _same_shape_reshape(graph: Graph, value: str) -> str | None:
+    """A reshape of `value` to its own shape that is no graph output, if the graph has one."""
+    for user in graph.users(value):
+        if graph.op(user) == "reshape" and user not in graph.outputs and graph.type(user) == graph.type(value):
+            return user
+    return None
 
 
 def can_take_output_name(graph: Graph, value: str) -> bool:

@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError, UnboundSymbolError
@@ -89,7 +90,7 @@ def _checked_feeds(graph: Graph, given: Mapping | None, kind: str) -> dict[str, 
     return feeds
 
 
-def _checked_array(graph: Graph, name: str, value) -> np.ndarray:
+def _checked_array(graph: Graph, name: str, value: ArrayLike) -> np.ndarray:
     """`value` as the array for `name`; its shape and NumPy dtype must match the type."""
     type_ = graph.type(name)
     array = np.asarray(value)
@@ -146,7 +147,7 @@ def _run_op(graph: Graph, name: str, values: dict) -> np.ndarray:
     return _conform(graph, name, result)
 
 
-def _conform(graph: Graph, name: str, result) -> np.ndarray:
+def _conform(graph: Graph, name: str, result: ArrayLike) -> np.ndarray:
     """The reference's result in the node's dtype; its shape must be the node's."""
     type_ = graph.type(name)
     array = to_dtype(result, type_.dtype)

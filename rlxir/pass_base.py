@@ -32,7 +32,7 @@ import pkgutil
 import typing
 from collections.abc import Mapping
 from importlib import metadata
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
@@ -40,12 +40,15 @@ from rlxir.errors import RlxError
 from rlxir.graph import Graph
 from rlxir.target import Target, get_target
 
+if TYPE_CHECKING:
+    from rlxir.pipeline import PassStat  # the pass manager's row type; pipeline imports this module
+
 
 class PassError(RlxError):
     """A pass could not do its job on this graph (a refusal, with the reason)."""
 
 
-def option(default: Any, doc: str):
+def option(default: Any, doc: str) -> Any:
     """Declare a pass option with its default and a one-line description."""
     return attrs.field(default=default, metadata={"doc": doc})
 
@@ -63,7 +66,7 @@ class PassContext:
 
     target: Target | None = None
     bindings: dict[str, int] = attrs.field(factory=dict)
-    stats: list[Any] = attrs.field(factory=list)
+    stats: list[PassStat] = attrs.field(factory=list)
 
     def target_for(self, pass_: Pass) -> Target:
         """The target `pass_` works for: its own `target` option when set (a pass run alone,
@@ -96,7 +99,7 @@ class Pass(abc.ABC):
 
     # --- options ------------------------------------------------------------------------
     @classmethod
-    def option_fields(cls) -> list:
+    def option_fields(cls) -> list[attrs.Attribute]:
         return [field for field in attrs.fields(cls)] if attrs.has(cls) else []
 
     @classmethod

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -20,6 +20,9 @@ from rlxir.gcpause import fewer_collections
 from rlxir.graph import Graph
 from rlxir.interface import keep_output_names
 from rlxir.pass_base import Pass, PassContext, available_passes, get_pass, option_text_name
+
+if TYPE_CHECKING:
+    from rlxir.instruments import Instrument
 
 
 class PipelineError(RlxError):
@@ -73,7 +76,7 @@ class Pipeline:
     def __repr__(self) -> str:
         return f"Pipeline({self.text()!r})"
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[PassEntry]:
         return iter(self.entries)
 
     def __len__(self) -> int:
@@ -103,7 +106,7 @@ class Pipeline:
     def without(self, name: str) -> Pipeline:
         return Pipeline(entry for entry in self.entries if entry.name != name)
 
-    def run(self, graph: Graph, ctx: PassContext | None = None, instruments: Sequence = ()) -> Graph:
+    def run(self, graph: Graph, ctx: PassContext | None = None, instruments: Sequence[Instrument] = ()) -> Graph:
         """Run every pass on `graph` in place (see `run_pipeline` for a copying variant)."""
         ctx = ctx or PassContext()
         with fewer_collections():
@@ -124,7 +127,8 @@ def _entries_of(added: Pipeline | str | Pass) -> list[PassEntry]:
     return [PassEntry(added, tuple(added.non_default_options().items()))]
 
 
-def _run_one(index: int, entry: PassEntry, graph: Graph, ctx: PassContext, instruments: Sequence) -> None:
+def _run_one(index: int, entry: PassEntry, graph: Graph, ctx: PassContext,
+             instruments: Sequence[Instrument]) -> None:
     for instrument in instruments:
         instrument.before_pass(index, entry, graph, ctx)
     nodes_before = len(graph)
@@ -167,8 +171,8 @@ class PassStat:
     changed: bool
 
 
-def run_pipeline(graph: Graph, spec: str | Pipeline, instruments: Sequence = (), ctx: PassContext | None = None,
-                 copy: bool = True) -> Graph:
+def run_pipeline(graph: Graph, spec: str | Pipeline, instruments: Sequence[Instrument] = (),
+                 ctx: PassContext | None = None, copy: bool = True) -> Graph:
     """Run a pipeline (text or `Pipeline`) and return the resulting graph.
 
     The input graph is left untouched unless `copy=False`. Instruments hook around every
@@ -196,7 +200,8 @@ def _error(spec: str, offset: int, message: str, expected: str | None = None) ->
 def parse_entries(spec: str) -> list[PassEntry]:
     if "\n" in spec:
         spec = spec.replace("\n", " ")
-    entries, position = [], 0
+    entries: list[PassEntry] = []
+    position = 0
     if not spec.strip():
         return entries
     while True:
@@ -260,7 +265,7 @@ def _check_target_option(spec: str, offset: int, pass_name: str, value: str) -> 
         raise _error(spec, offset, f"{pass_name}: unknown target {value!r}", hint)
 
 
-def _convert(spec: str, offset: int, key: str, text: str, kind) -> Any:
+def _convert(spec: str, offset: int, key: str, text: str, kind: object) -> Any:
     try:
         if kind is bool:
             if text not in ("true", "false"):

@@ -11,6 +11,7 @@ from rlxir.graph import Graph, Module
 from rlxir.ops import get_op
 from rlxir.ops.registry import format_attr_value, format_float
 from rlxir.symbolic import format_dim
+from rlxir.types import TensorType
 
 
 def _header(graph: Graph) -> str:
@@ -20,7 +21,7 @@ def _header(graph: Graph) -> str:
     return f"graph {graph.name}({symbols}) {{"
 
 
-def _literal(value) -> str:
+def _literal(value: object) -> str:
     if isinstance(value, tuple):
         return "[" + ", ".join(_literal(item) for item in value) + "]"
     if isinstance(value, bool):
@@ -50,7 +51,7 @@ def print_graph(graph: Graph) -> str:
     """The canonical text of one graph, ending with a newline."""
     type_text: dict = {}
 
-    def typed(type_) -> str:
+    def typed(type_: TensorType) -> str:
         text = type_text.get(type_)
         if text is None:
             text = type_text[type_] = f"{type_.dtype.value}[{', '.join(format_dim(d) for d in type_.shape)}]"

@@ -12,12 +12,14 @@ Floor division by something that does not divide exactly stays symbolic as an op
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Union
 
 from rlxir.errors import UnboundSymbolError
 
 Dim = Union[int, "Expr"]
+SymbolReader = Callable[[str, int], Dim]
+"""``on_symbol(name, offset)``: checks a symbol read from dim text, returns its dim."""
 
 
 class FloorDiv:
@@ -30,7 +32,7 @@ class FloorDiv:
         self.denominator = denominator
         self._text = f"{_operand_text(numerator)}//{_operand_text(denominator)}"
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, FloorDiv) and self._text == other._text
 
     def __hash__(self) -> int:
@@ -74,7 +76,7 @@ class Expr:
         return Expr(((monomial, 1),))
 
     # --- comparisons --------------------------------------------------------------------
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Expr) and self._hash == other._hash and self.terms == other.terms
 
     def __hash__(self) -> int:
@@ -180,7 +182,7 @@ def exact_div(a: Dim, b: Dim) -> Dim | None:
         return _divide_by_polynomial(a, b)
     (divisor, divisor_coef), = b.terms
     divisor_powers = dict(divisor)
-    quotient = {}
+    quotient: dict = {}
     for monomial, coef in _poly(a).items():
         powers = dict(monomial)
         if coef % divisor_coef:
@@ -217,7 +219,7 @@ def floordiv(a: Dim, b: Dim) -> Dim:
     exact = exact_div(a, b)
     if exact is not None:
         return exact
-    if isinstance(b, int) and b > 0:
+    if isinstance(a, Expr) and isinstance(b, int) and b > 0:  # int // int returned above
         return _floordiv_by_positive_int(a, b)
     return _floordiv_atom(a, b)
 
@@ -350,7 +352,7 @@ class _DimReader:
     """Recursive descent over ``expr := term (('+'|'-') term)*``,
     ``term := unary (('*'|'//') unary)*``, ``unary := '-' unary | INT | NAME | '(' expr ')'``."""
 
-    def __init__(self, text: str, on_symbol):
+    def __init__(self, text: str, on_symbol: SymbolReader):
         self.text = text
         self.pos = 0
         self.on_symbol = on_symbol
@@ -427,7 +429,7 @@ class _DimReader:
         raise DimSyntaxError(f"unexpected {char!r} in dim", start, "an integer, a symbol or '('")
 
 
-def parse_dim(text: str, on_symbol=None) -> Dim:
+def parse_dim(text: str, on_symbol: SymbolReader | None = None) -> Dim:
     """Parse dim text such as ``B*S`` or ``(L+1)//2``.
 
     `on_symbol(name, offset)` may check a symbol (and raise `DimSyntaxError`) and returns

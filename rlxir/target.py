@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import Any
 
 import attrs
 
@@ -74,7 +75,7 @@ class Target:
         kernel of a claimed op (`register_backward_kernel`)."""
         return op in self.claimed_ops or _BACKWARD_KERNELS.get(op) in self.claimed_ops
 
-    def derive(self, name: str, **changes) -> Target:
+    def derive(self, name: str, **changes: Any) -> Target:
         """A new target like this one with some fields changed (a new `name` is required)."""
         return attrs.evolve(self, name=name, **changes)
 

@@ -33,6 +33,7 @@ from rlxir.compiler import (ArenaTooLarge, CompileOptions, CompileResult, ExecGr
                             plan_exec_graph, prepare_exec_graph)
 from rlxir.graph import Graph
 from rlxir.lifetimes import value_bytes
+from rlxir.memory_plan import MemoryPlan
 from rlxir.planning import aligned_size
 from rlxir.target import Target, get_target
 
@@ -62,6 +63,15 @@ class TrainingResult:
     @property
     def side_buffers(self) -> Mapping[str, int]:
         return self.backward.side_buffers
+
+    @property
+    def verdict_arena_bytes(self) -> int:
+        """The arena a fit verdict judges: the training arena, or the larger of the two
+        arenas when either is past the target's ceiling (the ABI refuses the step then)."""
+        arenas = (self.arena_bytes, self.forward_arena_bytes)
+        if any(exceeds_ceiling(self.target, arena) for arena in arenas):
+            return max(arenas)
+        return self.arena_bytes
 
     @property
     def total_bytes(self) -> int:
@@ -106,7 +116,7 @@ def plan_training(graph: Graph, target: str | Target, bindings: Mapping[str, int
     )
 
 
-def _weight_layout(forward_exec: ExecGraph, forward_plan, backward_exec: ExecGraph, target: Target,
+def _weight_layout(forward_exec: ExecGraph, forward_plan: MemoryPlan, backward_exec: ExecGraph, target: Target,
                    options: CompileOptions) -> tuple[dict[str, int], dict[str, int]]:
     """The forward offsets by param name, with the params only one side has reconciled
     (see the module docstring); returns (layout, appended params and their offsets)."""

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import reduce
+from typing import TYPE_CHECKING
 
 import attrs
 
 from rlxir.dtypes import DType
 from rlxir.symbolic import Dim, Expr, evaluate, format_dim, free_symbols, mul, substitute
+
+if TYPE_CHECKING:
+    def _as_dims(shape: Iterable[Dim]) -> tuple[Dim, ...]: ...
+else:
+    _as_dims = tuple  # the shape field's converter: the builtin itself, typed above for the checker
 
 
 @attrs.frozen(slots=True, cache_hash=True)
@@ -16,7 +22,7 @@ class TensorType:
     """``DTYPE[d0, d1, ...]``; a scalar has the empty shape."""
 
     dtype: DType
-    shape: tuple = attrs.field(converter=tuple)
+    shape: tuple[Dim, ...] = attrs.field(converter=_as_dims)
 
     @property
     def rank(self) -> int:
@@ -25,7 +31,8 @@ class TensorType:
     @property
     def numel(self) -> Dim:
         """The element count, symbolic while any dim is."""
-        return reduce(mul, self.shape, 1)
+        one: Dim = 1
+        return reduce(mul, self.shape, one)
 
     @property
     def symbols(self) -> frozenset[str]:
@@ -56,7 +63,7 @@ class TensorType:
     def with_dtype(self, dtype: DType) -> TensorType:
         return TensorType(dtype, self.shape)
 
-    def with_shape(self, shape) -> TensorType:
+    def with_shape(self, shape: Iterable[Dim]) -> TensorType:
         return TensorType(self.dtype, tuple(shape))
 
     def __str__(self) -> str:

@@ -4,7 +4,13 @@
 few seconds of pure-Python work at 10^5 nodes and shares nothing with the others, so on a
 machine with several cores they can run side by side. The workers are forked, so they
 inherit the parsed graph, loaded plugins and caches as they are, and nothing but each
-result (a small dict) is pickled. Where processes cannot be forked the work runs serially.
+item's index (or a small item) and its result (a small dict) is pickled. Where processes
+cannot be forked the work runs serially.
+
+`fit` plans a few candidate batches per round of its search, over several rounds, some of
+which the search may never need: one pool (`Workers`) serves every round, and a failed
+item is reported as `WORKER_FAILED` instead of being computed again, so that the caller
+computes it itself only if it turns out to need it.
 """
 
 from __future__ import annotations
@@ -12,10 +18,24 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
 
-# The work of the pool under way: forked workers read it from here (nothing to pickle).
-_WORK: tuple[Callable, Sequence] | None = None
+# The function of the pool under way: forked workers read it from here (nothing to pickle).
+_WORK: Callable | None = None
+
+
+class WorkerFailure:
+    """The place of an item whose worker returned no result (an error, an unpicklable
+    result, a crashed worker): only `WORKER_FAILED`, its one instance, is used."""
+
+    def __repr__(self) -> str:
+        return "WORKER_FAILED"
+
+    def __reduce__(self) -> str:
+        return "WORKER_FAILED"  # unpickled as the one instance, so `is` recognises it
+
+
+WORKER_FAILED = WorkerFailure()
 
 
 def available_cores() -> int:
@@ -30,38 +50,73 @@ def can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def map_in_order(function: Callable, items: Sequence, jobs: int) -> list:
-    """``[function(item) for item in items]``, computed in up to `jobs` worker processes.
+class Workers:
+    """Up to `jobs` forked processes computing `function`, for as long as the `with` block.
 
-    Results come in the order of `items`, whatever order the workers finish in. An item
-    whose worker fails (an error, an unpicklable result, a crashed worker) is computed
-    again in this process, so it raises exactly what the serial loop would, at the same
-    item. Serial when `jobs` is 1, when there is a single item, or without fork.
+    They are forked when first needed, from this process as it is then, so `function` and
+    what it reads are inherited, never pickled; items and results are. One pool at a time.
+    Without fork, or with `jobs` 1, `map` is the serial loop.
     """
-    jobs = min(jobs, len(items))
-    if jobs <= 1 or not can_fork():
-        return [function(item) for item in items]
-    global _WORK
-    _WORK = (function, items)
+
+    def __init__(self, function: Callable, jobs: int):
+        self.function, self.jobs = function, jobs
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> Workers:
+        global _WORK
+        if self.jobs > 1 and can_fork():
+            _WORK = self.function
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=multiprocessing.get_context("fork"))
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        global _WORK
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool, _WORK = None, None
+
+    def map(self, items: Sequence, rerun_failures: bool = True) -> list:
+        """``[function(item) for item in items]``, in the order of `items` whatever order the
+        workers finish in. An item whose worker fails (an error, an unpicklable result, a
+        crashed worker) is computed again in this process, so it raises exactly what the
+        serial loop would, at the same item; with `rerun_failures` False its place holds
+        `WORKER_FAILED` instead and the other items are all computed. A single item, like
+        the serial loop, is computed here and raises its errors as they come."""
+        if self._pool is None or len(items) <= 1:
+            return [self.function(item) for item in items]
+        try:
+            futures = [self._pool.submit(_run_item, item) for item in items]
+        except BrokenExecutor:  # a worker died in an earlier map: the pool takes no more work
+            return [self.function(item) if rerun_failures else WORKER_FAILED for item in items]
+        try:
+            return [_result_or_rerun(future, self.function, item, rerun_failures)
+                    for future, item in zip(futures, items)]
+        except BaseException:
+            for future in futures:  # later items no longer matter
+                future.cancel()
+            raise
+
+
+def map_in_order(function: Callable, items: Sequence, jobs: int) -> list:
+    """``[function(item) for item in items]``, computed in up to `jobs` worker processes
+    (`Workers.map`, failed items computed again here). The items stay in this process:
+    the workers are sent indices."""
+    with Workers(lambda index: function(items[index]), min(jobs, len(items))) as workers:
+        return workers.map(range(len(items)))
+
+
+def _run_item(item):
     try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = [pool.submit(_run_item, index) for index in range(len(items))]
-            try:
-                return [_result_or_rerun(future, function, item) for future, item in zip(futures, items)]
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)  # later items no longer matter
-                raise
-    finally:
-        _WORK = None
+        return _WORK(item)
+    except Exception:  # raised again, unchanged, where this process computes the item (an
+        return WORKER_FAILED  # error that cannot be unpickled would break the whole pool)
 
 
-def _run_item(index: int):
-    function, items = _WORK
-    return function(items[index])
-
-
-def _result_or_rerun(future, function: Callable, item):
+def _result_or_rerun(future, function: Callable, item, rerun: bool):
     try:
-        return future.result()
-    except Exception:  # the serial computation raises the error itself, unchanged
-        return function(item)
+        result = future.result()
+    except Exception:  # a crashed worker, a result that cannot be pickled
+        result = WORKER_FAILED
+    if result is WORKER_FAILED and rerun:
+        return function(item)  # the serial computation raises the error itself
+    return result

@@ -10,8 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rlxir
-from rlxir.fit import arena_budget, fit_batch, plan_bound
+from rlxir.errors import RlxError
+from rlxir.fit import Budget, Trial, arena_budget, fit_batch, plan_bound, search_batches
 from rlxir.target import get_target
+from rlxir.workers import can_fork
 
 GIB = 1 << 30
 
@@ -96,3 +98,122 @@ def test_fit_on_a_real_graph_plans_through_compile():
 
 def test_plan_bound_formula():
     assert [plan_bound(n) for n in (1, 2, 64, 100)] == [2, 4, 14, 2 * math.ceil(math.log2(100)) + 2]
+
+
+# --- several plans per round ------------------------------------------------------------
+needs_fork = pytest.mark.skipif(not can_fork(), reason="worker processes are forked")
+ARENAS = st.lists(st.integers(0, 100), min_size=300, max_size=300)
+
+
+def walk(requested, arena, budget, jobs):
+    """search_batches with every wave planned in this process, in order (the workers'
+    results, without their processes)."""
+    def plan(batch):
+        return Trial(batch, arena(batch), arena(batch) <= budget)
+
+    return search_batches(requested, jobs, plan, lambda batches: [plan(batch) for batch in batches])
+
+
+@settings(max_examples=300, deadline=None)
+@given(requested=st.integers(1, 300), arenas=ARENAS, budget=st.integers(0, 100), jobs=st.integers(2, 9),
+       grows=st.booleans())
+def test_a_parallel_search_walks_the_serial_path_whatever_the_arenas(requested, arenas, budget, jobs, grows):
+    def arena(batch):
+        return sum(arenas[:batch]) // batch if grows else arenas[batch - 1]
+
+    serial, parallel = walk(requested, arena, budget, 1), walk(requested, arena, budget, jobs)
+    assert (parallel.fitting, parallel.failing) == (serial.fitting, serial.failing)
+    assert set(serial.tried) <= set(parallel.tried)
+    assert len({trial.batch for trial in parallel.tried}) == len(parallel.tried)  # no batch planned twice
+    assert serial.rounds == len(serial.tried) <= plan_bound(requested)
+    assert parallel.rounds <= serial.rounds and len(parallel.tried) <= jobs * parallel.rounds
+
+
+@settings(max_examples=200, deadline=None)
+@given(requested=st.integers(1, 300), per_batch=st.integers(1, 10**6), fixed=st.integers(0, 10**8),
+       budget=st.integers(1, 10**9), jobs=st.integers(2, 9))
+def test_a_parallel_search_finds_the_brute_force_answer_when_arenas_grow(requested, per_batch, fixed, budget, jobs):
+    def arena(batch):
+        return fixed + per_batch * batch
+
+    search = walk(requested, arena, budget, jobs)
+    best = brute_force(requested, arena, budget)
+    found = search.fitting.batch if search.fitting is not None else None
+    assert found == best
+
+
+def test_more_jobs_take_fewer_rounds_and_more_plans():
+    def never(batch):
+        return 50 * GIB * batch
+
+    serial = fit_batch("cuda", 64, 0.5, never, vram=24 * GIB)
+    parallel = walk(64, never, serial.budget.bytes, 3)
+    assert (serial.rounds, len(serial.tried)) == (7, 7)
+    # the requested 64 alone; then each round the next batch and the batches after the
+    # fewest outcomes, halving first: 32, below it 16 and above it 48; then 8, 4, 12; ...
+    assert [trial.batch for trial in parallel.tried] == [64, 32, 16, 48, 8, 4, 12, 2, 1, 3]
+    assert parallel.rounds == 4
+
+
+def flat_budget(limit):
+    return Budget(limit, None, None, 0, 0.0, 1.0, "a fixed budget")
+
+
+@needs_fork
+@pytest.mark.parametrize("arenas", [[5, 1, 9, 3, 7, 2, 8, 4, 6, 1, 9, 9, 2, 5, 3, 8, 1, 7, 4, 6],
+                                    list(range(1, 41)), [5] * 40])
+def test_fit_in_workers_answers_what_one_process_answers(arenas):
+    serial = fit_batch("cpu", len(arenas), 1.0, lambda batch: arenas[batch - 1], budget=flat_budget(4))
+    parallel = fit_batch("cpu", len(arenas), 1.0, lambda batch: arenas[batch - 1], budget=flat_budget(4), jobs=3)
+    assert (parallel.batch, parallel.arena_bytes, parallel.fits, parallel.reason) == \
+        (serial.batch, serial.arena_bytes, serial.fits, serial.reason)
+    assert parallel.rounds < serial.rounds and parallel.jobs == 3 and serial.jobs == 1
+    assert set(serial.tried) <= set(parallel.tried)
+
+
+def refuses(batch: int, refused: int) -> int:
+    if batch == refused:
+        raise RlxError(f"batch {batch} cannot be planned")
+    return batch
+
+
+@needs_fork
+def test_a_failed_plan_the_search_never_needs_fails_nothing():
+    # with two jobs the first round plans 64 and 32; 64 fits, so 32 was never needed
+    result = fit_batch("cpu", 64, 1.0, lambda batch: refuses(batch, 32), budget=flat_budget(100), jobs=2)
+    assert result.batch == 64 and [trial.batch for trial in result.tried] == [64] and result.rounds == 1
+
+
+@needs_fork
+def test_a_failed_plan_on_the_search_path_raises_the_serial_error():
+    with pytest.raises(RlxError) as serial:
+        fit_batch("cpu", 64, 1.0, lambda batch: refuses(batch, 16), budget=flat_budget(10))
+    with pytest.raises(RlxError) as parallel:
+        fit_batch("cpu", 64, 1.0, lambda batch: refuses(batch, 16), budget=flat_budget(10), jobs=3)
+    assert str(parallel.value) == str(serial.value) == "error: batch 16 cannot be planned"
+
+
+def test_jobs_below_one_are_refused():
+    with pytest.raises(ValueError, match="jobs must be at least 1"):
+        fit_batch("cpu", 8, 1.0, lambda batch: batch, budget=flat_budget(4), jobs=0)
+
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.rlx"))
+TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")
+
+
+@needs_fork
+@pytest.mark.parametrize("path", EXAMPLES, ids=[path.stem for path in EXAMPLES])
+def test_every_example_fits_the_same_batch_in_workers_on_every_target(path):
+    graph = rlxir.parse_file(path).main
+    others = {symbol: 8 for symbol in graph.symbols if symbol != "B"}
+    for target in TARGETS:
+        # a budget between two batches' arenas, so that the search halves and bisects
+        budget = flat_budget(rlxir.plan_arena_bytes(graph.bind({"B": 11}), target, others))
+        fits = [fit_batch(target, 16, 1.0, lambda batch: graph.bind({"B": batch}), budget=budget, bindings=others,
+                          jobs=jobs) for jobs in (1, 2)]
+        serial, parallel = fits
+        assert (parallel.batch, parallel.arena_bytes, parallel.reason) == \
+            (serial.batch, serial.arena_bytes, serial.reason), target
+        assert serial.batch >= 11 and set(serial.tried) <= set(parallel.tried)
+        assert parallel.rounds < serial.rounds == len(serial.tried), target

@@ -94,35 +94,60 @@ def test_plan_arena_bytes_equals_a_compile_in_another_process():
         assert report["arena_bytes"] == rlxir.plan_arena_bytes(graph, target, {"B": 3, "S": 40})
 
 
-def fit_on(arenas: list[int], budget: int, requested: int):
+def fit_on(arenas: list[int], budget: int, requested: int, jobs: int = 1):
     table = {batch: arenas[batch - 1] for batch in range(1, requested + 1)}
     limit = Budget(budget, None, None, 0, 0.0, 1.0, "a fixed budget")
-    return rlxir.fit_batch("cpu", requested, 1.0, lambda batch: table[batch], budget=limit)
+    return rlxir.fit_batch("cpu", requested, 1.0, lambda batch: table[batch], budget=limit, jobs=jobs)
 
 
-@SETTINGS
-@given(requested=st.integers(1, 64), data=st.data())
-def test_fit_is_the_brute_force_answer_when_arenas_grow(requested, data):
+def growing_arenas(requested: int, data) -> tuple[list[int], int]:
     steps = data.draw(st.lists(st.integers(0, 50), min_size=requested, max_size=requested))
     arenas = [sum(steps[:batch]) + 1 for batch in range(1, requested + 1)]
-    budget = data.draw(st.integers(0, arenas[-1] + 10))
-    result = fit_on(arenas, budget, requested)
+    return arenas, data.draw(st.integers(0, arenas[-1] + 10))
+
+
+def any_arenas(requested: int, data) -> tuple[list[int], int]:
+    return data.draw(st.lists(st.integers(1, 100), min_size=requested, max_size=requested)), \
+        data.draw(st.integers(0, 110))
+
+
+def assert_brute_force_answer(result, arenas: list[int], budget: int, requested: int) -> None:
     fitting = [batch for batch in range(1, requested + 1) if arenas[batch - 1] <= budget]
     assert result.batch == (max(fitting) if fitting else None)
-    assert len(result.tried) <= plan_bound(requested) or requested == 1
+    assert result.rounds <= plan_bound(requested) or requested == 1
 
 
-@SETTINGS
-@given(requested=st.integers(2, 64), data=st.data())
-def test_fit_keeps_its_promise_when_arenas_do_not_grow(requested, data):
-    arenas = data.draw(st.lists(st.integers(1, 100), min_size=requested, max_size=requested))
-    budget = data.draw(st.integers(0, 110))
-    result = fit_on(arenas, budget, requested)
+def assert_promises_kept(result, arenas: list[int], budget: int, requested: int) -> None:
     planned = {trial.batch: trial.arena_bytes for trial in result.tried}
+    assert result.rounds <= plan_bound(requested) and len(result.tried) <= result.jobs * result.rounds
     if result.batch is None:
         assert arenas[0] > budget and planned[1] == arenas[0]
         return
     assert arenas[result.batch - 1] <= budget and planned[result.batch] == arenas[result.batch - 1]
     # the answer is the requested batch, or the next batch was planned and does not fit
     assert result.batch == requested or planned.get(result.batch + 1, -1) > budget
-    assert len(result.tried) <= plan_bound(requested)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requested=st.integers(1, 64), grows=st.booleans(), data=st.data())
+def test_fit_keeps_its_promises_and_finds_the_brute_force_answer_when_arenas_grow(requested, grows, data):
+    arenas, budget = (growing_arenas if grows else any_arenas)(requested, data)
+    result = fit_on(arenas, budget, requested)
+    assert_promises_kept(result, arenas, budget, requested)
+    if grows:
+        assert_brute_force_answer(result, arenas, budget, requested)
+    assert len(result.tried) == result.rounds
+
+
+# Each fit in workers forks its pool (about 0.1 s): fewer examples; the search itself is
+# checked on many more in tests/test_fit.py.
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requested=st.integers(2, 64), grows=st.booleans(), jobs=st.integers(2, 4), data=st.data())
+def test_fit_in_workers_is_the_serial_fit_and_keeps_its_promises(requested, grows, jobs, data):
+    arenas, budget = (growing_arenas if grows else any_arenas)(requested, data)
+    serial, parallel = fit_on(arenas, budget, requested), fit_on(arenas, budget, requested, jobs)
+    assert (parallel.batch, parallel.arena_bytes, parallel.reason) == (serial.batch, serial.arena_bytes, serial.reason)
+    assert parallel.rounds <= serial.rounds and set(serial.tried) <= set(parallel.tried)
+    assert_promises_kept(parallel, arenas, budget, requested)
+    if grows:
+        assert_brute_force_answer(parallel, arenas, budget, requested)

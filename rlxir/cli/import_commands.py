@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rlxir.cli.options import positive_int
-from rlxir.cli.output_files import add_output_option, atomic_output, checked_output_file, output_directory, write_text_output
+from rlxir.cli.options import BATCH_SYMBOL, positive_int
+from rlxir.cli.output_files import (add_output_option, atomic_output, checked_output_file, output_directory,
+                                    print_or_write)
 from rlxir.dtypes import DTYPE_NAMES
 from rlxir.errors import RlxError
 from rlxir.parser import parse
@@ -30,7 +31,8 @@ def register(subparsers) -> None:
                "rlxir compile resnet50.rlx --target rocm --batch 8")
     command.add_argument("model", metavar="MODEL", help="an .onnx file")
     add_output_option(command, "the graph")
-    command.add_argument("--batch-dim", metavar="SYM", default="B", help="the batch symbol's name (default: B)")
+    command.add_argument("--batch-dim", metavar="SYM", default=BATCH_SYMBOL,
+                         help=f"the batch symbol's name (default: {BATCH_SYMBOL})")
     command.add_argument("--batch-size", metavar="N", type=positive_int,
                          help="fix the batch to N instead of making it a symbol")
     command.add_argument("--name", metavar="NAME", help="the graph's name (default: the model's graph name)")
@@ -93,10 +95,8 @@ def run_import(args: argparse.Namespace) -> int:
     checked_text(text, args.model)
     if args.weights:
         write_weights(imported.params, Path(args.weights))
-    if not args.output:
-        print(text, end="")
+    if not print_or_write(args.output, text):
         return 0
-    write_text_output(args.output, text)
     graph = imported.graph
     param_bytes = sum(array.nbytes for array in imported.params.values())
     symbols = ", ".join(name if value is None else f"{name}={value}" for name, value in graph.symbols.items())

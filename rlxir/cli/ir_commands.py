@@ -7,7 +7,7 @@ import json
 from collections import Counter
 
 from rlxir.cli.options import add_input_options, bind_graphs, bindings_from, load_module, selected_graphs
-from rlxir.cli.output_files import add_output_option, checked_output_file, write_text_output
+from rlxir.cli.output_files import add_output_option, checked_output_file, print_or_write
 from rlxir.graph import Graph
 from rlxir.ops import registered_ops
 from rlxir.printer import print_graph
@@ -113,11 +113,7 @@ def run_check(args: argparse.Namespace) -> int:
 def run_print(args: argparse.Namespace) -> int:
     if args.output:
         checked_output_file(args.output, "-o", [args.file], args.in_place)
-    text = "\n".join(print_graph(graph) for graph in _graphs(args))
-    if args.output:
-        write_text_output(args.output, text)
-    else:
-        print(text, end="")
+    print_or_write(args.output, "\n".join(print_graph(graph) for graph in _graphs(args)))
     return 0
 
 

@@ -14,6 +14,7 @@ import sys
 import traceback
 
 from rlxir import __version__
+from rlxir.cli.options import UsageError
 from rlxir.errors import RlxError
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
@@ -84,10 +85,6 @@ def _internal_error(error: BaseException) -> int:
         print(f"rlxir: internal error: {type(error).__name__}: {error}\n"
               "(this is a bug in rlxir; run again with RLXIR_DEBUG=1 for the traceback)", file=sys.stderr)
     return EXIT_BUG
-
-
-class UsageError(Exception):
-    """A command-line mistake argparse cannot see (exit code 2)."""
 
 
 if __name__ == "__main__":

@@ -6,12 +6,18 @@ import argparse
 import math
 import re
 
+from rlxir.cli import progress
 from rlxir.errors import RlxError
 from rlxir.graph import Graph, Module
 from rlxir.parser import parse_file
 
 
 MAX_DIM = 2**63 - 1  # the largest dim a file may write; options bind no more than that
+BATCH_SYMBOL = "B"  # the batch symbol unless --batch-dim names another
+
+
+class UsageError(Exception):
+    """A command-line mistake argparse cannot see (exit code 2)."""
 
 
 def symbol_binding(text: str) -> tuple[str, int]:
@@ -66,7 +72,8 @@ def add_input_options(parser: argparse.ArgumentParser, batch: bool = True) -> No
     if batch:
         parser.add_argument("--batch", metavar="N", type=positive_int,
                             help="bind the batch symbol (B, or the one --batch-dim names) to N")
-        parser.add_argument("--batch-dim", metavar="SYM", default="B", help="the batch symbol (default: B)")
+        parser.add_argument("--batch-dim", metavar="SYM", default=BATCH_SYMBOL,
+                            help=f"the batch symbol (default: {BATCH_SYMBOL})")
 
 
 def bindings_from(args: argparse.Namespace) -> dict[str, int]:
@@ -103,6 +110,15 @@ def bind_graphs(graphs: list[Graph], bindings: dict[str, int]) -> list[Graph]:
         raise RlxError(f"no graph declares symbol {', '.join(unknown)}", expected=f"one of the declared symbols: {names}")
     return [graph.bind({k: v for k, v in bindings.items() if k in graph.symbols}) if bindings else graph
             for graph in graphs]
+
+
+def read_graph(args: argparse.Namespace) -> Graph:
+    """The one graph a command works on, as written (unbound), with a progress line while
+    the file is parsed."""
+    progress.show(f"parsing {args.file} ...")
+    module = load_module(args)
+    progress.clear()
+    return module[args.graph] if args.graph else module.main
 
 
 def load_graph(args: argparse.Namespace) -> Graph:

@@ -100,6 +100,16 @@ def write_text_output(path: str | Path, text: str) -> None:
         handle.write(text)
 
 
+def print_or_write(output: str | None, text: str) -> bool:
+    """`text` to the file -o named (atomically), or to stdout when there is none; True when
+    it went to a file."""
+    if not output:
+        print(text, end="")
+        return False
+    write_text_output(output, text)
+    return True
+
+
 def _mode_for(target: Path) -> int:
     # Keep an existing file's permissions; a new one gets what open() would have given it.
     try:
@@ -117,4 +127,5 @@ def _same_file(output: Path, source: Path) -> bool:
         return False
 
 
-__all__ = ["add_output_option", "atomic_output", "checked_output_file", "output_directory", "write_text_output"]
+__all__ = ["add_output_option", "atomic_output", "checked_output_file", "output_directory", "print_or_write",
+           "write_text_output"]

@@ -7,7 +7,7 @@ import json
 import sys
 
 from rlxir.cli.options import add_input_options, load_graph
-from rlxir.cli.output_files import add_output_option, checked_output_file, output_directory, write_text_output
+from rlxir.cli.output_files import add_output_option, checked_output_file, output_directory, print_or_write
 from rlxir.instruments import DumpStages, PrintIR, Reproducer, TimePasses, VerifyEach
 from rlxir.pass_base import PassContext, available_passes, load_plugin, option_text_name
 from rlxir.pipeline import parse_pipeline
@@ -78,11 +78,7 @@ def run_opt(args: argparse.Namespace) -> int:
     result = pipeline.run(graph, ctx, instruments)
     if timer is not None:
         print(timer.table(), file=sys.stderr)
-    text = print_graph(result)
-    if args.output:
-        write_text_output(args.output, text)
-    else:
-        print(text, end="")
+    print_or_write(args.output, print_graph(result))
     return 0
 
 

@@ -27,11 +27,28 @@ def clear() -> None:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
 
 
-class PassProgress(Instrument):
-    """Names each pass of a pipeline as it starts: ``cuda: pass 3/12 fuse (2.1 s)``."""
+class Throttled:
+    """A progress sink for work that reports often (a planner): passes a message on to
+    `show` at most every `interval` seconds, and nothing when stderr is not a terminal."""
 
-    def __init__(self, label: str, total: int):
-        self.label, self.total = label, total
+    def __init__(self, interval: float = 0.1):
+        self.interval = interval
+        self.enabled = sys.stderr.isatty()
+        self.shown_at = -interval
+
+    def __call__(self, message: str) -> None:
+        now = time.perf_counter()
+        if self.enabled and now - self.shown_at >= self.interval:
+            self.shown_at = now
+            show(message)
+
+
+class PassProgress(Instrument):
+    """Names each pass of a pipeline as it starts: ``cuda: pass 3/12 fuse (2.1 s)``; once
+    the pipeline is done, the planning that follows: ``planning 40 nodes with best ...``."""
+
+    def __init__(self, label: str, total: int, planner: str):
+        self.label, self.total, self.planner = label, total, planner
         self.started = time.perf_counter()
 
     def before_pass(self, index, entry, graph, ctx) -> None:
@@ -39,5 +56,8 @@ class PassProgress(Instrument):
         if elapsed >= PASS_LINES_AFTER_SECONDS:
             show(f"{self.label}: pass {index + 1}/{self.total} {entry.name} ({elapsed:.1f} s, {len(graph)} nodes)")
 
+    def finish(self, graph, ctx) -> None:
+        show(f"planning {len(graph)} nodes with {self.planner} ...")
 
-__all__ = ["PassProgress", "clear", "show"]
+
+__all__ = ["PassProgress", "Throttled", "clear", "show"]

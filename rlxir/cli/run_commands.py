@@ -15,6 +15,7 @@ import numpy as np
 from rlxir.cli.host_memory import check_host_memory
 from rlxir.cli.options import add_input_options, load_graph
 from rlxir.cli.output_files import atomic_output, output_directory
+from rlxir.cli.target_options import target_names
 from rlxir.errors import RlxError
 from rlxir.graph import Graph
 from rlxir.interpreter import interpret
@@ -48,7 +49,7 @@ def register(subparsers) -> None:
         "arena run", "With --target, compile the graph for T and run its final graph inside one arena of exactly "
                      "the planned size (every value in its planned slot, dead buffers poisoned), then compare the "
                      "outputs with the interpreter on the original graph; exit 1 when they differ")
-    arena.add_argument("--target", "-t", metavar="T", help="cpu, cuda, rocm, metal, gpu, vulkan")
+    arena.add_argument("--target", "-t", metavar="T", help=target_names())
     arena.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                        help="run the kernels with NumPy (cpu, default) or CuPy on a CUDA GPU (gpu; rlxir[cuda])")
     arena.add_argument("--training", action="store_true",

@@ -9,15 +9,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from rlxir.executor.arena import ExecutionError
 from rlxir.executor.check import ExecutionCheck, OutputCheck, ReferenceRun, check_execution, reference_run
 from rlxir.executor.runner import ArenaRun, run_in_arena
 from rlxir.executor.storage import StorageLoss
 
+if TYPE_CHECKING:
+    from rlxir.compiler import CompileResult
+    from rlxir.training import TrainingResult
 
-def execute(result, inputs: Mapping | None = None, params: Mapping | None = None, seed: int = 0,
-            device: str = "cpu") -> dict:
+
+def execute(result: CompileResult | TrainingResult, inputs: Mapping | None = None, params: Mapping | None = None,
+            seed: int = 0, device: str = "cpu") -> dict:
     """Run a `CompileResult` (or a `TrainingResult`'s step) in one arena of exactly its
     `arena_bytes`; returns its outputs keyed by the compiled graph's output names."""
     return run_in_arena(result, inputs, params, seed, device).outputs

@@ -11,6 +11,7 @@ reported, never hidden.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -19,6 +20,10 @@ from rlxir.dtypes import DType
 from rlxir.executor.runner import ArenaRun, compiled_step, run_in_arena
 from rlxir.graph import Graph
 from rlxir.interpreter import interpret, random_feeds
+
+if TYPE_CHECKING:
+    from rlxir.compiler import CompileResult
+    from rlxir.training import TrainingResult
 
 TOLERANCES = {
     DType.f64: (1e-9, 1e-12), DType.f32: (1e-4, 1e-5), DType.c64: (1e-4, 1e-5),
@@ -70,7 +75,7 @@ def grad_of(graph: Graph) -> Graph:
     return grad(graph)
 
 
-def reference_graph(graph: Graph, result) -> Graph:
+def reference_graph(graph: Graph, result: CompileResult | TrainingResult) -> Graph:
     """What the compiled graph computes, before any pass: the graph, or its training step."""
     return grad_of(graph) if hasattr(result, "backward") else graph
 
@@ -97,8 +102,9 @@ def reference_run(graph: Graph, bindings: Mapping[str, int] | None = None, input
     return ReferenceRun(reference_of, filled_inputs, filled_params, outputs)
 
 
-def check_execution(graph: Graph, result, inputs: Mapping | None = None, params: Mapping | None = None,
-                    seed: int = 0, device: str = "cpu", reference: ReferenceRun | None = None) -> ExecutionCheck:
+def check_execution(graph: Graph, result: CompileResult | TrainingResult, inputs: Mapping | None = None,
+                    params: Mapping | None = None, seed: int = 0, device: str = "cpu",
+                    reference: ReferenceRun | None = None) -> ExecutionCheck:
     """Run `result` (compiled from `graph`) in its arena and compare with the interpreter
     (`reference`, when given, is the interpreter's run to compare with: see `reference_run`)."""
     bindings = dict(compiled_step(result).bindings)

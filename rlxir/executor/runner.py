@@ -19,7 +19,9 @@ the arena and the side buffers is measured (`rlxir.executor.meters`).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -27,14 +29,20 @@ import numpy as np
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError
 from rlxir.executor.arena import Arena, ArenaLayout, ExecutionError
-from rlxir.executor.kernels import KERNELS, finish_dtype, run_reference
+from rlxir.executor.kernels import KERNELS, Kernel, finish_dtype, run_reference
 from rlxir.executor.meters import DeviceMeter, HostMeter
 from rlxir.executor.storage import StorageLoss, decode, encode_into, is_direct
 from rlxir.executor.tiling import TILE, operand_tile, tiles, whole_from
 from rlxir.graph import Graph
 from rlxir.interpreter import _checked_feeds, const_array, random_fill
+from rlxir.training import TrainingResult
+
+if TYPE_CHECKING:
+    from rlxir.compiler import CompileResult
 
 DEVICES = ("cpu", "gpu")
+Array = Any
+"""A NumPy array, or a CuPy one on a GPU: whatever the run's array module makes."""
 
 
 @attrs.frozen
@@ -68,7 +76,7 @@ class ArenaRun:
         return data
 
 
-def array_module(device: str):
+def array_module(device: str) -> ModuleType:
     """NumPy for "cpu", CuPy for "gpu" (an `ExecutionError` when CuPy or CUDA is absent)."""
     if device not in DEVICES:
         raise ExecutionError(f"unknown device {device!r}", expected=" or ".join(DEVICES))
@@ -84,13 +92,13 @@ def array_module(device: str):
     return cupy
 
 
-def compiled_step(result):
+def compiled_step(result: CompileResult | TrainingResult) -> CompileResult:
     """The `CompileResult` that runs: a training result runs its training step."""
-    return getattr(result, "backward", result)
+    return result.backward if isinstance(result, TrainingResult) else result
 
 
-def run_in_arena(result, inputs: Mapping | None = None, params: Mapping | None = None, seed: int = 0,
-                 device: str = "cpu", check_reads: bool = True, to_host: bool = True) -> ArenaRun:
+def run_in_arena(result: CompileResult | TrainingResult, inputs: Mapping | None = None, params: Mapping | None = None,
+                 seed: int = 0, device: str = "cpu", check_reads: bool = True, to_host: bool = True) -> ArenaRun:
     """Run `result`'s final graph in one arena of its planned size (see the module docstring).
 
     `inputs` / `params` are arrays as `rlxir.interpret` takes them (missing ones are filled
@@ -107,7 +115,7 @@ def run_in_arena(result, inputs: Mapping | None = None, params: Mapping | None =
         if name not in feeds:
             feeds[name] = random_fill(graph, name, seed)
     meter = HostMeter() if xp is np else DeviceMeter(xp)
-    used_before = meter.device_used() if xp is not np else None
+    used_before = meter.device_used() if isinstance(meter, DeviceMeter) else None
     arena = Arena(xp, layout)
     side = {name: xp.empty(size, dtype=np.uint8) for name, size in step.side_buffers.items()}
     runner = _Runner(xp, graph, plan.sizing, arena, check_reads)
@@ -134,14 +142,14 @@ def run_in_arena(result, inputs: Mapping | None = None, params: Mapping | None =
                     getattr(meter, "device_used_peak", None), used_before, getattr(meter, "largest", None))
 
 
-def _to_host(xp, array):
+def _to_host(xp: ModuleType, array: Array) -> np.ndarray:
     return array if xp is np else xp.asnumpy(array)
 
 
 class _Runner:
     """The per-node work of a run: place feeds, read operands, run kernels, store results."""
 
-    def __init__(self, xp, graph: Graph, sizing: str, arena: Arena, check_reads: bool):
+    def __init__(self, xp: ModuleType, graph: Graph, sizing: str, arena: Arena, check_reads: bool):
         self.xp, self.graph, self.sizing, self.arena = xp, graph, sizing, arena
         self.check_reads = check_reads
         self.poisoned_reads: list[tuple[str, str]] = []
@@ -178,7 +186,7 @@ class _Runner:
         if self.check_reads and operand not in self._unpoisoned and _holds_poison(self.xp, self._views[operand]):
             self.poisoned_reads.append((reader, operand))
 
-    def _decoded(self, operand: str, stored=None):
+    def _decoded(self, operand: str, stored: Array | None = None) -> Array:
         stored = self._views[operand] if stored is None else stored
         return decode(self.xp, stored, self.graph.type(operand).dtype, self.sizing)
 
@@ -205,7 +213,7 @@ class _Runner:
         except (ArithmeticError, ValueError, TypeError, IndexError) as error:
             raise ExecutionError(f"%{name} = {op} failed in the arena run: {error}", graph.location(name)) from error
 
-    def _run_kernel(self, name: str, op: str, kernel, operands: list, attrs_: dict) -> bool:
+    def _run_kernel(self, name: str, op: str, kernel: Kernel, operands: Sequence[str], attrs_: dict) -> bool:
         """Run `kernel` into %name's slot; False when it leaves the op to its reference."""
         xp, graph = self.xp, self.graph
         stored = self._views[name]
@@ -230,7 +238,7 @@ class _Runner:
             self._store_result(name, result)
         return True
 
-    def _run_tiles(self, name: str, kernel, operands: list, attrs_: dict, keep) -> bool:
+    def _run_tiles(self, name: str, kernel: Kernel, operands: Sequence[str], attrs_: dict, keep: int | None) -> bool:
         """Tile by tile (`tiling`): each tile's operands decoded, its result written or encoded."""
         xp, graph = self.xp, self.graph
         stored = self._views[name]
@@ -254,7 +262,7 @@ class _Runner:
             self.losses.append(StorageLoss(name, dtype.value, str(stored.dtype), changed, worst))
         return True
 
-    def _store_result(self, name: str, result) -> None:
+    def _store_result(self, name: str, result: Array) -> None:
         if tuple(result.shape) != self._views[name].shape:
             raise ExecutionError(f"the kernel of {self.graph.op(name)} gave shape {list(result.shape)} for %{name} "
                                  f": {self.graph.type(name)}", self.graph.location(name))
@@ -274,7 +282,7 @@ class _Runner:
             self.losses.append(StorageLoss(name, dtype.value, str(stored.dtype), *change))
         stored.set(staged)
 
-    def _store(self, name: str, values) -> None:
+    def _store(self, name: str, values: Array) -> None:
         dtype = self.graph.type(name).dtype
         stored = self._views[name]
         values = _as_dtype(self.xp, values, dtype)
@@ -283,7 +291,7 @@ class _Runner:
             self.losses.append(StorageLoss(name, dtype.value, str(stored.dtype), *change))
 
 
-def _as_dtype(xp, values, dtype: DType):
+def _as_dtype(xp: ModuleType, values: Array, dtype: DType) -> Array:
     """`values` as the interpreter holds `dtype` (bf16: float32 rounded to bf16, a copy)."""
     if values.dtype != np.dtype(dtype.numpy):
         values = values.astype(dtype.numpy)
@@ -299,7 +307,7 @@ MOVED_OPERANDS = {"gather": 1}
 _ALL_ONES = {2: (np.uint16, 0xFFFF), 4: (np.uint32, 0xFFFFFFFF), 8: (np.uint64, 0xFFFFFFFFFFFFFFFF)}
 
 
-def _holds_poison(xp, stored) -> bool:
+def _holds_poison(xp: ModuleType, stored: Array) -> bool:
     """Whether a float slot (or a bf16 pattern) holds the all-ones poison anywhere."""
     if stored.size == 0 or not (np.issubdtype(stored.dtype, np.floating) or stored.dtype == np.uint16):
         return False

@@ -239,16 +239,22 @@ class OnnxContext:
         """The rlx value of ONNX value `name`, making a static one a param or a const."""
         if name in self.values:
             return self.values[name]
-        if name not in self.statics:
-            raise RlxError(f"ONNX value {name!r} is read before it is defined", expected="a topologically sorted model")
+        self.require_defined(name)
         array = concrete(self.statics[name], f"ONNX value {name!r}")
         made = self.builder.tensor(name, array, weight=name in self.weights)
         self.values[name] = made
         return made
 
+    def require_defined(self, name: str) -> None:
+        if name not in self.values and name not in self.statics:
+            raise RlxError(f"ONNX value {name!r} is read before it is defined",
+                           expected="a topologically sorted model whose every read value is an input, an "
+                                    "initializer or an earlier node's output")
+
     def type(self, name: str) -> TensorType:
         if name in self.values:
             return self.builder.type(self.values[name])
+        self.require_defined(name)
         array = self.statics[name]
         if array.dtype == object:
             return TensorType(DType.i64, array.shape)
@@ -269,6 +275,11 @@ class OnnxContext:
     def convert(self, node: onnx.NodeProto, converters: Mapping) -> None:
         converter = converters[op_key(node)]
         try:
+            for name in node.input:
+                # checked first, as a converter may read a shape before the value; a Pad
+                # folded into this node's padding is defined by its pending entry
+                if name and name not in self.pending_pads:
+                    self.require_defined(name)
             results = converter(self, node, node_attributes(node))
         except RlxError as error:
             label = node.name or (node.output[0] if node.output else "?")

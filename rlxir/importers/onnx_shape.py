@@ -16,7 +16,8 @@ from rlxir.importers.onnx import concrete, normalize_static
 from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, first_dtype, foldable, hint, operand,
                                       optional_input, present, product, static_input, static_ints, wrapped_index)
 from rlxir.ops import broadcast_shapes, normalize_axis
-from rlxir.symbolic import Expr
+from rlxir.importers.strided import slice_any
+from rlxir.symbolic import Expr, is_static
 from rlxir.types import TensorType
 
 
@@ -167,58 +168,20 @@ def slice_arguments(ctx, node, attrs) -> tuple[list, list, list, list]:
     return starts, ends, axes, steps
 
 
-def slice_bounds(start, end, step, dim) -> tuple[int, int] | None:
-    """[start, end) clamped as ONNX does for a positive step, or None when it is the whole
-    (possibly symbolic) dim."""
-    if isinstance(start, int) and start == 0 and isinstance(end, int) and end >= INT64_MAX // 2:
-        return None
-    if not isinstance(dim, int):
-        if start == 0 and end == dim:
-            return None
-        raise UnsupportedModel(f"a Slice of the symbolic dim {dim} from {start} to {end}",
-                               expected="slices of static dims, or of the whole dim")
-    start = start + dim if start < 0 else start
-    end = end + dim if end < 0 else end
-    return min(max(start, 0), dim), min(max(end, 0), dim)
-
-
 def convert_slice(ctx, node, attrs):
     starts, ends, axes, steps = slice_arguments(ctx, node, attrs)
     x = node.input[0]
-    if ctx.is_static(x) and ctx.static(x).size <= FOLD_LIMIT:
+    if ctx.is_static(x) and ctx.static(x).size <= FOLD_LIMIT and all(map(is_static, starts + ends)):
         values = ctx.static(x)
         index = [slice(None)] * values.ndim
         for start, end, axis, step in zip(starts, ends, axes, steps):
             index[axis % values.ndim] = slice(int(start), int(min(end, INT64_MAX)), int(step))
         return [values[tuple(index)]]
     result = ctx.value(x)
-    shape = ctx.builder.type(result).shape
+    rank = ctx.builder.type(result).rank
     for start, end, axis, step in zip(starts, ends, axes, steps):
-        axis = normalize_axis(axis, len(shape))
-        if step != 1:
-            result = strided_slice(ctx, node, result, axis, start, end, step)
-            continue
-        bounds = slice_bounds(start, end, step, shape[axis])
-        if bounds is None or bounds == (0, shape[axis]):
-            continue
-        begin, stop = bounds
-        result = ctx.builder.op("slice", [result], {"axis": axis, "start": begin, "len": max(stop - begin, 0)},
-                                hint=hint(node))
+        result = slice_any(ctx.builder, result, normalize_axis(axis, rank), start, end, step, hint(node))
     return [result]
-
-
-def strided_slice(ctx, node, value: str, axis: int, start, end, step) -> str:
-    """A Slice whose step is not 1 (negative too) as a gather of the indices it keeps: the
-    IR's slice is contiguous, so a static dim's strided range becomes a constant index list."""
-    dim = ctx.builder.type(value).shape[axis]
-    if not isinstance(dim, int):
-        raise UnsupportedModel(f"a Slice with step {step} of the symbolic dim {dim}",
-                               expected="a step other than 1 on static dims only")
-    if not all(isinstance(bound, (int, np.integer)) for bound in (start, end)):
-        raise UnsupportedModel(f"a Slice with step {step} and symbolic bounds", expected="static bounds")
-    kept = np.arange(dim, dtype=np.int64)[slice(int(start), int(max(min(end, INT64_MAX), -INT64_MAX)), int(step))]
-    index = ctx.builder.tensor(f"{hint(node)}.idx", kept)
-    return ctx.builder.op("gather", [value, index], {"axis": axis}, hint=hint(node))
 
 
 def convert_gather_nd(ctx, node, attrs):

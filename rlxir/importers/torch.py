@@ -4,7 +4,9 @@
 ``torch.export.export`` (non-strict) and maps every ATen op of the exported program to
 core ops (`rlxir.importers.torch_ops`). Contracts:
 
-- **Dynamic dims.** `dims` gives, per positional argument, ``{axis: symbol}``; by default
+- **Dynamic dims.** `dims` gives, per positional argument, ``{axis: symbol}`` (a name, or a
+  ``torch.export.Dim`` whose range lets export prove its guards: ``Dim("S", min=4)`` for
+  ``x[:, -4:]``); by default
   axis 0 of every tensor argument is the batch symbol `batch_dim`. Those dims are exported
   as ``torch.export.Dim``s and become the graph's symbols, so reshape targets computed
   from ``x.size(0)`` read ``B``. (``torch.export`` specialises a dim whose example size is
@@ -64,7 +66,7 @@ def torch_dtype(dtype: torch.dtype) -> DType:
 
 
 def import_torch(module: torch.nn.Module, args: Sequence, kwargs: Mapping | None = None, *,
-                 dims: Sequence[Mapping[int, str] | None] | None = None, batch_dim: str = "B",
+                 dims: Sequence[Mapping[int, "str | torch.export.Dim"] | None] | None = None, batch_dim: str = "B",
                  name: str | None = None) -> ImportedGraph:
     """The rlx graph of `module` called on `args` (see the module docstring)."""
     args = tuple(args)
@@ -76,7 +78,7 @@ def import_torch(module: torch.nn.Module, args: Sequence, kwargs: Mapping | None
         if not spec:
             shapes.append(None)
             continue
-        shapes.append({axis: export_dims.setdefault(symbol, torch.export.Dim(symbol)) for axis, symbol in spec.items()})
+        shapes.append({axis: _export_dim(export_dims, symbol) for axis, symbol in spec.items()})
     try:
         with torch.no_grad():
             program = torch.export.export(module, args, dict(kwargs or {}), dynamic_shapes=tuple(shapes), strict=False)
@@ -94,8 +96,20 @@ def import_torch(module: torch.nn.Module, args: Sequence, kwargs: Mapping | None
         for axis, symbol in (spec or {}).items():
             size = placeholder.meta["val"].shape[axis]
             if isinstance(size, torch.SymInt):
-                symbols[str(size.node.expr)] = symbol
+                symbols[str(size.node.expr)] = _symbol_name(symbol)
     return import_exported(program, name or type(module).__name__, symbols)
+
+
+def _symbol_name(symbol) -> str:
+    return symbol if isinstance(symbol, str) else symbol.__name__
+
+
+def _export_dim(export_dims: dict, symbol):
+    """The ``torch.export.Dim`` of a symbol: one per name; a given Dim keeps its range."""
+    name = _symbol_name(symbol)
+    if name not in export_dims:
+        export_dims[name] = torch.export.Dim(symbol) if isinstance(symbol, str) else symbol
+    return export_dims[name]
 
 
 def _placeholder(program, input_name: str) -> torch.fx.Node:

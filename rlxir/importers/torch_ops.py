@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
 import torch
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, gather_leading_axes
+from rlxir.importers.strided import HUGE, slice_any
 from rlxir.importers.torch import Static, torch_dtype
 from rlxir.ops import broadcast_shapes, normalize_axis
 from rlxir.symbolic import Expr, mul
@@ -390,23 +390,25 @@ def slice_bounds(dim, start, end, what: str = "a slice") -> tuple[int, int] | No
 
 
 def handle_slice(ctx, node, args, kwargs):
-    """A contiguous slice; a step above 1 on a static dim is a `gather` of the kept indices
-    (the IR's slice is contiguous)."""
+    """slice(x, dim, start, end, step): any step, on static and symbolic dims
+    (`rlxir.importers.strided`)."""
     x = ctx.value(args[0])
-    shape = shape_of(ctx, x)
-    axis = normalize_axis(args[1] if len(args) > 1 else 0, len(shape))
-    start = args[2] if len(args) > 2 else None
-    end = args[3] if len(args) > 3 else None
+    axis = normalize_axis(args[1] if len(args) > 1 else 0, ctx.builder.type(x).rank)
+    start = args[2] if len(args) > 2 and args[2] is not None else 0
+    end = args[3] if len(args) > 3 and args[3] is not None else HUGE
     step = args[4] if len(args) > 4 else 1
-    if step == 1:
-        bounds = slice_bounds(shape[axis], start, end)
-        return x if bounds is None else slice_axis(ctx, x, axis, bounds[0], bounds[1] - bounds[0], node.name)
-    dim = static_dim(shape[axis], f"a slice with step {step}")
-    first, stop = slice_bounds(dim, start, end) or (0, dim)
-    kept = np.arange(first, stop, step)
-    if not kept.size:
-        return slice_axis(ctx, x, axis, first, 0, node.name)
-    return op(ctx, "gather", [x, ctx.builder.tensor(f"{node.name}.kept", kept)], {"axis": axis}, hint=node.name)
+    return slice_any(ctx.builder, x, axis, start, end, step, node.name)
+
+
+def handle_flip(ctx, node, args, kwargs):
+    """flip(x, dims): each dim read backwards, a slice with step -1."""
+    x = ctx.value(args[0])
+    rank = ctx.builder.type(x).rank
+    axes = list(args[1])
+    for index, axis in enumerate(axes):
+        name = node.name if index == len(axes) - 1 else f"{node.name}.{index}"
+        x = slice_any(ctx.builder, x, normalize_axis(axis, rank), -1, -HUGE, -1, name)
+    return x
 
 
 def handle_select(ctx, node, args, kwargs):
@@ -588,7 +590,7 @@ def _handlers() -> dict:
         "aten.t": handle_transpose, "aten.unsqueeze": handle_unsqueeze, "aten.squeeze": handle_squeeze,
         "aten.expand": handle_expand, "aten.cat": handle_cat, "aten.concat": handle_cat, "aten.stack": handle_stack,
         "aten.split": handle_split, "aten.split_with_sizes": handle_split, "aten.chunk": handle_chunk,
-        "aten.unbind": handle_unbind, "aten.slice": handle_slice, "aten.select": handle_select,
+        "aten.unbind": handle_unbind, "aten.slice": handle_slice, "aten.flip": handle_flip, "aten.select": handle_select,
         "aten.narrow": handle_narrow, "aten.index_select": handle_index_select, "aten.sym_size": handle_sym_size,
         "aten.scalar_tensor": handle_scalar_tensor, "aten.arange": handle_arange, "aten.cumsum": handle_cumsum,
         "operator.getitem": handle_getitem, "operator.mul": python_operator(operator.mul),

@@ -8,14 +8,14 @@ reference for the interpreter). Core ops and custom ops register through `regist
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from rlxir.dtypes import DType
 from rlxir.errors import IRTypeError, RlxError
-from rlxir.symbolic import Expr
+from rlxir.symbolic import Dim, Expr
 from rlxir.types import TensorType
 
 REQUIRED = object()
@@ -122,7 +122,8 @@ def attach(op_name: str, *, reference: Callable | None = None, decompose: Callab
     opdef = _OPS.get(op_name)
     if opdef is None:
         raise ValueError(f"cannot attach to {op_name!r}: no such op is registered")
-    hooks = {key: hook for key, hook in (("reference", reference), ("decompose", decompose)) if hook is not None}
+    hooks: dict[str, Any] = {key: hook for key, hook in (("reference", reference), ("decompose", decompose))
+                             if hook is not None}
     _OPS[op_name] = attrs.evolve(opdef, **hooks)
     return _OPS[op_name]
 
@@ -158,15 +159,15 @@ LEAF_KINDS = ("input", "param", "const")
 
 
 # --- attribute checking ----------------------------------------------------------------
-def _is_int(value) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_dim(value) -> bool:
+def _is_dim(value: object) -> bool:
     return _is_int(value) or isinstance(value, Expr)
 
 
-def _coerce(kind: str, value):
+def _coerce(kind: str, value: Any) -> Any:
     """The canonical Python value for `value` as `kind`, or raise TypeError."""
     if kind == "int" and _is_int(value):
         return value
@@ -237,13 +238,13 @@ def check_attributes(opdef: OpDef, given: Mapping[str, Any]) -> tuple[dict, dict
     return canonical, full
 
 
-def _same_value(left, right) -> bool:
+def _same_value(left: object, right: object) -> bool:
     if isinstance(left, float) and isinstance(right, float) and math.isnan(left) and math.isnan(right):
         return True
     return type(left) is type(right) and left == right
 
 
-def format_attr_value(value) -> str:
+def format_attr_value(value: object) -> str:
     """Canonical text of an attribute value (also used by the printer)."""
     from rlxir.symbolic import format_dim
 
@@ -274,7 +275,7 @@ def format_float(value: float) -> str:
     return text if any(ch in text for ch in ".e") else text + ".0"
 
 
-def dims_text(dims) -> str:
+def dims_text(dims: Iterable[Dim]) -> str:
     from rlxir.symbolic import format_dim
 
     return "[" + ", ".join(format_dim(dim) for dim in dims) + "]"

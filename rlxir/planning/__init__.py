@@ -13,7 +13,7 @@ checks a placement. Everything here works on buffer lists; building them from a 
 (liveness over the schedule, views) is the caller's job.
 """
 
-from rlxir.planning.best import BestPlanner
+from rlxir.planning.best import DEFAULT_TIME_BUDGET, BestPlanner
 from rlxir.planning.bounds import lower_bound
 from rlxir.planning.buffers import Buffer, PlanResult, aligned_size
 from rlxir.planning.bump import BumpPlanner
@@ -24,6 +24,7 @@ from rlxir.planning.registry import PLANNERS, Planner, get_planner
 from rlxir.planning.validate import validate_plan
 
 __all__ = [
+    "DEFAULT_TIME_BUDGET",
     "PLANNERS",
     "BestPlanner",
     "Buffer",

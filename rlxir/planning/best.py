@@ -8,11 +8,16 @@ from collections.abc import Callable, Sequence
 import attrs
 import numpy as np
 
-from rlxir.planning.buffers import Buffer, PlanResult
+from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink
+from rlxir.planning.bump import bump_offsets
 from rlxir.planning.greedy import place_in_order
 from rlxir.planning.orderings import by_area, by_size, by_size_then_lifetime, peak_first
 from rlxir.planning.problem import Problem
 from rlxir.planning.search import HEURISTICS, CanonicalSearch, preorder
+from rlxir.planning.sweep import sweep_best_fit
+
+DEFAULT_TIME_BUDGET = 4.5
+"""Seconds `best` spends when it is given no time budget."""
 
 # Failed capacities per bisection round before the node limit doubles.
 _FAILED_STEPS = 6
@@ -37,18 +42,47 @@ class _Incumbent:
     arena: int
 
 
+class _Status:
+    """Formats the one-line progress of a `best` run for its `progress` sink."""
+
+    def __init__(self, sink: ProgressSink | None, started: float, budget: float, lower: int):
+        self.sink, self.started, self.budget, self.lower = sink, started, budget, lower
+
+    def say(self, doing: str, best: _Incumbent | None) -> None:
+        if self.sink is None:
+            return
+        elapsed = time.perf_counter() - self.started
+        ratio = f", best {best.arena / self.lower:.4f}x the lower bound" if best is not None and self.lower else ""
+        self.sink(f"best: {doing}{ratio} ({elapsed:.1f} s of {self.budget:.1f} s)")
+
+    def placing(self, what: str, best: _Incumbent | None) -> Callable[[int, int], None] | None:
+        """A `progress(placed, total)` callback for one placement pass."""
+        if self.sink is None:
+            return None
+        return lambda placed, total: self.say(f"{what}, {placed * 100 // max(total, 1)}% of {total} buffers", best)
+
+
 @attrs.frozen
 class BestPlanner:
     """Never worse than `liveness`, and as close to the lower bound as the budget allows.
 
-    1. The `liveness` placement (always completed, whatever the budget).
-    2. Other greedy orders through the same best-fit placement (peak-first, by lifetime,
+    1. A schedule-order best-fit pass (`sweep_best_fit`, O(n log n)), or with imposed
+       offsets the `bump` plan: a valid plan in hand from the start.
+    2. The `liveness` placement (greedy by size, best fit).
+    3. Other greedy orders through the same best-fit placement (peak-first, by lifetime,
        by area), each started only if it is expected to finish within the budget.
-    3. On instances of at most `search_max_buffers` buffers without imposed offsets: a
+    4. On instances of at most `search_max_buffers` buffers without imposed offsets: a
        MiniMalloc-style search (`CanonicalSearch`) that asks "does it fit in capacity C?",
        bisecting C between the lower bound and the best arena so far; round robin over
        the preorder heuristics, then seeded random ones; the node limit per attempt
        doubles each round.
+
+    Every phase reads the clock as it goes (every few thousand placements, every 64
+    search nodes) and the planner returns the smallest arena found when the budget runs
+    out, even inside step 2: then the plan is step 1's, worse than `liveness`. Past the
+    budget it spends only what no plan can skip: checking the buffers and slot-compressing
+    them (`Problem.build`, O(n log n), about 0.1 s per 10^5 buffers) and, if the budget
+    ran out inside step 1, stacking the buffers not placed yet (O(n)).
 
     Stops as soon as an arena equals the lower bound (it is then optimal). Deterministic
     for a given `seed` and `max_search_nodes` whenever the time budget does not bind; when
@@ -56,7 +90,7 @@ class BestPlanner:
     """
 
     name: str = "best"
-    default_budget: float = 4.5
+    default_budget: float = DEFAULT_TIME_BUDGET
     """Seconds to spend when `plan` is not given a `time_budget`."""
     seed: int = 0
     """Seed of the random preorders the search uses once the fixed heuristics are tried."""
@@ -66,36 +100,63 @@ class BestPlanner:
     max_search_nodes: int | None = None
     """Cap on the total search nodes (None: only the time budget limits the search)."""
 
-    def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None) -> PlanResult:
-        """Place `buffers` at `alignment` within about `time_budget` seconds (default 5)."""
+    def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None,
+             progress: ProgressSink | None = None) -> PlanResult:
+        """Place `buffers` at `alignment` within about `time_budget` seconds (default `default_budget`).
+
+        `progress` receives a status line (phase, share done, best ratio so far) every few
+        milliseconds of work; the caller throttles it.
+        """
         started = time.perf_counter()
-        deadline = started + (self.default_budget if time_budget is None else time_budget)
+        budget = self.default_budget if time_budget is None else time_budget
+        deadline = started + budget
         problem = Problem.build(buffers, alignment)
         lower = int(max(problem.live_bytes_per_slot(), default=0))
-        best = self._best_greedy(problem, lower, started, deadline)
-        if best.arena > lower and self._searchable(problem):
-            best = _Bisection(problem, lower, best, deadline, self.seed, self.max_search_nodes).run()
+        status = _Status(progress, started, budget, lower)
+        first_started = time.perf_counter()
+        best = _first_plan(problem, deadline, status)
+        # A greedy pass costs several schedule-order passes: the first sets the floor.
+        one_pass = time.perf_counter() - first_started
+        best, one_pass = self._best_greedy(problem, lower, best, one_pass, deadline, status)
+        # Setting the search up (an n x n overlap matrix, the preorders) costs about a pass.
+        if best.arena > lower and self._searchable(problem) and time.perf_counter() + one_pass < deadline:
+            best = _Bisection(problem, lower, best, deadline, self.seed, self.max_search_nodes, status).run()
         return problem.result(best.offsets, self.name, time.perf_counter() - started)
 
-    def _best_greedy(self, problem: Problem, lower: int, started: float, deadline: float) -> _Incumbent:
-        best = _placed(problem, by_size(problem))
-        one_pass = time.perf_counter() - started
-        for order in _GREEDY_ORDERS:
-            # Passes cost about the same: start one only if it should end in time.
-            if best.arena == lower or time.perf_counter() + 1.2 * one_pass > deadline:
+    def _best_greedy(
+        self, problem: Problem, lower: int, best: _Incumbent, one_pass: float, deadline: float, status: _Status
+    ) -> tuple[_Incumbent, float]:
+        """Try the greedy orders, `by_size` first; start each only if `one_pass` seconds
+        (what the last pass cost, at first the schedule-order pass) fit before `deadline`.
+        Returns the best plan and what the last finished pass cost."""
+        orders = (by_size, *_GREEDY_ORDERS)
+        for number, order in enumerate(orders, start=1):
+            # Greedy passes cost about the same; the first costs more than the sweep.
+            if best.arena == lower or time.perf_counter() + (1.0 if number == 1 else 1.2) * one_pass > deadline:
                 break
-            candidate = _placed(problem, order(problem))
+            pass_started = time.perf_counter()
+            what = f"greedy order {number}/{len(orders)}"
+            offsets = place_in_order(problem, order(problem), deadline, status.placing(what, best))
+            if offsets is None:
+                break  # out of time inside the pass
+            one_pass = time.perf_counter() - pass_started
+            candidate = _Incumbent(offsets, _arena(problem, offsets))
             if candidate.arena < best.arena:
                 best = candidate
-        return best
+        return best, one_pass
 
     def _searchable(self, problem: Problem) -> bool:
         no_fixed = all(offset is None for offset in problem.fixed)
         return no_fixed and problem.int64_safe and 0 < len(problem) <= self.search_max_buffers
 
 
-def _placed(problem: Problem, order: list[int]) -> _Incumbent:
-    offsets = place_in_order(problem, order)
+def _first_plan(problem: Problem, deadline: float, status: _Status) -> _Incumbent:
+    """The plan in hand before any other: the schedule-order pass, or `bump` with imposed
+    offsets (the pass does not place around them)."""
+    if any(offset is not None for offset in problem.fixed):
+        offsets = bump_offsets(problem)
+    else:
+        offsets = sweep_best_fit(problem, deadline, status.placing("schedule-order pass", None))
     return _Incumbent(offsets, _arena(problem, offsets))
 
 
@@ -114,8 +175,10 @@ class _Bisection:
         deadline: float,
         seed: int,
         max_nodes: int | None,
+        status: _Status,
     ):
         self.problem = problem
+        self.status = status
         self.lower = lower
         self.best = incumbent
         self.deadline = deadline
@@ -171,9 +234,12 @@ class _Bisection:
         return True
 
     def _try_capacity(self, capacity: int, node_limit: int) -> list[int] | None:
-        for order in self.orders:
+        share = capacity / self.lower if self.lower else 1.0
+        for number, order in enumerate(self.orders, start=1):
             if not self._budget_left():
                 return None
+            self.status.say(f"search at {share:.4f}x the lower bound, preorder {number}/{len(self.orders)}, "
+                            f"{node_limit} nodes", self.best)
             limit = node_limit if self.nodes_left is None else min(node_limit, self.nodes_left)
             found = self.search.solve(capacity, order, limit, self.deadline)
             if self.nodes_left is not None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
+
+ProgressSink = Callable[[str], None]
+"""Where a planner sends a one-line status now and then during long work (the CLI shows
+it on a terminal)."""
 
 
 def aligned_size(size: int, alignment: int) -> int:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from rlxir.planning.buffers import Buffer, PlanResult
+from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink
 from rlxir.planning.problem import Problem
 
 
@@ -24,19 +24,27 @@ class BumpPlanner:
 
     name: str = "bump"
 
-    def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None) -> PlanResult:
-        """Place `buffers` at `alignment`. `time_budget` is accepted and ignored (one pass)."""
+    def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None,
+             progress: ProgressSink | None = None) -> PlanResult:
+        """Place `buffers` at `alignment`. `time_budget` and `progress` are accepted and
+        ignored (one pass, O(n))."""
         started = time.perf_counter()
         problem = Problem.build(buffers, alignment)
-        cursor = max(
-            (fixed + size for fixed, size in zip(problem.fixed, problem.sizes) if fixed is not None),
-            default=0,
-        )
-        offsets = []
-        for fixed, size in zip(problem.fixed, problem.sizes):
-            if fixed is not None:
-                offsets.append(fixed)
-                continue
-            offsets.append(cursor)
-            cursor += size
-        return problem.result(offsets, self.name, time.perf_counter() - started)
+        return problem.result(bump_offsets(problem), self.name, time.perf_counter() - started)
+
+
+def bump_offsets(problem: Problem) -> list[int]:
+    """Imposed offsets kept; every other buffer at a cursor that starts above all of them
+    and moves past each buffer in turn (input order). Always a valid plan, in O(n)."""
+    cursor = max(
+        (fixed + size for fixed, size in zip(problem.fixed, problem.sizes) if fixed is not None),
+        default=0,
+    )
+    offsets = []
+    for fixed, size in zip(problem.fixed, problem.sizes):
+        if fixed is not None:
+            offsets.append(fixed)
+            continue
+        offsets.append(cursor)
+        cursor += size
+    return offsets

@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
+import math
+import time
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from rlxir.planning.occupancy import OccupancyTree, last_query_ranks, leaf_base
 from rlxir.planning.problem import Problem
 
+# Placements between two looks at the clock (a few milliseconds of work).
+CHECK_EVERY = 1024
 
-def place_in_order(problem: Problem, order: Sequence[int]) -> list[int]:
+# Buffers live per slot, on average, from which the occupancy tree keeps int64 arrays.
+_CROWDED_FROM = 64
+
+
+def place_in_order(
+    problem: Problem,
+    order: Sequence[int],
+    deadline: float = math.inf,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[int] | None:
     """Offsets (one per buffer, input order) from best-fit placement in `order`.
 
     Buffers with a fixed offset are placed first, at that offset. Then each buffer of
@@ -19,6 +32,9 @@ def place_in_order(problem: Problem, order: Sequence[int]) -> list[int]:
     the smallest free gap that holds it among the buffers already placed whose lifetimes
     overlap its own, or just above the highest of them when no gap is large enough.
     Buffers of size 0 hold no address and get offset 0.
+
+    None if the clock passes `deadline` (a `time.perf_counter()` value) first; it is read
+    every `CHECK_EVERY` placements, and `progress(placed, total)` is called as often.
     """
     order = list(order)
     tree = _tree_for(problem, order)
@@ -36,8 +52,14 @@ def place_in_order(problem: Problem, order: Sequence[int]) -> list[int]:
                 offsets[index] = fixed
                 tree.occupy(slot_lo[index], slot_hi[index], fixed, sizes[index])
         place = tree.place
-        for rank, index in enumerate(order):
-            offsets[index] = place(slot_lo[index], slot_hi[index], sizes[index], rank)
+        for first in range(0, len(order), CHECK_EVERY):
+            if progress is not None:
+                progress(first, len(order))
+            if time.perf_counter() > deadline:
+                return None
+            for rank in range(first, min(first + CHECK_EVERY, len(order))):
+                index = order[rank]
+                offsets[index] = place(slot_lo[index], slot_hi[index], sizes[index], rank)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -50,4 +72,5 @@ def _tree_for(problem: Problem, order: list[int]) -> OccupancyTree:
     last_query = last_query_ranks(
         problem.slot_lo[indices], problem.slot_hi[indices], np.arange(len(order), dtype=np.int64), base
     )
-    return OccupancyTree(problem.slot_count, last_query, problem.int64_safe)
+    live_per_slot = int((problem.slot_hi - problem.slot_lo).sum()) / max(problem.slot_count, 1)
+    return OccupancyTree(problem.slot_count, last_query, problem.int64_safe, live_per_slot >= _CROWDED_FROM)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
-from rlxir.planning.buffers import Buffer, PlanResult
+from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink
 from rlxir.planning.greedy import place_in_order
 from rlxir.planning.orderings import by_size, peak_first
 from rlxir.planning.problem import Problem
@@ -36,12 +36,22 @@ class LivenessPlanner:
     name: str = "liveness"
     retry_above: float = 1.01
 
-    def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None) -> PlanResult:
-        """Place `buffers` at `alignment`. `time_budget` is accepted and ignored (one pass)."""
+    def plan(self, buffers: Sequence[Buffer], alignment: int = 1, time_budget: float | None = None,
+             progress: ProgressSink | None = None) -> PlanResult:
+        """Place `buffers` at `alignment`. `time_budget` is accepted and ignored (the
+        passes always finish); `progress` hears how far each pass is."""
         started = time.perf_counter()
         problem = Problem.build(buffers, alignment)
-        result = problem.result(place_in_order(problem, by_size(problem)), self.name, 0.0)
+        offsets = place_in_order(problem, by_size(problem), progress=_placing(progress, "greedy by size"))
+        result = problem.result(offsets, self.name, 0.0)
         if result.arena_bytes > result.lower_bound_bytes * self.retry_above:
-            retry = problem.result(place_in_order(problem, peak_first(problem)), self.name, 0.0)
+            offsets = place_in_order(problem, peak_first(problem), progress=_placing(progress, "peak-first retry"))
+            retry = problem.result(offsets, self.name, 0.0)
             result = retry if retry.arena_bytes < result.arena_bytes else result
         return attrs.evolve(result, seconds=time.perf_counter() - started)
+
+
+def _placing(sink: ProgressSink | None, what: str) -> Callable[[int, int], None] | None:
+    if sink is None:
+        return None
+    return lambda placed, total: sink(f"liveness: {what}, {placed * 100 // max(total, 1)}% of {total} buffers")

@@ -28,6 +28,7 @@ more (`last_query`).
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 
 import numpy as np
@@ -35,6 +36,8 @@ import numpy as np
 # Above this many range bounds, a query merges with NumPy instead of Python lists: the
 # sort and the gap scan then cost less than NumPy's fixed per-call overhead.
 _NUMPY_MERGE_MIN = 150
+# Larger than any gap between int64-safe bounds: marks gaps too small to hold a buffer.
+_NO_GAP = np.iinfo(np.int64).max
 
 
 def leaf_base(slot_count: int) -> int:
@@ -68,36 +71,41 @@ def last_query_ranks(slot_lo: np.ndarray, slot_hi: np.ndarray, rank: np.ndarray,
         right >>= 1
 
 
-def add_range(ranges: list[int], start: int, end: int) -> None:
-    """Union ``[start, end)`` into the flat sorted range list `ranges`, merging neighbours."""
+def add_range(ranges: list[int] | array, start: int, end: int) -> None:
+    """Union ``[start, end)`` into the flat sorted range list `ranges` (a list, or an
+    ``array('q')``), merging neighbours."""
     i = bisect_left(ranges, start)
     j = bisect_right(ranges, end, i)
     # An odd index falls inside (or at the end of) an existing range: it absorbs the bound.
     if i & 1:
-        ranges[i:j] = [] if j & 1 else [end]
+        replacement = [] if j & 1 else [end]
     else:
-        ranges[i:j] = [start] if j & 1 else [start, end]
+        replacement = [start] if j & 1 else [start, end]
+    ranges[i:j] = replacement if type(ranges) is list else array("q", replacement)
 
 
-def _best_gap_numpy(flat: list[int], size: int, one_list: bool) -> int:
+def _best_gap_numpy(flat: list[int] | array, size: int, one_list: bool) -> int:
     """The gap scan of `best_fit_offset` for many bounds (int64-safe values only)."""
-    bounds = np.array(flat, dtype=np.int64)
-    starts = bounds[0::2]
-    ends = bounds[1::2]
+    if isinstance(flat, array):
+        pairs = np.frombuffer(flat, dtype=np.int64).reshape(-1, 2)
+    else:
+        pairs = np.array(flat, dtype=np.int64).reshape(-1, 2)
     if not one_list:
-        starts = np.sort(starts)
-        ends = np.sort(ends)
-    highest = int(ends[-1])
-    gap_lows = np.concatenate(([0], ends[:-1]))
-    gaps = starts - gap_lows
-    fitting = np.flatnonzero(gaps >= size)
-    if len(fitting) == 0:
-        return highest
-    return int(gap_lows[fitting[np.argmin(gaps[fitting])]])
+        pairs = np.sort(pairs, axis=0)  # starts and ends each sorted, as in the list scan
+    # Gap k lies between end k - 1 and start k; gap 0 starts at address 0.
+    fitting = pairs[1:, 0] - pairs[:-1, 1]
+    fitting[fitting < size] = _NO_GAP
+    best = int(np.argmin(fitting)) if len(fitting) else 0
+    best_gap = int(fitting[best]) if len(fitting) else _NO_GAP
+    first_gap = int(pairs[0, 0])
+    if size <= first_gap <= best_gap:
+        return 0
+    return int(pairs[-1, 1]) if best_gap == _NO_GAP else int(pairs[best, 1])
 
 
-def best_fit_offset(taken: list[list[int]], size: int, numpy_merge: bool) -> int:
-    """Best-fit offset for `size` bytes next to the union of the range lists `taken`.
+def best_fit_offset(taken: list[list[int]] | list[array], size: int, numpy_merge: bool) -> int:
+    """Best-fit offset for `size` bytes next to the union of the range lists `taken`
+    (all lists, or all ``array('q')``, as `OccupancyTree` keeps them).
 
     The lowest offset of the smallest free gap that holds `size`; with no such gap, the
     highest taken address (0 when nothing is taken).
@@ -107,7 +115,7 @@ def best_fit_offset(taken: list[list[int]], size: int, numpy_merge: bool) -> int
     if len(taken) == 1:
         flat = taken[0]
     else:
-        flat = []
+        flat = taken[0][:0]  # empty, of the lists' type
         for ranges in taken:
             flat += ranges
     if numpy_merge and len(flat) > _NUMPY_MERGE_MIN:
@@ -115,8 +123,8 @@ def best_fit_offset(taken: list[list[int]], size: int, numpy_merge: bool) -> int
     starts = flat[0::2]
     ends = flat[1::2]
     if len(taken) > 1:
-        starts.sort()
-        ends.sort()
+        starts = sorted(starts)
+        ends = sorted(ends)
     # With the starts and the ends sorted separately (the lists may overlap), the space
     # between ends[k - 1] and starts[k] is free exactly when positive: k ranges have
     # started and k have ended.
@@ -140,10 +148,15 @@ class OccupancyTree:
     recorded first, with `occupy`.
     """
 
-    def __init__(self, slot_count: int, last_query: list[int], int64_safe: bool):
+    def __init__(self, slot_count: int, last_query: list[int], int64_safe: bool, crowded: bool = False):
+        """`crowded` (for int64-safe instances with many buffers live at once) keeps the
+        range lists as ``array('q')``: queries then merge hundreds of bounds, which NumPy
+        reads from an array without a copy; with few buffers live at once, lists are
+        cheaper (their bisection and insertion cost less)."""
         self.base = leaf_base(slot_count)
         self.last_query = last_query
         self.numpy_merge = int64_safe
+        self.new_ranges = _new_array if int64_safe and crowded else _new_list
         self.own: list[list[int] | None] = [None] * (2 * self.base)
         self.sub: list[list[int] | None] = [None] * self.base
 
@@ -214,10 +227,11 @@ class OccupancyTree:
         """Add ``[start, end)`` to ``own`` of `nodes` and to ``sub`` from each up the tree."""
         own = self.own
         base = self.base
+        new_ranges = self.new_ranges
         for node in nodes:
             ranges = own[node]
             if ranges is None:
-                own[node] = [start, end]
+                own[node] = new_ranges(start, end)
             else:
                 add_range(ranges, start, end)
             self._add_up(node >> 1 if node >= base else node, start, end, rank)
@@ -236,9 +250,17 @@ class OccupancyTree:
             if last_query[node] <= rank:
                 pass  # no later placement reads this union
             elif ranges is None:
-                sub[node] = [start, end]
+                sub[node] = self.new_ranges(start, end)
             elif (i := bisect_right(ranges, start)) & 1 and ranges[i] >= end:
                 return
             else:
                 add_range(ranges, start, end)
             node >>= 1
+
+
+def _new_array(start: int, end: int) -> array:
+    return array("q", (start, end))
+
+
+def _new_list(start: int, end: int) -> list[int]:
+    return [start, end]

@@ -6,6 +6,9 @@
     @given(graphs(max_ops=12, symbols=("B", "S")))
     def test_my_pass_keeps_the_graph_valid(graph): ...
 
+    @given(graphs(max_ops=8, motifs=("duplicate",)))  # repeated subexpressions are likely
+    def test_cse_keeps_what_the_graph_computes(graph): ...
+
 Graphs are built through the public `Graph` API only (`add_input`, `add_param`,
 `add_const`, `add_op`, `set_outputs`) and verified before they are returned, so every
 drawn graph is one the parser would accept from its printed text. Each op is built from
@@ -13,6 +16,11 @@ the values already in the graph when a suitable one exists, otherwise from fresh
 whose shapes are drawn to fit the op (broadcasting included); symbolic dims are kept such
 that every check that needs numbers (slice bounds, reshape counts, pooling windows) also
 passes once the symbols are bound to any values `bindings_for` draws.
+
+Random ops rarely form the pattern a given pass rewrites (two identical ops for cse, an
+op over consts for const-fold); `motifs` plants such patterns among the ops (see
+`rlxir.testing.motifs`), and `rlxir.testing.pass_graphs` names the strategy for each
+built-in pass.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from rlxir.fills import annotate_fills
 from rlxir.graph import Graph, Module
 from rlxir.ops import ShapeError, broadcast_shapes
 from rlxir.symbolic import Dim, Expr, add, exact_div, floordiv, mul
+from rlxir.testing.motifs import FLOAT_MOTIFS, MOTIFS
 from rlxir.types import TensorType
 from rlxir.verifier import verify
 
@@ -66,6 +75,7 @@ class _Config:
     max_dim: int
     leaves_first: bool | None
     special_floats: bool
+    motifs: tuple = ()
 
 
 def graphs(
@@ -80,6 +90,7 @@ def graphs(
     name: str | None = None,
     leaves_first: bool | None = None,
     special_floats: bool = False,
+    motifs: Sequence[str] = (),
 ) -> st.SearchStrategy[Graph]:
     """A strategy for valid, verified graphs.
 
@@ -100,12 +111,16 @@ def graphs(
       first needed (False), or draw either (None). Both are valid schedules.
     - `special_floats`: float consts may hold ``inf`` and ``-inf`` (never ``nan``, which is
       not equal to itself); by default they are small finite numbers.
+    - `motifs`: names from `rlxir.testing.motifs.MOTIFS`. Each op statement is then, one
+      time in three, one of these patterns instead (a repeated subexpression, a dead op,
+      an op over consts, ...); a motif's result is read later or is an output.
 
-    The graph's last op is always an output; a few other values may be too. Graphs may
-    hold unused leaves and dead ops (as real pass inputs do). Only shapes and dtypes are
-    constrained, not data: `log` or `sqrt` of an input may be NaN when it runs.
+    The last op drawn (a dead motif's aside) is always an output; a few other values may be
+    too. Graphs may hold unused leaves and dead ops (as real pass inputs do). Only shapes
+    and dtypes are constrained, not data: `log` or `sqrt` of an input may be NaN when it runs.
     """
     config = _config(dtypes, symbols, ops, float_only, max_rank, max_dim, leaves_first, special_floats)
+    config = attrs.evolve(config, motifs=_motifs(motifs, config.dtypes))
     if not 0 <= min_ops <= max_ops:
         raise ValueError(f"need 0 <= min_ops <= max_ops, got {min_ops} and {max_ops}")
     return _graphs(config, min_ops, max_ops, name)
@@ -162,6 +177,17 @@ def _config(dtypes, symbols, ops, float_only, max_rank, max_dim, leaves_first, s
     return _Config(numeric, symbol_names, usable, max_rank, max_dim, leaves_first, special_floats)
 
 
+def _motifs(motifs: Sequence[str], dtypes: tuple) -> tuple:
+    unknown = sorted(set(motifs) - set(MOTIFS))
+    if unknown:
+        raise ValueError(f"graphs() has no motif {', '.join(unknown)}; it plants: {', '.join(MOTIFS)}")
+    needs_float = sorted(set(motifs) & FLOAT_MOTIFS)
+    if needs_float and not any(dtype.is_float for dtype in dtypes):
+        raise ValueError(f"motifs {', '.join(needs_float)} need a floating-point dtype, "
+                         f"got {[dtype.value for dtype in dtypes]}")
+    return tuple(motifs)
+
+
 @st.composite
 def _graphs(draw, config: _Config, min_ops: int, max_ops: int, name: str | None) -> Graph:
     symbols = {symbol: draw(st.none() | st.integers(1, 4)) for symbol in config.symbols}
@@ -170,13 +196,17 @@ def _graphs(draw, config: _Config, min_ops: int, max_ops: int, name: str | None)
     builder = _GraphDrawing(draw, graph, config, leaves_first)
     last = None
     for _ in range(draw(st.integers(min_ops, max_ops))):
+        if config.motifs and draw(st.integers(0, 2)) == 0:
+            last = builder.plant(draw(st.sampled_from(config.motifs))) or last
+            continue
         op = draw(st.sampled_from(config.ops))
-        last = _BUILDERS[op](builder, op)
-    if last is None:  # no ops asked for: output a leaf
+        last = builder.build(op)
+    if last is None:  # no ops asked for (or only dead ones): output a leaf
         last = builder.operand()
-    others = [value for value in graph.schedule() if value != last]
+    others = [value for value in graph.schedule() if value != last and value not in builder.hidden]
     extra = draw(st.lists(st.sampled_from(others), max_size=2, unique=True)) if others else []
-    graph.set_outputs(extra + [last])
+    unread = [value for value in builder.planted if not graph.users(value) and value not in extra + [last]]
+    graph.set_outputs(extra + unread + [last])
     annotate_fills(graph)  # as the parser does, so a drawn graph equals its printed-and-parsed form
     verify(graph)
     return graph
@@ -194,6 +224,25 @@ class _GraphDrawing:
         self.prefix = draw(st.sampled_from(_NAME_PREFIXES))
         self.counter = 0
         self.first_op: str | None = None
+        self.hidden: set[str] = set()
+        """Values no later op and no output may read: dead on purpose, or read once by design."""
+        self.planted: list[str] = []
+        """Results of motifs, made outputs unless a later op reads them."""
+
+    # --- ops and motifs ----------------------------------------------------------------
+    def build(self, op: str) -> str:
+        """One `op` statement on values from the pool (or new leaves); returns its result."""
+        return _BUILDERS[op](self, op)
+
+    def plant(self, motif: str) -> str | None:
+        """One motif; returns its result, or None for one that leaves nothing to read."""
+        result = MOTIFS[motif](self)
+        if result is not None:
+            self.planted.append(result)
+        return result
+
+    def hide(self, *names: str) -> None:
+        self.hidden.update(names)
 
     # --- names and nodes --------------------------------------------------------------
     def fresh(self) -> str:
@@ -206,13 +255,14 @@ class _GraphDrawing:
         self.first_op = self.first_op or name
         return name
 
-    def leaf(self, type_: TensorType, kind: str | None = None) -> str:
-        """A new input, param or const of `type_`."""
+    def leaf(self, type_: TensorType, kind: str | None = None, value=None) -> str:
+        """A new input, param or const of `type_` (a const holds `value` when given)."""
         kind = kind or self.draw(st.sampled_from(("input", "param", "const")))
         where = {"before": self.first_op} if self.leaves_first and self.first_op else {}
         name = self.fresh()
         if kind == "const":
-            value = self.draw(_const_value(type_, self.config.special_floats))
+            if value is None:
+                value = self.draw(_const_value(type_, self.config.special_floats))
             return self.graph.add_const(name, type_, value, **where)
         if kind == "param":
             return self.graph.add_param(name, type_, **where)
@@ -246,7 +296,7 @@ class _GraphDrawing:
 
     # --- operands ----------------------------------------------------------------------
     def values(self, accept: Callable[[TensorType], bool]) -> list[str]:
-        return [name for name in self.graph.schedule() if accept(self.type(name))]
+        return [name for name in self.graph.schedule() if name not in self.hidden and accept(self.type(name))]
 
     def pick(self, accept: Callable[[TensorType], bool], make: Callable[[], str]) -> str:
         """An existing value whose type `accept`s, or (sometimes, or when none) `make()`."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 from pathlib import Path
 
@@ -10,8 +11,11 @@ import pytest
 
 from rlxir import parse_file
 from rlxir.cli import main
+from rlxir.cli.main import build_parser
 from rlxir.compiler import compile as compile_graph
-from rlxir.target import get_target
+from rlxir.fit import DEFAULT_HEADROOM, arena_budget
+from rlxir.planning import DEFAULT_TIME_BUDGET, BestPlanner
+from rlxir.target import available_targets, get_target, register_target, unregister_target
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT2_BLOCK = ROOT / "examples" / "gpt2_block.rlx"
@@ -185,3 +189,25 @@ def test_insertion_errors(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["compile", str(ROOT / "examples" / "mlp.rlx"), "-t", "cpu", "--insert-after", "fuse"])
     assert exit_info.value.code == 2
+
+
+@pytest.mark.parametrize("command", ["compile", "fit", "run"])
+def test_the_target_help_lists_the_registered_targets(command, capsys):
+    register_target(get_target("cuda").derive("cuda-listed"))
+    try:
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+    finally:
+        unregister_target("cuda-listed")
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"--target T, -t T {', '.join(available_targets())}, cuda-listed" in help_text
+
+
+def test_the_budget_defaults_are_the_library_s(capsys):
+    args = build_parser().parse_args(["compile", "m.rlx", "--target", "cpu"])
+    assert args.headroom == DEFAULT_HEADROOM == inspect.signature(arena_budget).parameters["headroom"].default
+    with pytest.raises(SystemExit):
+        main(["compile", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"(default {DEFAULT_HEADROOM:g})" in help_text and f"(default {DEFAULT_TIME_BUDGET:g})" in help_text
+    assert BestPlanner().default_budget == DEFAULT_TIME_BUDGET

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import json
 
-from rlxir.compiler import ADDRESS_SPACE_64, exceeds_ceiling, fit_verdict
-from rlxir.devices import ProbeMiss
+import attrs
+import pytest
+
+import rlxir
+from rlxir.compiler import (ADDRESS_SPACE_64, ArenaTooLarge, FitReport, compile, exceeds_ceiling, fit_verdict,
+                            plan_compile)
+from rlxir.devices import ProbeMiss, format_bytes
+from rlxir.fit import arena_budget, fit_batch
 from rlxir.target import get_target
 
 BIG = "graph big(N) {\n  input %x : f32[N]\n  %y = exp(%x) : f32[N]\n  output %y\n}\n"
@@ -78,3 +84,40 @@ def test_fit_with_no_budget_says_unknown_in_words(cli, mlp, monkeypatch):
     monkeypatch.setattr("rlxir.fit.device_capacity", _no_capacity)
     code, out, _ = cli("fit", mlp, "--target", "cuda", "--max-batch", "8")
     assert code == 0 and "fits unknown: no budget to fit against" in out and "largest batch that fits" not in out
+
+
+def test_the_report_refuses_with_the_compile_s_own_message():
+    rocm = get_target("rocm")
+    graph = rlxir.parse(BIG.replace("big(N)", "big(N=2000000000)")).main
+    planned = plan_compile(graph, rocm)  # what compile would raise on, still reported
+    with pytest.raises(ArenaTooLarge) as refusal:
+        compile(graph, rocm)
+    report = FitReport.judge(rocm, planned.arena_bytes, arena_budget(rocm, vram=2**40))
+    assert report.refused and report.fits is False and report.reason.startswith("past the rocm ABI ceiling")
+    error = report.error("this graph")
+    assert isinstance(error, ArenaTooLarge) and error.message == refusal.value.message
+    assert error.expected.endswith("finds the largest that fits)")
+    assert report.to_json()["refused"] is True and "refused" not in report.to_json(brief=True)
+
+
+def test_the_report_over_a_budget_and_within_it():
+    cuda = get_target("cuda")
+    budget = arena_budget(cuda, vram=100 * 2**20)
+    over = FitReport.judge(cuda, budget.bytes + 1, budget)
+    assert not over.refused and over.fits is False and over.text().startswith("no: over the budget")
+    assert over.error("this graph").message == (f"cuda cannot fit this graph: its arena needs {budget.bytes + 1} B "
+                                                f"({format_bytes(budget.bytes + 1)}), {over.reason}")
+    within = FitReport.judge(cuda, budget.bytes, budget)
+    assert within.fits is True and within.text() == "yes" and within.error() is None
+    unknown = FitReport.judge(cuda, 10, attrs.evolve(budget, bytes=None))
+    assert unknown.fits == "unknown" and unknown.error() is None
+
+
+def test_fit_never_calls_an_arena_the_compile_refuses_a_fit():
+    # A 64-bit target cannot address past 2^64 - 1, whatever budget --vram gives.
+    cuda = get_target("cuda")
+    budget = arena_budget(cuda, headroom=1.0, vram=2**66)
+    assert budget.bytes > 2**64
+    result = fit_batch(cuda, 4, 1.0, lambda batch: batch * 2**62, budget=budget)  # batch 4: 2^64 bytes
+    assert result.batch == 3 and [(trial.batch, trial.fits) for trial in result.tried] == [(4, False), (2, True),
+                                                                                          (3, True)]

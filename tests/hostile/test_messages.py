@@ -7,8 +7,6 @@ import io
 import sys
 from pathlib import Path
 
-import pytest
-
 from rlxir.errors import quoted_slice
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -309,10 +309,11 @@ def test_unsupported_ops_are_listed_with_counts():
     assert "2 ONNX op types have no rlx mapping: Hardmax x2, NonZero x1" in error.value.message
 
 
-def test_a_slice_with_a_step_on_a_symbolic_dim_is_refused_naming_the_node():
-    nodes = [helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"], name="strided")]
-    model = make_model(nodes, [("x", F, ["N", 8])], [("y", F, None)],
-                       [("s", np.array([0], np.int64)), ("e", np.array([8], np.int64)), ("a", np.array([0], np.int64)),
-                        ("st", np.array([2], np.int64))])
-    with pytest.raises(RlxError, match="ONNX node 'strided' \\(Slice\\): a Slice with step 2 of the symbolic dim"):
+def test_a_value_nothing_defines_is_an_error_naming_the_reading_node():
+    """A node reads a value no input, initializer or earlier node defines (a cut model):
+    the error names the node and the value, whichever converter reads its shape first."""
+    nodes = [helper.make_node("Concat", ["x", "missing"], ["y"], name="joined", axis=1)]
+    model = make_model(nodes, [("x", F, ["N", 4])], [("y", F, ["N", None])])
+    with pytest.raises(RlxError, match=r"ONNX node 'joined' \(Concat\): ONNX value 'missing' is read "
+                                          r"before it is defined"):
         import_onnx(model)

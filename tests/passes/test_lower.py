@@ -100,7 +100,7 @@ def test_views_resolve_through_chains_to_their_root(target, element):
     lir = lowered(target)
     views = {node: lir.attrs(node) for node in lir.ops() if lir.attrs(node)["kernel_family"] == "view"}
     assert set(views) == {"q", "flat", "first", "rows", "mid", "same"}
-    for node, attrs in views.items():
+    for attrs in views.values():
         root = attrs["view_of"].removeprefix("%")
         assert lir.kind(root) != "op" or lir.attrs(root)["kernel_family"] != "view"
     # %mid = rows 2.. of %rows, which is batch 1 of %y: 1*S*16 + 2*16 elements into %y.

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import random
+import time
+
 from rlxir.planning import BestPlanner, Buffer, LivenessPlanner, get_planner, validate_plan
+from rlxir.planning.greedy import place_in_order
+from rlxir.planning.orderings import by_size
 from rlxir.planning.problem import Problem
 from rlxir.planning.search import HEURISTICS, CanonicalSearch, preorder
+from rlxir.planning.sweep import sweep_best_fit
 
 # Budgets generous enough never to bind; the node cap makes the runs deterministic.
 BUDGET = 600.0
@@ -74,3 +80,44 @@ def test_liveness_retries_peak_first_when_greedy_leaves_a_hole_at_the_peak():
     result = get_planner("liveness").plan(buffers)
     validate_plan(buffers, result.offsets, 1, result.arena_bytes)
     assert result.arena_bytes == result.lower_bound_bytes == 12
+
+
+def crowded_instance(count: int, seed: int = 5) -> list[Buffer]:
+    """`count` buffers, one starting per step, a fifth of them live for 65-5000 steps:
+    hundreds are live at once, where a greedy pass costs far more than 0.05 s."""
+    rng = random.Random(seed)
+    buffers = []
+    for step in range(count):
+        life = rng.randint(65, 5000) if rng.random() < 0.2 else rng.randint(1, 64)
+        buffers.append(Buffer(f"t{step}", step, step + life, 64 * rng.randint(1, 4000)))
+    return buffers
+
+
+def test_best_keeps_a_tiny_budget_on_a_large_instance():
+    buffers = crowded_instance(40_000)
+    started = time.perf_counter()
+    result = BestPlanner().plan(buffers, time_budget=0.05)
+    elapsed = time.perf_counter() - started
+    validate_plan(buffers, result.offsets, 1, result.arena_bytes)
+    # Past the budget only Problem.build and stacking the unplaced buffers remain (about
+    # 0.05 s per 10^4 buffers on an idle machine; the margin allows a loaded one).
+    assert elapsed < 0.05 + 2.0
+
+
+def test_best_returns_the_schedule_order_plan_when_the_greedy_pass_cannot_finish():
+    buffers = crowded_instance(20_000)
+    problem = Problem.build(buffers, 1)
+    expected = sweep_best_fit(problem)
+    sweep_seconds = time.perf_counter()
+    sweep_best_fit(problem)
+    sweep_seconds = time.perf_counter() - sweep_seconds
+    # Time for the schedule-order pass, not for a greedy pass (several times dearer).
+    result = BestPlanner().plan(buffers, time_budget=3 * sweep_seconds + 0.2)
+    validate_plan(buffers, result.offsets, 1, result.arena_bytes)
+    assert [result.offsets[b.name] for b in buffers] == expected
+
+
+def test_a_greedy_pass_past_its_deadline_gives_up():
+    problem = Problem.build(crowded_instance(1500), 1)
+    assert place_in_order(problem, by_size(problem), deadline=time.perf_counter() - 1) is None
+    assert place_in_order(problem, by_size(problem)) is not None

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from rlxir import DType, find_errors, verify
 from rlxir.ops import LEAF_KINDS
+from rlxir.testing.motifs import FLOAT_MOTIFS, MOTIFS
 from rlxir.testing.strategies import SUPPORTED_OPS, bindings_for, graphs, modules
 
 
@@ -25,6 +26,15 @@ def test_every_supported_op_draws_valid_graphs_on_its_own(op, data):
     graph = data.draw(graphs(ops=[op], max_ops=3, symbols=("B",), dtypes=(DType.f32, DType.i32)))
     verify(graph)
     assert {graph.op(name) for name in graph.ops()} == {op}
+
+
+@pytest.mark.parametrize("motif", MOTIFS)
+@settings(max_examples=4, deadline=None)
+@given(data=st.data())
+def test_every_motif_draws_valid_graphs_on_its_own(motif, data):
+    dtypes = (DType.f32,) if motif in FLOAT_MOTIFS else (DType.i32, DType.f16)
+    graph = data.draw(graphs(motifs=[motif], min_ops=2, max_ops=4, symbols=("B",), dtypes=dtypes))
+    assert find_errors(graph) == []
 
 
 @settings(max_examples=30, deadline=None)
@@ -77,6 +87,8 @@ def test_module_graphs_have_distinct_names(module):
     ({"dtypes": (DType.i32,), "ops": ["softmax"]}, "none of the ops"),
     ({"symbols": ("f32",)}, "cannot name a symbol"),
     ({"min_ops": 3, "max_ops": 2}, "min_ops"),
+    ({"motifs": ["duplicate", "tangle"]}, "has no motif tangle; it plants: duplicate, dead"),
+    ({"motifs": ["bias_act"], "dtypes": (DType.i32,)}, "motifs bias_act need a floating-point dtype"),
 ])
 def test_bad_options_fail_at_once(options, message):
     with pytest.raises(ValueError, match=message):

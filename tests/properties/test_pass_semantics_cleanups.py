@@ -1,17 +1,15 @@
-"""dce and cse preserve what a graph computes, on random valid graphs (with dead values
-and repeated subexpressions, which the strategy draws)."""
+"""dce and cse preserve what a graph computes, on random valid graphs with dead ops and
+repeated subexpressions planted (their strategies in `rlxir.testing.pass_graphs`)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 
-from rlxir.dtypes import DType
-
 from test_pass_semantics_rewrites import EXACT, SETTINGS, bound_graphs, check_preserved
 
 
 @SETTINGS
-@given(bound_graphs(max_ops=12, symbols=("B",), dtypes=(DType.f32, DType.i32)))
+@given(bound_graphs("dce"))
 def test_dce(drawn):
     graph, bindings = drawn
     result = check_preserved(graph, bindings, "dce", EXACT)
@@ -20,7 +18,7 @@ def test_dce(drawn):
 
 
 @SETTINGS
-@given(bound_graphs(max_ops=12, symbols=("B",), dtypes=(DType.f32, DType.i32)))
+@given(bound_graphs("cse"))
 def test_cse(drawn):
     graph, bindings = drawn
     result = check_preserved(graph, bindings, "cse", EXACT)

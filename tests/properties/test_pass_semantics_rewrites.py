@@ -1,5 +1,7 @@
 """const-fold, simplify, unfuse, backend-unfuse, legalize-broadcast, unfuse-regions,
-f32-exec and scan-unroll preserve what a graph computes, on random valid graphs.
+f32-exec and scan-unroll preserve what a graph computes, on random valid graphs drawn
+from each pass's strategy (`rlxir.testing.pass_graphs`: its pattern planted, so most
+draws are rewritten; test_pass_budgets.py checks that they are).
 
 Each pass runs with the verify-each instrument (strict change claims), and the graph is
 interpreted before and after on the same feeds (drawn once from the original: the random
@@ -9,7 +11,6 @@ fill depends on a value's readers, which rewrites change); outputs compare by po
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
@@ -19,9 +20,10 @@ from rlxir.graph import Graph
 from rlxir.instruments import VerifyEach
 from rlxir.interpreter import interpret, random_feeds
 from rlxir.pipeline import run_pipeline
-from rlxir.testing import strategies
+from rlxir.testing.pass_graphs import pass_graphs
+from rlxir.testing.strategies import bindings_for
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EXACT = {"rtol": 1e-6, "atol": 1e-6}
 """Rewrites that compute every element the same way (expands, inlined chains, folds)."""
 REASSOCIATED = {"rtol": 1e-3, "atol": 1e-4}
@@ -29,9 +31,10 @@ REASSOCIATED = {"rtol": 1e-3, "atol": 1e-4}
 
 
 @st.composite
-def bound_graphs(draw, **options):
-    graph = draw(strategies.graphs(**options))
-    return graph, draw(strategies.bindings_for(graph))
+def bound_graphs(draw, pass_name: str):
+    """A graph from the strategy of `pass_name`, with values for its symbols."""
+    graph = draw(pass_graphs(pass_name))
+    return graph, draw(bindings_for(graph))
 
 
 def outputs(graph: Graph, feeds, bindings) -> list[np.ndarray]:
@@ -66,41 +69,40 @@ def check_preserved(graph: Graph, bindings: dict, spec: str, tolerance: dict, fi
 
 
 @SETTINGS
-@given(bound_graphs(max_ops=10, dtypes=(DType.f32, DType.i32, DType.f16)))
+@given(bound_graphs("const-fold"))
 def test_const_fold(drawn):
     check_preserved(*drawn, "const-fold{max-elements=64}", EXACT)
 
 
 @SETTINGS
-@given(bound_graphs(max_ops=10, symbols=("B", "S"), dtypes=(DType.f32, DType.i32)))
+@given(bound_graphs("simplify"))
 def test_simplify(drawn):
     check_preserved(*drawn, "simplify", EXACT, finite_only=True)
 
 
 @SETTINGS
-@given(bound_graphs(max_ops=6, ops=strategies.FUSED + strategies.NORM + (
-    "gelu", "softmax", "linear", "attention", "selective_scan", "add", "mul", "relu", "reshape", "transpose")))
+@given(bound_graphs("unfuse"))
 def test_unfuse(drawn):
     result = check_preserved(*drawn, "unfuse", REASSOCIATED, finite_only=True)
     assert not [node for node in result.ops() if result.opdef(node).has("fused")]
 
 
 @SETTINGS
-@given(bound_graphs(max_ops=10, symbols=("B", "S")), st.sampled_from(["backend-unfuse", "legalize-broadcast"]))
-def test_explicit_broadcasts(drawn, spec):
-    result = check_preserved(*drawn, spec, EXACT)
+@given(st.data(), st.sampled_from(["backend-unfuse", "legalize-broadcast"]))
+def test_explicit_broadcasts(data, spec):
+    result = check_preserved(*data.draw(bound_graphs(spec)), spec, EXACT)
     assert rlxir_text(run(result, spec)) == rlxir_text(result)  # idempotent
 
 
 @SETTINGS
-@given(bound_graphs(max_ops=8, symbols=("B",), ops=("fused_elementwise", "add", "mul", "gelu", "reshape")))
+@given(bound_graphs("unfuse-regions"))
 def test_unfuse_regions(drawn):
     result = check_preserved(*drawn, "unfuse-regions", EXACT)
     assert "fused_elementwise" not in {result.op(node) for node in result.ops()}
 
 
 @SETTINGS
-@given(bound_graphs(max_ops=5, ops=("selective_scan", "add", "mul", "slice", "reshape")), st.integers(1, 6))
+@given(bound_graphs("scan-unroll"), st.integers(1, 6))
 def test_scan_unroll(drawn, max_steps):
     # finite_only: the reference's first step computes exp(delta * A) * 0, nan where the
     # exp overflows; the unrolled first step has no decay term (the state starts at zero).
@@ -108,7 +110,7 @@ def test_scan_unroll(drawn, max_steps):
 
 
 @SETTINGS
-@given(bound_graphs(max_ops=10, symbols=("B",), dtypes=(DType.f16, DType.bf16, DType.f32, DType.i32)))
+@given(bound_graphs("f32-exec"))
 def test_f32_exec_computes_what_all_f32_computes(drawn):
     """f32-exec keeps low-precision leaves and layout ops and widens the rest; that is
     exactly computing every op in f32 from the same leaf values, cast back at the outputs."""

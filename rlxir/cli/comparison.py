@@ -1,0 +1,113 @@
+"""The table of `compare` and `compare --training`: one row per target, ranked against the
+smallest arena, with `--execute`'s run column."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+from rlxir.cli import progress
+from rlxir.cli.reports import human_bytes
+from rlxir.cli.target_options import cli_target
+from rlxir.compiler import FitReport
+from rlxir.devices import format_bytes
+from rlxir.errors import RlxError
+from rlxir.target import Target, available_targets
+from rlxir.workers import available_cores, map_in_order
+
+Row = tuple[dict, FitReport]  # a row's JSON fields, and the verdict they were made from
+
+
+class SharedReference:
+    """The interpreter's run of a graph, made on first use and shared by every target."""
+
+    def __init__(self, graph, bindings: dict, training: bool = False):
+        self.graph, self.bindings, self.training = graph, bindings, training
+        self._run = None
+
+    def get(self):
+        if self._run is None:
+            from rlxir.executor import reference_run
+
+            progress.show("running the reference interpreter ...")
+            bound = self.graph.bind(self.bindings) if self.bindings else self.graph
+            self._run = reference_run(bound, training=self.training)
+        return self._run
+
+
+def row_fields(verdict: FitReport, **numbers) -> Row:
+    """A compare row: the target, `numbers` in order, then the verdict's fields."""
+    return {"target": verdict.target.name, **numbers, **verdict.to_json(brief=True)}, verdict
+
+
+def compare_targets(args: argparse.Namespace, make_row: Callable[[Target], Row], doing: str, byte_columns) -> int:
+    """One row per target (`make_row(target)`), ranked against the smallest arena, printed
+    as JSON or as a table whose byte columns are `byte_columns` ((title, key), ...)."""
+    names = args.targets.split(",") if args.targets else sorted(available_targets())
+    targets = [cli_target(name.strip(), args) for name in names]
+    jobs = 1 if getattr(args, "execute", False) else (getattr(args, "jobs", None) or available_cores())
+    if jobs > 1 and len(targets) > 1:
+        progress.show(f"{doing} {len(targets)} targets, {min(jobs, len(targets))} at a time ...")
+        made = map_in_order(make_row, targets, jobs)
+    else:
+        made = []
+        for target in targets:
+            progress.show(f"{doing} {target.name} ...")
+            made.append(make_row(target))
+    progress.clear()
+    rows = [row for row, _ in made]
+    arenas = [row["arena_bytes"] for row in rows if row["arena_bytes"] is not None]
+    best = min(arenas) if arenas else None
+    for row in rows:
+        row["ratio_to_best"] = round(row["arena_bytes"] / best, 4) if best and row["arena_bytes"] is not None else None
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    _print_table(made, byte_columns)
+    failed = [row["target"] for row in rows if row.get("run_matched") is False]
+    if failed:
+        print(RlxError(f"the arena run did not match the reference on {', '.join(failed)}",
+                       expected="every target's plan to run and match (this is a defect in its pipeline or "
+                                "planner)").render(), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print_table(made: list[Row], byte_columns) -> None:
+    titles = "".join(f" {title:>24}" for title, _ in byte_columns)
+    executed = any("run" in row for row, _ in made)
+    header = f"{'target':<8} {'planner':<9} {'nodes':>7}{titles} {'x best':>7} {'ceiling':>12} {'fits':<20}"
+    header = (header + " run") if executed else header.rstrip()
+    print(header)
+    print("-" * len(header))
+    for row, verdict in made:
+        ceiling = format_bytes(row["ceiling_bytes"]) if row["ceiling_bytes"] is not None else "none"
+        ratio = f"{row['ratio_to_best']:.2f}" if row["ratio_to_best"] is not None else "-"
+        values = "".join(f" {human_bytes(row[key]):>24}" for _, key in byte_columns)
+        fits = short_verdict(verdict)
+        line = f"{row['target']:<8} {row['planner']:<9} {row['nodes']:>7}{values} {ratio:>7} {ceiling:>12} {fits:<20}"
+        print(f"{line} {row['run']}" if executed else line.rstrip())
+
+
+def short_verdict(verdict: FitReport) -> str:
+    """A compare cell: ``yes``, ``no (past ceiling)``, ``no (over budget)`` or ``unknown (no budget)``."""
+    if verdict.fits is True:
+        return "yes"
+    if verdict.fits == "unknown":
+        return "unknown (no budget)"
+    return "no (past ceiling)" if verdict.refused else "no (over budget)"
+
+
+def with_execution(made: Row, run_check) -> Row:
+    """Add the --execute columns to a compare row: `run_check()` gives the ExecutionCheck;
+    a plan past the ceiling is not run."""
+    row, verdict = made
+    if verdict.refused:
+        row["run"], row["run_matched"] = "not run (past the ceiling)", None
+        return made
+    check = run_check()
+    row["run"], row["run_matched"] = check.verdict, check.matched
+    row["run_outside_bytes"] = check.run.outside_peak_bytes
+    return made

@@ -1,0 +1,135 @@
+"""A fast placement in schedule order: the `best` planner's first, always-finished plan.
+
+One pass over the slots. At each slot the buffers that end there give their addresses
+back, then the buffers that start there are placed, largest first, each into the smallest
+free gap below the top of the live buffers (the lowest such gap on ties), or on that top.
+Free gaps are kept sorted by (size, offset), so a placement is a bisection and a list
+insertion: O(n log n) comparisons in all, however many buffers are live at once.
+
+It sees only the buffers live at a start, not those that start later, so it packs less
+tightly than `place_in_order` (on synth100k 1.02x the lower bound against 1.0000x); it is
+several times cheaper, which makes it the plan `best` always has in hand.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from bisect import bisect_left, insort
+from collections.abc import Callable
+
+import numpy as np
+
+from rlxir.planning.problem import Problem
+
+# Events between two looks at the clock.
+CHECK_EVERY = 2048
+
+
+def sweep_best_fit(
+    problem: Problem, deadline: float = math.inf, progress: Callable[[int, int], None] | None = None
+) -> list[int]:
+    """Offsets (one per buffer, input order) of the schedule-order best-fit pass.
+
+    `problem` must have no imposed offsets. If the clock passes `deadline` (a
+    `time.perf_counter()` value) before the pass ends, every buffer not placed yet is
+    stacked above the highest address used so far, so the result is always a valid plan.
+    `progress(placed, total)` is called between batches of events.
+    """
+    n = len(problem)
+    offsets = [0] * n
+    sizes = problem.sizes
+    events = _events(problem)
+    free = _FreeList(sum(sizes))
+    for first in range(0, len(events), CHECK_EVERY):
+        if progress is not None:
+            progress(first // 2, n)
+        if time.perf_counter() > deadline:
+            _stack_the_rest(offsets, sizes, events[first:], n, free.highest)
+            break
+        for event in events[first : first + CHECK_EVERY]:
+            if event >= n:
+                index = event - n
+                if sizes[index]:
+                    free.release(offsets[index], sizes[index])
+            elif sizes[event]:
+                offsets[event] = free.take(sizes[event])
+    return offsets
+
+
+def _events(problem: Problem) -> list[int]:
+    """Event ``i < n`` places buffer i, event ``n + i`` frees it: by slot, frees first,
+    then placements largest first (ties: longest lifetime, input order)."""
+    n = len(problem)
+    slots = np.concatenate([problem.slot_hi, problem.slot_lo])
+    is_start = np.concatenate([np.zeros(n, np.int64), np.ones(n, np.int64)])
+    size_keys = np.concatenate([np.zeros(n, np.int64), -problem.size_keys])
+    life_keys = np.concatenate([np.zeros(n, np.int64), -problem.lifetime_keys()])
+    event_ids = np.concatenate([np.arange(n, 2 * n), np.arange(n)])
+    order = np.lexsort((event_ids, life_keys, size_keys, is_start, slots))
+    return event_ids[order].tolist()
+
+
+def _stack_the_rest(offsets: list[int], sizes: list[int], events: list[int], n: int, highest: int) -> None:
+    cursor = highest
+    for event in events:
+        if event < n and sizes[event]:
+            offsets[event] = cursor
+            cursor += sizes[event]
+
+
+class _FreeList:
+    """Free gaps below `top` (the end of the highest live buffer), by size then offset.
+
+    A gap is one integer key ``size * _SPAN + start`` in a sorted list, so the best fit
+    for `size` is the first key at or above ``size * _SPAN``; `by_start` and `by_end` find
+    the neighbours a freed range merges with.
+    """
+
+    def __init__(self, total_bytes: int):
+        self.keys: list[int] = []
+        self.by_start: dict[int, int] = {}  # gap start -> gap end
+        self.by_end: dict[int, int] = {}  # gap end -> gap start
+        self.top = 0
+        self.highest = 0
+        self.span = 1 << total_bytes.bit_length()  # above every address the pass can use
+
+    def take(self, size: int) -> int:
+        keys = self.keys
+        position = bisect_left(keys, size * self.span)
+        if position == len(keys):
+            offset = self.top
+            self.top += size
+            self.highest = max(self.highest, self.top)
+            return offset
+        gap_size, offset = divmod(keys.pop(position), self.span)
+        end = self.by_start.pop(offset)
+        del self.by_end[end]
+        if gap_size > size:
+            self._add(offset + size, end)
+        return offset
+
+    def release(self, offset: int, size: int) -> None:
+        start, end = offset, offset + size
+        if start in self.by_end:
+            start = self.by_end[start]
+            self._remove(start)
+        if end in self.by_start:
+            following_end = self.by_start[end]
+            self._remove(end)
+            end = following_end
+        if end == self.top:
+            self.top = start
+        else:
+            self._add(start, end)
+
+    def _add(self, start: int, end: int) -> None:
+        self.by_start[start] = end
+        self.by_end[end] = start
+        insort(self.keys, (end - start) * self.span + start)
+
+    def _remove(self, start: int) -> None:
+        end = self.by_start.pop(start)
+        del self.by_end[end]
+        key = (end - start) * self.span + start
+        del self.keys[bisect_left(self.keys, key)]

@@ -1,0 +1,58 @@
+"""The schedule-order best-fit pass that `best` starts from."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlxir.planning import Buffer, lower_bound, validate_plan
+from rlxir.planning.problem import Problem
+from rlxir.planning.sweep import sweep_best_fit
+
+from .strategies import ALIGNMENTS, buffer_lists
+
+
+def arena(problem: Problem, offsets: list[int]) -> int:
+    return max((offset + size for offset, size in zip(offsets, problem.sizes)), default=0)
+
+
+def test_a_freed_gap_is_reused_and_the_smallest_fitting_gap_wins():
+    buffers = [
+        Buffer("big", 0, 2, 8),
+        Buffer("small", 0, 2, 3),
+        Buffer("keep", 0, 4, 5),
+        Buffer("lid", 0, 4, 1),  # at slot 0, largest first: big 0-8, keep 8-13, small 13-16, lid 16-17
+        Buffer("late", 2, 4, 2),  # big and small are gone: gaps [0, 8) and [13, 16)
+        Buffer("later", 3, 4, 9),  # no gap holds 9 bytes: on top
+    ]
+    problem = Problem.build(buffers, 1)
+    offsets = sweep_best_fit(problem)
+    assert offsets == [0, 13, 8, 16, 13, 17]
+
+
+def test_released_neighbours_merge_into_one_gap():
+    buffers = [Buffer("a", 0, 1, 4), Buffer("b", 0, 1, 4), Buffer("top", 0, 2, 1), Buffer("c", 1, 2, 8)]
+    problem = Problem.build(buffers, 1)
+    offsets = sweep_best_fit(problem)
+    assert offsets[3] == 0  # a and b freed together give one 8-byte gap under "top"
+
+
+@settings(max_examples=80, deadline=None)
+@given(buffer_lists(max_buffers=40), ALIGNMENTS)
+def test_the_pass_gives_a_valid_plan(buffers, alignment):
+    problem = Problem.build(buffers, alignment)
+    offsets = sweep_best_fit(problem)
+    validate_plan(buffers, offsets, alignment, arena(problem, offsets))
+    assert arena(problem, offsets) >= lower_bound(buffers, alignment)
+
+
+@settings(max_examples=30, deadline=None)
+@given(buffer_lists(max_buffers=40), st.integers(0, 3))
+def test_a_passed_deadline_still_gives_a_valid_plan(buffers, checks):
+    # With the deadline already past, every buffer is stacked; the plan stays valid.
+    problem = Problem.build(buffers, 1)
+    offsets = sweep_best_fit(problem, deadline=time.perf_counter() - checks)
+    validate_plan(buffers, offsets, 1, arena(problem, offsets))
+    assert arena(problem, offsets) == sum(problem.sizes)
