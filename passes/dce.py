@@ -25,7 +25,7 @@ class DeadCodeElimination(Pass):
             if node in live or graph.kind(node) in ("input", "param"):
                 live.update(graph.operands(node))
                 continue
-            if graph.nx.out_degree(node):
+            if graph.user_count(node):
                 live.update(graph.operands(node))
                 continue
             graph.erase(node)

@@ -25,7 +25,7 @@ def _casts_back(graph: Graph, node: str, declared: dict) -> bool:
     """A cast to f16/bf16 read by nothing but the graph outputs: it gives an output its
     declared type, as the cast this pass would add does (so a second run changes nothing)."""
     return (node in declared and graph.op(node) == "cast" and graph.attrs(node)["to"].is_low_precision
-            and not graph.nx.out_degree(node))
+            and not graph.user_count(node))
 
 
 def _widened_attrs(graph: Graph, node: str) -> dict:

@@ -20,11 +20,11 @@ DEFAULT_PATTERNS = ("bias_act", "residual_norm", "shared_input_matmul", "regions
 
 def read_once(graph: Graph, value: str) -> bool:
     """`value` is read exactly once, by one op, and is no graph output."""
-    return graph.nx.out_degree(value) == 1 and graph.use_count(value) == 1
+    return graph.user_count(value) == 1 and graph.use_count(value) == 1
 
 
 def sole_reader(graph: Graph, value: str) -> str:
-    (reader,) = graph.nx.successors(value)
+    (reader,) = graph.edge_targets(value)
     return reader
 
 
@@ -146,9 +146,9 @@ def fuse_shared_input_matmuls(graph: Graph) -> int:
     position = {name: index for index, name in enumerate(schedule)}
     merged = 0
     for x in schedule:
-        if x not in graph or graph.nx.out_degree(x) < 2:
+        if x not in graph or graph.user_count(x) < 2:
             continue
-        products = [user for user in graph.nx.successors(x) if _concatenable_weight(graph, x, user)]
+        products = [user for user in graph.edge_targets(x) if _concatenable_weight(graph, x, user)]
         if len(products) < 2:
             continue
         products.sort(key=position.__getitem__)

@@ -35,9 +35,9 @@ def step_count(graph: Graph, node: str) -> int:
 
 def _sole_reader_in(graph: Graph, value: str, region: set[str]) -> bool:
     """Every read of `value` is by one node of `region`, and `value` is no graph output."""
-    if graph.nx.out_degree(value) != 1 or value in graph.outputs:
+    if graph.user_count(value) != 1 or value in graph.outputs:
         return False
-    (reader,) = graph.nx.successors(value)
+    (reader,) = graph.edge_targets(value)
     return reader in region
 
 

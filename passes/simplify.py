@@ -46,7 +46,7 @@ def _forward(graph: Graph, node: str, value: str) -> list[str] | None:
 
 
 def _erase_if_dead(graph: Graph, value: str) -> None:
-    if graph.kind(value) == "op" and not graph.nx.out_degree(value) and value not in graph.outputs:
+    if graph.kind(value) == "op" and not graph.user_count(value) and value not in graph.outputs:
         graph.erase(value)
 
 

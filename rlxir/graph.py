@@ -14,6 +14,7 @@ pass puts them (`before=` / `after=`), and untouched nodes keep their relative o
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, KeysView, Mapping
+from types import MappingProxyType
 from typing import Any, cast
 
 import networkx as nx
@@ -32,13 +33,50 @@ class GraphError(RlxError):
     """Misuse of the graph API by a pass (erasing a used value, unknown names, ...)."""
 
 
+class ValueDiGraph(nx.DiGraph):
+    """The networkx graph a `Graph` keeps its values in: a plain `DiGraph` that also names
+    the dicts its nodes and edges are stored in, so that `Graph` can write them directly.
+
+    networkx builds a graph's storage through factory hooks that a subclass may replace
+    (the "Subclasses" part of `networkx.DiGraph`'s documentation). This class's hooks keep
+    the dicts they make: `node_dict` (value name -> data dict), `succ_dict` and `pred_dict`
+    (value name -> {neighbour: edge data dict}); which outer dict holds successors is
+    learnt with one public `add_edge`, not from the order networkx makes them in. Views,
+    algorithms and `copy()` are networkx's own, so the graph can be handed to any of them.
+    """
+
+    def __init__(self, incoming_graph_data: Any = None, **attr: Any) -> None:
+        self._made_adjacency: list[dict] = []
+        super().__init__(incoming_graph_data, **attr)
+        made = self._made_adjacency
+        del self._made_adjacency
+        if len(made) != 2 or not hasattr(self, "node_dict"):
+            raise RuntimeError("this networkx version does not build a DiGraph's storage through "
+                               "node_dict_factory and adjlist_outer_dict_factory")
+        source, target = object(), object()
+        self.add_edge(source, target)
+        self.succ_dict, self.pred_dict = made if target in made[0].get(source, ()) else made[::-1]
+        if source not in self.node_dict or source not in self.pred_dict[target]:
+            raise RuntimeError("this networkx version keeps a DiGraph's edges outside its factory-made dicts")
+        self.remove_nodes_from((source, target))
+
+    def node_dict_factory(self) -> dict:
+        self.node_dict: dict = {}
+        return self.node_dict
+
+    def adjlist_outer_dict_factory(self) -> dict:
+        adjacency: dict = {}
+        self._made_adjacency.append(adjacency)
+        return adjacency
+
+
 class Graph:
     """One SSA graph. See the module docstring for the data model."""
 
     def __init__(self, name: str = "main", symbols: Mapping[str, int | None] | None = None):
         self.name = name
         self.symbols: dict[str, int | None] = dict(symbols or {})
-        self.nx = nx.DiGraph()
+        self.nx = ValueDiGraph()
         self.outputs: list[str] = []
         self.output_loc: Location | None = None
         self.loc: Location | None = None
@@ -51,42 +89,45 @@ class Graph:
         self._bind_nx()
 
     # --- storage ------------------------------------------------------------------------
-    # The graph lives in networkx's own dicts (`_node`, `_succ`, `_pred` of the DiGraph):
-    # reads and the hot mutations (add a node, add or drop an edge) touch them directly,
-    # which is several times faster than going through the view objects and argument
-    # checks of networkx's API on graphs of 10^5-10^6 nodes. This section is the only
-    # place that knows those names; everything else uses the methods below or `graph.nx`.
+    # The values live in the dicts of `self.nx` (a `ValueDiGraph`): reads and the hot
+    # mutations (add a node, add or drop an edge) are plain dict operations on them. Built
+    # through networkx's `add_node`/`add_edge` (which check their arguments and clear the
+    # cache on every call) a graph takes about twice as long, and its views add a call to
+    # every read. This section is the only code that writes those dicts; everything else
+    # uses the methods below, or `graph.nx` to hand the graph to networkx.
     def _bind_nx(self) -> None:
-        self._nodes = self.nx._node
-        self._succ = self.nx._succ
-        self._pred = self.nx._pred
+        self._nodes = self.nx.node_dict
+        self._successors = self.nx.succ_dict
+        self._predecessors = self.nx.pred_dict
 
     def _store_node(self, name: str, data: dict) -> None:
         self._nodes[name] = data
-        self._succ[name] = {}
-        self._pred[name] = {}
+        self._successors[name] = {}
+        self._predecessors[name] = {}
         self._changed()
 
     def _link(self, source: str, target: str) -> None:
-        if target not in self._succ[source]:
+        if target not in self._successors[source]:
             edge: dict = {}
-            self._succ[source][target] = edge
-            self._pred[target][source] = edge
+            self._successors[source][target] = edge
+            self._predecessors[target][source] = edge
 
     def _unlink_edge(self, source: str, target: str) -> None:
-        del self._succ[source][target]
-        del self._pred[target][source]
+        del self._successors[source][target]
+        del self._predecessors[target][source]
 
     def _drop_node(self, name: str) -> None:
-        for source in self._pred.pop(name):
-            del self._succ[source][name]
-        for target in self._succ.pop(name):
-            del self._pred[target][name]
+        for source in self._predecessors.pop(name):
+            del self._successors[source][name]
+        for target in self._successors.pop(name):
+            del self._predecessors[target][name]
         del self._nodes[name]
         self._changed()
 
     def _changed(self) -> None:
-        # networkx caches conversions for its dispatch backends on the graph; drop them.
+        # networkx caches conversions for its dispatch backends on the graph; changes made
+        # outside its methods clear that cache by hand (`G.__networkx_cache__.clear()` in
+        # the documentation of `networkx.config.cache_converted_graphs`).
         cache = getattr(self.nx, "__networkx_cache__", None)
         if cache:
             cache.clear()
@@ -166,7 +207,7 @@ class Graph:
     def users(self, name: str) -> list[str]:
         """The values that read `name`, in schedule order (O(k log k) for k users)."""
         try:
-            users = list(self._succ[name])
+            users = list(self._successors[name])
         except KeyError:
             raise GraphError(f"no value %{name} in graph {self.name}") from None
         if len(users) > 1:
@@ -176,7 +217,28 @@ class Graph:
     def edge_sources(self, name: str) -> KeysView[str]:
         """The values with an edge into `name`, as a set-like view (the verifier checks it
         equals the set of its operands)."""
-        return self._pred[name].keys()
+        return self._predecessors[name].keys()
+
+    def edge_targets(self, name: str) -> KeysView[str]:
+        """The values with an edge from `name` (its users, each once), as a set-like view in
+        the order their edges were added: O(1), where `users` sorts by schedule."""
+        try:
+            return self._successors[name].keys()
+        except KeyError:
+            raise GraphError(f"no value %{name} in graph {self.name}") from None
+
+    def user_count(self, name: str) -> int:
+        """How many distinct values read `name` (its out-degree; `use_count` also counts
+        repeated reads and graph outputs)."""
+        try:
+            return len(self._successors[name])
+        except KeyError:
+            raise GraphError(f"no value %{name} in graph {self.name}") from None
+
+    def data_by_name(self) -> Mapping[str, dict]:
+        """Every value's data dict by name, as a read-only mapping (for walks over the whole
+        graph; its keys are exactly the values stored, whatever the schedule says)."""
+        return MappingProxyType(self._nodes)
 
     def comes_before(self, first: str, second: str) -> bool:
         """Whether `first` is earlier than `second` in the schedule (O(1))."""
@@ -184,7 +246,7 @@ class Graph:
 
     def use_count(self, name: str) -> int:
         """Reads of `name` by ops (repeats counted) plus graph outputs."""
-        count = sum(self._nodes[user]["operands"].count(name) for user in self._succ[name])
+        count = sum(self._nodes[user]["operands"].count(name) for user in self._successors[name])
         return count + self.outputs.count(name)
 
     def schedule(self) -> list[str]:
@@ -394,7 +456,7 @@ class Graph:
             return 0
         self.data(new)
         changed = 0
-        for user in list(self._succ[old]):
+        for user in list(self._successors[old]):
             operands = self.operands(user)
             changed += operands.count(old)
             self.set_operands(user, tuple(new if operand == old else operand for operand in operands))
@@ -409,13 +471,13 @@ class Graph:
         if new in self._nodes:
             raise GraphError(f"cannot rename %{old} to %{new}: %{new} is already defined")
         data = self.data(old)
-        users = list(self._succ[old])
+        users = list(self._successors[old])
         operands = data["operands"]
         for operand in set(operands):
             self._unlink_edge(operand, old)
         for user in users:
             self._unlink_edge(old, user)
-        del self._nodes[old], self._succ[old], self._pred[old]
+        del self._nodes[old], self._successors[old], self._predecessors[old]
         self._store_node(new, data)
         for operand in operands:
             self._link(operand, new)
@@ -444,7 +506,7 @@ class Graph:
 
     def erase(self, name: str) -> None:
         """Remove a value nobody reads (raises `GraphError` when it still has users)."""
-        if self._succ[name] or name in self.outputs:
+        if self._successors[name] or name in self.outputs:
             readers = ", ".join("%" + user for user in self.users(name)) or "the graph outputs"
             raise GraphError(f"cannot erase %{name}: still read by {readers}")
         self._drop_node(name)

@@ -58,7 +58,7 @@ def print_graph(graph: Graph) -> str:
         return text
 
     lines = [_header(graph)]
-    nodes = graph.nx.nodes
+    nodes = graph.data_by_name()
     for name in graph.schedule():
         data = nodes[name]
         op = data["op"]

@@ -87,7 +87,7 @@ def rewrite_greedy(graph: Graph, rules: Sequence[Rule], max_rewrites: int | None
             continue
         if not general and graph.op(node) not in by_op:  # most nodes: no rule looks at them
             continue
-        users_before = list(graph.nx.successors(node))
+        users_before = list(graph.edge_targets(node))
         rule, revisit = _try_rules(graph, node, by_op, general)
         if rule is None:
             continue
@@ -107,9 +107,9 @@ def _enqueue(graph: Graph, worklist: deque, queued: set, names: Iterable[str]) -
     for name in names:
         if name not in graph:
             continue
-        # Successors in edge order (deterministic); `graph.users` would sort them by
-        # schedule position, an O(n) walk per call that makes big rewrites quadratic.
-        for candidate in (name, *graph.nx.successors(name)):
+        # Users in edge order (deterministic, no sort); `graph.users` would sort them by
+        # schedule position on every call.
+        for candidate in (name, *graph.edge_targets(name)):
             if candidate not in queued:
                 queued.add(candidate)
                 worklist.append(candidate)

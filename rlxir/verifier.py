@@ -19,11 +19,11 @@ def find_errors(graph: Graph, limit: int | None = None) -> list[VerifyError]:
     """All invariant violations found (at most `limit`), in schedule order."""
     errors: list[VerifyError] = []
     schedule = graph.schedule()
-    if len(schedule) != len(graph) or set(schedule) != set(graph.nx.nodes):
+    if len(schedule) != len(graph) or set(schedule) != graph.data_by_name().keys():
         errors.append(VerifyError(f"graph {graph.name}: the schedule does not list every value exactly once", graph.loc))
         return errors
     seen: set[str] = set()
-    nodes = graph.nx.nodes
+    nodes = graph.data_by_name()
     undeclared = _UndeclaredSymbols(graph)
     for name in schedule:
         data = nodes[name]
@@ -49,7 +49,7 @@ def verify(graph: Graph) -> None:
 def _check_node(graph: Graph, name: str, data: dict, seen: set[str]) -> VerifyError | None:
     loc, op, operands = data["loc"], data["op"], data["operands"]
     for operand in operands:
-        if operand not in graph.nx:
+        if operand not in graph:
             return VerifyError(f"%{name} reads undefined value %{operand}", loc)
         if operand not in seen:
             return VerifyError(f"%{name} reads %{operand} before its definition in the schedule", loc)
@@ -112,4 +112,4 @@ def _check_outputs(graph: Graph) -> list[VerifyError]:
     where = graph.output_loc or graph.loc
     if not graph.outputs:
         return [VerifyError(f"graph {graph.name} has no outputs", where, "output %VALUE, ...")]
-    return [VerifyError(f"output %{value} is not defined", where) for value in graph.outputs if value not in graph.nx]
+    return [VerifyError(f"output %{value} is not defined", where) for value in graph.outputs if value not in graph]

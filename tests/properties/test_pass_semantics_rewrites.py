@@ -136,9 +136,9 @@ def widened_everywhere(graph: Graph) -> Graph:
     declared = {value: oracle.type(value) for value in oracle.outputs}
     for node in oracle.schedule():
         if oracle.kind(node) != "op":
-            if oracle.type(node).dtype.is_low_precision and oracle.nx.out_degree(node):
+            if oracle.type(node).dtype.is_low_precision and oracle.user_count(node):
                 cast = oracle.add_op("cast", [node], {"to": DType.f32}, after=node)
-                for user in list(oracle.nx.successors(node)):
+                for user in list(oracle.edge_targets(node)):
                     if user != cast:
                         oracle.set_operands(user, [cast if value == node else value for value in oracle.operands(user)])
             continue

@@ -1,0 +1,131 @@
+"""Graph's networkx side: `graph.nx` is a real DiGraph kept in step with the Graph, the
+Graph reaches it only through networkx's public API, and no other module reaches it at all."""
+
+from __future__ import annotations
+
+import ast
+import pickle
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+import rlxir
+import rlxir.backends
+import rlxir.grammar
+import rlxir.graph
+import rlxir.passes
+from rlxir.graph import GraphError, ValueDiGraph
+
+TEXT = """graph g {
+  input %x : f32[4]
+  %a = relu(%x)
+  %b = add(%a, %x)
+  %c = mul(%a, %a)
+  output %b, %c
+}
+"""
+
+PRIVATE_NETWORKX = {"_node", "_succ", "_pred", "_adj"}
+GRAPH_MODULE = Path(rlxir.graph.__file__).resolve()
+
+
+def storage_reaches(source: str, path: Path) -> list[str]:
+    """Where `source` names networkx's private storage, or (outside rlxir/graph.py) a
+    graph's `.nx`, as ``path:line: what`` strings."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute):
+            name = node.attr
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value  # getattr(graph, "_succ") and the like
+        else:
+            continue
+        if name in PRIVATE_NETWORKX or (name == "nx" and isinstance(node, ast.Attribute) and path != GRAPH_MODULE):
+            found.append(f"{path}:{node.lineno}: {name}")
+    return found
+
+
+def package_files() -> list[Path]:
+    roots = {Path(folder).resolve() for package in (rlxir, rlxir.passes, rlxir.backends, rlxir.grammar)
+             for folder in package.__path__}
+    return sorted({path for root in roots for path in root.rglob("*.py")})
+
+
+def test_the_scan_sees_what_it_forbids():
+    elsewhere = Path("passes/example.py")
+    assert storage_reaches("n = graph.nx.out_degree(x)\n", elsewhere) == [f"{elsewhere}:1: nx"]
+    assert storage_reaches("d = graph.nx._succ[x]\n", GRAPH_MODULE) == [f"{GRAPH_MODULE}:1: _succ"]
+    assert storage_reaches("d = getattr(g, '_pred')\n", elsewhere) == [f"{elsewhere}:1: _pred"]
+    assert storage_reaches("n = graph.user_count(x)\nimport networkx as nx\nnx.DiGraph()\n", elsewhere) == []
+
+
+def test_no_module_reaches_graph_storage_or_networkx_private_attributes():
+    files = package_files()
+    assert GRAPH_MODULE in files and any(path.parent.name == "passes" for path in files)
+    found = [hit for path in files for hit in storage_reaches(path.read_text(encoding="utf-8"), path)]
+    assert found == [], "use Graph's methods outside rlxir/graph.py:\n" + "\n".join(found)
+
+
+def test_the_networkx_graph_is_a_dag_that_networkx_algorithms_read():
+    graph = rlxir.parse(TEXT).main
+    assert isinstance(graph.nx, nx.DiGraph)
+    assert nx.is_directed_acyclic_graph(graph.nx)
+    assert set(graph.nx.edges) == {("x", "a"), ("x", "b"), ("a", "b"), ("a", "c")}
+    assert list(nx.topological_sort(graph.nx))[0] == "x"
+    assert graph.nx.nodes["b"]["operands"] == ("a", "x")
+    assert dict(graph.nx.out_degree) == {name: graph.user_count(name) for name in graph.schedule()}
+
+
+def test_graph_mutations_show_in_networkx_views_and_clear_its_cache():
+    graph = rlxir.parse(TEXT).main
+    graph.nx.__networkx_cache__ = {"backends": {"probe": "stale"}}  # where networkx keeps converted graphs
+    graph.replace_all_uses("a", "x")
+    graph.erase("a")
+    assert "a" not in graph.nx
+    assert set(graph.nx.pred["c"]) == {"x"} and set(graph.nx.succ["x"]) == {"b", "c"}
+    assert graph.nx.__networkx_cache__ == {}
+
+
+def test_public_networkx_mutations_show_in_the_graph():
+    # The verifier relies on this to report edges that disagree with operands.
+    graph = rlxir.parse(TEXT).main
+    graph.nx.add_edge("c", "b")
+    assert set(graph.edge_sources("b")) == {"a", "x", "c"}
+    assert list(graph.edge_targets("c")) == ["b"]
+    with pytest.raises(rlxir.VerifyError, match="edges disagree"):
+        rlxir.verify(graph)
+
+
+def test_copies_and_pickles_keep_one_storage():
+    graph = rlxir.parse(TEXT).main
+    for clone in (pickle.loads(pickle.dumps(graph)), graph.copy()):
+        clone.erase(clone.add_op("neg", ["x"]))
+        clone.replace_all_uses("c", "b")
+        clone.erase("c")
+        assert set(clone.nx.succ["a"]) == {"b"} and clone.user_count("a") == 1
+        assert set(clone.nx.nodes) == set(clone.schedule())
+        rlxir.verify(clone)
+    networkx_copy = graph.nx.copy()
+    assert type(networkx_copy) is ValueDiGraph and set(networkx_copy.edges) == set(graph.nx.edges)
+    assert set(networkx_copy.succ_dict["a"]) == {"b", "c"} and set(networkx_copy.pred_dict["a"]) == {"x"}
+
+
+def test_users_and_degrees():
+    graph = rlxir.parse(TEXT).main
+    assert graph.user_count("a") == 2 and graph.use_count("a") == 3  # %c reads it twice
+    assert graph.user_count("c") == 0 and graph.use_count("c") == 1  # an output
+    assert sorted(graph.edge_targets("x")) == ["a", "b"]
+    assert graph.users("a") == ["b", "c"]
+    with pytest.raises(GraphError, match="no value %nope"):
+        graph.user_count("nope")
+    with pytest.raises(GraphError, match="no value %nope"):
+        graph.edge_targets("nope")
+
+
+def test_data_by_name_is_every_stored_value_and_read_only():
+    graph = rlxir.parse(TEXT).main
+    data = graph.data_by_name()
+    assert data.keys() == set(graph.schedule()) and data["a"] is graph.data("a")
+    with pytest.raises(TypeError):
+        data["z"] = {}  # type: ignore[index]
