@@ -108,6 +108,17 @@ def axes_argument(ctx, node, attrs, index: int, since: int) -> list[int] | None:
     return [int(axis) for axis in static_ints(ctx, node, index, "axes")]
 
 
+def nd_index_depth(ctx, node, data: str, indices: str) -> tuple:
+    """(data's shape, the indices' shape, k) for GatherND/ScatterND, whose indices address
+    the first k axes of `data` with their last axis: k must be static and 1..rank(data)."""
+    shape, index_shape = ctx.shape(data), ctx.shape(indices)
+    depth = index_shape[-1] if index_shape else None
+    if not isinstance(depth, int) or not 1 <= depth <= len(shape):
+        raise UnsupportedModel(f"{node.op_type} indices of shape {list(index_shape)}",
+                               expected=f"a static last axis of 1..{len(shape)} (the rank of data)")
+    return shape, index_shape, depth
+
+
 def wrapped_index(ctx, index: str, dim, name: str) -> str:
     """`index` with negative entries counted from the end of a static dim `dim` (ONNX allows
     them); on a symbolic dim the index is taken as it is."""

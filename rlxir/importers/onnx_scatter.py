@@ -14,8 +14,8 @@ import numpy as np
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, flatten_leading_axes, linear_index
 from rlxir.importers.onnx import concrete
-from rlxir.importers.onnx_ops import (foldable, hint, operand, optional_input, product, static_ints, unused,
-                                      wrapped_index)
+from rlxir.importers.onnx_ops import (foldable, hint, nd_index_depth, operand, optional_input, product, static_ints,
+                                      unused, wrapped_index)
 from rlxir.ops import normalize_axis
 from rlxir.types import TensorType
 
@@ -46,11 +46,7 @@ def convert_scatter_nd(ctx, node, attrs):
     into `data` with its first k axes flattened."""
     reduction = _reduction(attrs)
     data, indices, updates = node.input[0], node.input[1], node.input[2]
-    shape, index_shape = ctx.shape(data), ctx.shape(indices)
-    depth = index_shape[-1] if index_shape else None
-    if not isinstance(depth, int) or not 1 <= depth <= len(shape):
-        raise UnsupportedModel(f"ScatterND indices of shape {list(index_shape)}",
-                               expected=f"a static last axis of 1..{len(shape)} (the rank of data)")
+    shape, index_shape, depth = nd_index_depth(ctx, node, data, indices)
     if foldable(ctx, node):
         index = np.asarray(concrete(ctx.static(indices), "ScatterND's indices"))
         return [_fold_scatter_nd(ctx.static(data), index, ctx.static(updates), reduction)]

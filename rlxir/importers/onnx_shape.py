@@ -13,8 +13,9 @@ import numpy as np
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, dtype_of_array, gather_leading_axes
 from rlxir.importers.onnx import concrete, normalize_static
-from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, first_dtype, foldable, hint, operand,
-                                      optional_input, present, product, static_input, static_ints, wrapped_index)
+from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, first_dtype, foldable, hint, nd_index_depth,
+                                      operand, optional_input, present, product, static_input, static_ints,
+                                      wrapped_index)
 from rlxir.ops import broadcast_shapes, normalize_axis
 from rlxir.importers.strided import slice_any
 from rlxir.symbolic import Expr, is_static
@@ -191,11 +192,7 @@ def convert_gather_nd(ctx, node, attrs):
     if attrs.get("batch_dims", 0) != 0:
         raise UnsupportedModel(f"GatherND with batch_dims={attrs['batch_dims']}", expected="batch_dims 0")
     data, indices = node.input[0], node.input[1]
-    shape, index_shape = ctx.shape(data), ctx.shape(indices)
-    depth = index_shape[-1] if index_shape else None
-    if not isinstance(depth, int) or not 1 <= depth <= len(shape):
-        raise UnsupportedModel(f"GatherND indices of shape {list(index_shape)}",
-                               expected=f"a static last axis of 1..{len(shape)} (the rank of data)")
+    shape, index_shape, depth = nd_index_depth(ctx, node, data, indices)
     if foldable(ctx, node):
         values, index = ctx.static(data), np.asarray(concrete(ctx.static(indices), "GatherND's indices"))
         return [values[tuple(np.moveaxis(index, -1, 0))]]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlxir.planning import Buffer, lower_bound
+from rlxir.planning import Buffer, lower_bound, read_instance
 
 
 def test_empty_list():
@@ -25,16 +25,9 @@ def test_alignment_rounds_each_size_first():
     assert lower_bound(buffers, 16) == 16 + 32
 
 
-def test_minimalloc_readme_example():
+def test_minimalloc_readme_example(planning_data):
     # input.12.csv: the example of MiniMalloc's README, packable in 12 bytes.
-    buffers = [
-        Buffer("b1", 0, 3, 4),
-        Buffer("b2", 3, 9, 4),
-        Buffer("b3", 0, 9, 4),
-        Buffer("b4", 9, 21, 4),
-        Buffer("b5", 0, 21, 4),
-    ]
-    assert lower_bound(buffers) == 12
+    assert lower_bound(read_instance(planning_data / "minimalloc/examples/input.12.csv")) == 12
 
 
 def test_exact_beyond_int64():

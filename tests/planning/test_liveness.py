@@ -73,18 +73,6 @@ def test_only_buffers_live_at_the_same_time_block_a_gap():
     assert plan(layout).offsets["G"] == 0
 
 
-def test_minimalloc_readme_example_reaches_the_lower_bound():
-    buffers = [
-        Buffer("b1", 0, 3, 4),
-        Buffer("b2", 3, 9, 4),
-        Buffer("b3", 0, 9, 4),
-        Buffer("b4", 9, 21, 4),
-        Buffer("b5", 0, 21, 4),
-    ]
-    result = plan(buffers)
-    assert result.arena_bytes == 12 == result.lower_bound_bytes
-
-
 def test_alignment_applies_to_sizes_and_offsets():
     buffers = [Buffer("a", 0, 2, 5), Buffer("b", 0, 2, 17), Buffer("c", 1, 3, 1)]
     result = plan(buffers, alignment=16)

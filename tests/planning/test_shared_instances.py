@@ -44,4 +44,5 @@ def check_every_planner(path):
 
 def test_readme_example_is_solved_exactly(planning_data):
     buffers = read_instance(planning_data / "minimalloc/examples/input.12.csv")
-    assert get_planner("liveness").plan(buffers).arena_bytes == 12
+    result = get_planner("liveness").plan(buffers)
+    assert result.arena_bytes == 12 == result.lower_bound_bytes
