@@ -34,11 +34,6 @@ LOG_AND_GATHER = """graph g(B) {
 """
 
 
-def _outputs(graph: rlxir.Graph, bindings=None) -> list[np.ndarray]:
-    values = rlxir.interpret(graph, bindings=bindings)
-    return [values[name] for name in graph.outputs]
-
-
 def test_a_fill_does_not_depend_on_the_readers():
     read_by_matmul = rlxir.parse("graph a {\n  input %x : f32[2, 8]\n  param %w : f32[8, 3]\n"
                                  "  %y = matmul(%x, %w)\n  output %y\n}\n").main
@@ -89,32 +84,22 @@ def test_run_gives_the_same_outputs_before_and_after_opt(tmp_path):
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda path: path.stem)
-def test_every_target_pipeline_keeps_each_examples_default_fills(path):
+def test_every_example_computes_the_same_after_each_target_pipeline(path):
+    """With default fills on both sides: the compiled graph's fills are the source's, array
+    for array, and so are its outputs (each side run on its own default fills)."""
     graph = rlxir.parse_file(path).main
     bound = graph.bind({symbol: value for symbol, value in SMALL.items() if symbol in graph.symbols})
     expected_inputs, expected_params = random_feeds(bound)
-    for target in available_targets():
-        inputs, params = random_feeds(rlxir.compile(bound, target).graph)
-        for expected, actual in ((expected_inputs, inputs), (expected_params, params)):
-            assert list(actual) == list(expected), f"{path.stem} on {target}"
-            for name, array in expected.items():
-                assert np.array_equal(actual[name], array), f"%{name} of {path.stem} on {target}"
-
-
-# The three large examples run in every target's arena against the interpreter in
-# tests/executor; here the fills alone are compared for them, and whole outputs for the rest.
-SMALL_EXAMPLES = [path for path in EXAMPLES if path.stem not in {"gpt2_small", "resnet", "mamba_lm"}]
-
-
-@pytest.mark.parametrize("path", SMALL_EXAMPLES, ids=lambda path: path.stem)
-def test_small_examples_compute_the_same_after_each_target_pipeline(path):
-    graph = rlxir.parse_file(path).main
-    bindings = {symbol: value for symbol, value in SMALL.items() if symbol in graph.symbols}
-    bound = graph.bind(bindings)
-    expected = _outputs(bound)
+    expected = rlxir.interpret(bound, expected_inputs, expected_params)
     for target in available_targets():
         compiled = rlxir.compile(bound, target).graph
-        actual = _outputs(compiled)
-        assert len(actual) == len(expected)
-        for before, after in zip(expected, actual):
-            np.testing.assert_allclose(after, before, rtol=2e-3, atol=2e-4, err_msg=f"{path.stem} on {target}")
+        inputs, params = random_feeds(compiled)
+        for wanted, actual in ((expected_inputs, inputs), (expected_params, params)):
+            assert list(actual) == list(wanted), f"{path.stem} on {target}"
+            for name, array in wanted.items():
+                assert np.array_equal(actual[name], array), f"%{name} of {path.stem} on {target}"
+        outputs = rlxir.interpret(compiled, inputs, params)
+        assert list(outputs) == list(expected), f"{path.stem} on {target}"
+        for name, value in expected.items():
+            np.testing.assert_allclose(outputs[name], value, rtol=2e-3, atol=2e-4,
+                                       err_msg=f"%{name} of {path.stem} on {target}")
