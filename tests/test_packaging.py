@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -10,13 +11,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# What the build reads. The wheel is built from a copy of these, so the build's own
+# build/ and egg-info folders never land in the checkout (nor collide between workers).
+SOURCES = ["pyproject.toml", "README.md", "rlxir", "grammar", "passes", "backends"]
 
 
 @pytest.fixture(scope="module")
 def wheel_names(tmp_path_factory) -> set[str]:
-    out = tmp_path_factory.mktemp("wheel")
+    out, source = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("source")
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(ROOT / name, source / name)
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source)],
         capture_output=True, text=True,
     )
     if result.returncode != 0 and "No module named" in result.stderr:
