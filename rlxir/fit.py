@@ -232,7 +232,7 @@ def search_batches(requested: int, jobs: int, plan_here: Callable[[int], Trial],
     failed (None from `plan_wave`) once the walk needs it, is planned by `plan_here`, so it
     raises what the serial search raises there.
     """
-    report = on_trial if on_trial is not None else _ignore
+    report = on_trial if on_trial is not None else (lambda trial: None)
     trials: dict[int, Trial] = {}
     failed: set[int] = set()
     tried: list[Trial] = []
@@ -254,10 +254,6 @@ def search_batches(requested: int, jobs: int, plan_here: Callable[[int], Trial],
             tried.append(trial)
             report(trial)
     return Search(fitting, failing, tuple(tried), rounds)
-
-
-def _ignore(trial: Trial) -> None:
-    pass
 
 
 def _next_batch(requested: int, fitting: Trial | None, failing: Trial | None) -> int | None:

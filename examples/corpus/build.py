@@ -57,7 +57,7 @@ def export(entry: models.CorpusModel, example: models.Example, path: Path) -> No
 
 def strip_provenance(path: Path) -> None:
     """Drop the exporters' doc strings and metadata: the dynamo exporter records Python stack
-    traces per node (absolute source paths of the machine that built the file), which change
+    traces per node (absolute paths of the sources that ran the export), which change
     nothing a model computes and would tie the stored files to where they were built."""
     model = onnx.load(str(path))
     for proto in [model, model.graph, *model.graph.node, *model.functions,

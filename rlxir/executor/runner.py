@@ -82,14 +82,24 @@ def array_module(device: str) -> ModuleType:
         raise ExecutionError(f"unknown device {device!r}", expected=" or ".join(DEVICES))
     if device == "cpu":
         return np
+    reason = gpu_unavailable_reason()
+    if reason is not None:
+        raise ExecutionError(f"--device gpu needs CuPy and a CUDA device: {reason}",
+                             expected="pip install 'rlxir[cuda]' on a machine with an NVIDIA GPU")
+    import cupy
+
+    return cupy
+
+
+def gpu_unavailable_reason() -> str | None:
+    """Why `device="gpu"` cannot run here (CuPy missing, no driver, no device), or None."""
     try:
         import cupy
 
-        cupy.cuda.runtime.getDeviceCount()
-    except Exception as error:  # ImportError, or CUDA without a device
-        raise ExecutionError(f"--device gpu needs CuPy and a CUDA device: {error}",
-                             expected="pip install 'rlxir[cuda]' on a machine with an NVIDIA GPU") from None
-    return cupy
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:  # ImportError, or CuPy without a driver or device
+        return str(error) or type(error).__name__
+    return None if count > 0 else "no CUDA device"
 
 
 def compiled_step(result: CompileResult | TrainingResult) -> CompileResult:

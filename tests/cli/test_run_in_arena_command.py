@@ -12,6 +12,8 @@ import pytest
 
 from in_process_cli import run
 
+from rlxir.executor.runner import gpu_unavailable_reason
+
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -82,15 +84,8 @@ def test_arena_flags_need_a_target(flag, capsys):
     assert code == 1 and "needs --target" in err and "Traceback" not in err
 
 
+@pytest.mark.skipif(gpu_unavailable_reason() is None, reason="a CUDA device is present")
 def test_gpu_device_without_cuda_is_a_clear_error(capsys):
-    pytest.importorskip("numpy")
-    try:
-        import cupy
-
-        cupy.cuda.runtime.getDeviceCount()
-        pytest.skip("this machine has a CUDA device")
-    except Exception:
-        pass
     code, out, err = run(["run", EXAMPLES / "mlp.rlx", "--target", "cuda", "--batch", "1", "--device", "gpu"], capsys)
     assert code == 1 and "--device gpu needs CuPy and a CUDA device" in err and "rlxir[cuda]" in err
 

@@ -9,18 +9,9 @@ import numpy as np
 import pytest
 
 import rlxir
+from rlxir.executor.runner import gpu_unavailable_reason
 
-
-def _cuda_available() -> bool:
-    try:
-        import cupy
-
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # no CuPy, or CuPy without a driver or device
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _cuda_available(), reason="needs CuPy and a CUDA device (rlxir[cuda])")
+pytestmark = pytest.mark.skipif(gpu_unavailable_reason() is not None, reason="needs CuPy and a CUDA device (rlxir[cuda])")
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.rlx"))
 
