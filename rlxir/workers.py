@@ -51,7 +51,8 @@ def can_fork() -> bool:
 
 
 class Workers:
-    """Up to `jobs` forked processes computing `function`, for as long as the `with` block.
+    """Up to `jobs` forked processes computing `function`, for as long as the `with` block;
+    never more processes than the cores available (items beyond them wait their turn).
 
     They are forked when first needed, from this process as it is then, so `function` and
     what it reads are inherited, never pickled; items and results are. One pool at a time.
@@ -66,7 +67,8 @@ class Workers:
         global _WORK
         if self.jobs > 1 and can_fork():
             _WORK = self.function
-            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=multiprocessing.get_context("fork"))
+            processes = min(self.jobs, available_cores())
+            self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("fork"))
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -60,7 +60,8 @@ def register(subparsers) -> None:
     fit.add_argument("--json", action="store_true", help="print the result as JSON")
     fit.add_argument("--jobs", type=positive_int, metavar="N",
                      help="batches planned at once per search round, in worker processes (default: the cores "
-                          "available; 1: one after another); the answer is the same either way")
+                          "available; 1: one after another; never more processes than cores); the answer is the same "
+                          "either way")
     add_compile_options(fit)
 
     compare = add_command(subparsers, "compare", run_compare,
