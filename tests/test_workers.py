@@ -91,3 +91,12 @@ def test_a_crashed_worker_leaves_its_items_and_later_maps_to_this_process():
         assert workers.map([1, 2, 3]) == [10, 20, 30]
         assert workers.map([4, 5]) == [40, 50]
         assert workers.map([6, 7], rerun_failures=False) == [WORKER_FAILED, WORKER_FAILED]
+
+
+@needs_fork
+def test_never_more_processes_than_cores():
+    items = list(range(8 * available_cores() + 8))
+    with Workers(square_with_pid, jobs=len(items)) as workers:
+        results = workers.map(items)
+    assert [value for value, _ in results] == [item * item for item in items]
+    assert len({pid for _, pid in results} - {os.getpid()}) <= available_cores()
