@@ -89,8 +89,6 @@ class Arena:
         self.layout = layout
         self.bytes = xp.empty(layout.arena_bytes, dtype=np.uint8)
         self.bytes.fill(POISON_BYTE)  # never-written memory reads as poison too
-        names = [buffer[0] for buffer in layout.buffers]
-        self._index = {name: index for index, name in enumerate(names)}
         self._offsets = np.array([buffer[1] for buffer in layout.buffers], dtype=np.int64)
         self._ends = self._offsets + np.array([buffer[2] for buffer in layout.buffers], dtype=np.int64)
         self._starts = np.array([buffer[3] for buffer in layout.buffers], dtype=np.int64)
@@ -101,6 +99,8 @@ class Arena:
         for index, (_, _, _, _, end) in enumerate(layout.buffers):
             if end < last:
                 self.dying.setdefault(end - 1, []).append(index)
+        self.whole_run = {name for name, _, _, start, end in layout.buffers if start == 0 and end == last}
+        """The buffers live from the first step to the last (inputs, weights, outputs)."""
 
     def view(self, name: str):
         slot = self.layout.slots[name]

@@ -170,10 +170,8 @@ class _Runner:
         self._roots = arena.layout.roots
         # buffers live for the whole run are never poisoned (a live buffer owns its bytes), so
         # reading them needs no poison check: a plan that overlaps them shows as a wrong answer
-        last = max((buffer[4] for buffer in arena.layout.buffers), default=0)
-        whole_run = {buffer[0] for buffer in arena.layout.buffers if buffer[3] == 0 and buffer[4] == last}
         self._unpoisoned = {name for name in arena.layout.slots
-                            if self._roots.get(name, (name, 0))[0] in whole_run}
+                            if self._roots.get(name, (name, 0))[0] in arena.whole_run}
 
     def step(self, name: str, feeds: Mapping) -> None:
         graph = self.graph

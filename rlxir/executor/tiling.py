@@ -27,9 +27,7 @@ def whole_from(op: str, attrs, rank: int) -> int | None | bool:
     is not tiled)."""
     if op in ELEMENTWISE:
         return None
-    if op == "softmax":
-        return attrs["axis"] % rank
-    if op in ("layernorm", "rmsnorm"):
+    if op in ("softmax", "layernorm", "rmsnorm"):
         return attrs["axis"] % rank
     if op in ("fused_residual_layernorm", "fused_residual_rmsnorm"):
         return rank - 1
@@ -62,17 +60,6 @@ def operand_tile(arg, index: tuple, rank: int):
         else:
             picked.append(item)
     return arg[tuple(picked)]
-
-
-def run_tiled(xp, kernel, args, attrs, out, keep: int | None):
-    """`kernel` tile by tile into `out`; None when it leaves any tile to the reference."""
-    if keep == 0:
-        return kernel(xp, args, attrs, out, None)
-    for index in tiles(out.shape, keep):
-        tile_args = [operand_tile(arg, index, out.ndim) for arg in args]
-        if kernel(xp, tile_args, attrs, out[index], None) is None:
-            return None
-    return out
 
 
 def in_place_by_tiles(xp, out, apply) -> None:
