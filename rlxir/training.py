@@ -142,9 +142,8 @@ def compile_training(graph: Graph, target: str | Target, bindings: Mapping[str, 
     """Compile `graph`'s training step for `target`; raises `ArenaTooLarge` when either
     arena (forward or training step) is past the target's ceiling."""
     result = plan_training(graph, target, bindings, options, backward)
-    for arena in (result.arena_bytes, result.forward_arena_bytes):
-        if exceeds_ceiling(result.target, arena):
-            raise ArenaTooLarge(result.target, arena)
+    if exceeds_ceiling(result.target, result.verdict_arena_bytes):
+        raise ArenaTooLarge(result.target, result.verdict_arena_bytes)
     return result
 
 

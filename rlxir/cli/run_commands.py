@@ -97,21 +97,22 @@ def run_graph(args: argparse.Namespace) -> int:
 def run_in_target_arena(args: argparse.Namespace, graph: Graph, inputs: dict, params: dict) -> int:
     """`rlxir run --target`: compile, run in the planned arena, check, report."""
     from rlxir.compiler import compile as compile_graph
-    from rlxir.executor import check_execution, run_in_arena
-    from rlxir.executor.check import reference_graph
-    from rlxir.training import compile_training
+    from rlxir.executor import check_execution, reference_run, run_in_arena
+    from rlxir.executor.runner import compiled_step
+    from rlxir.training import compile_training, training_graph
 
     if args.training:
         graph = graph.bind({symbol: default for symbol, default in graph.symbols.items() if default is not None})
-    result = compile_training(graph, args.target) if args.training else compile_graph(graph, args.target)
+    # what the compiled graph computes, differentiated once for --training
+    shown = training_graph(graph) if args.training else graph
+    result = compile_training(graph, args.target, backward=shown) if args.training else compile_graph(graph, args.target)
     if args.check:
-        check = check_execution(graph, result, inputs, params, args.seed, args.device)
+        reference = reference_run(shown, dict(compiled_step(result).bindings), inputs, params, args.seed)
+        check = check_execution(graph, result, device=args.device, reference=reference)
         run = check.run
     else:
         check, run = None, run_in_arena(result, inputs, params, args.seed, args.device)
-    names = reference_graph(graph, result).outputs
-    outputs = dict(zip(names, run.outputs.values()))
-    shown = reference_graph(graph, result)
+    outputs = dict(zip(shown.outputs, run.outputs.values()))
     if args.json:
         report = check.summary() if check else {"run": run.summary()}
         report["outputs_summary"] = [output_summary(name, array, shown) for name, array in outputs.items()]

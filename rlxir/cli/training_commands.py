@@ -20,7 +20,7 @@ from rlxir.cli.output_files import add_output_option, checked_output_file, print
 from rlxir.cli.target_options import budget_from, cli_target, compile_options
 from rlxir.compiler import FitReport
 from rlxir.printer import print_graph
-from rlxir.training import TrainingResult, plan_training, training_graph
+from rlxir.training import TrainingResult, plan_training, plan_training_arena_bytes, training_graph
 
 
 def register(subparsers) -> None:
@@ -57,7 +57,8 @@ def run_training_compile(args: argparse.Namespace) -> int:
     graph = read_graph(args)
     progress.show(f"differentiating and compiling the training step for {target.name} ...")
     started = time.perf_counter()
-    result = plan_training(graph, target, bindings_from(args), compile_options(args))
+    backward = training_graph(graph)
+    result = plan_training(graph, target, bindings_from(args), compile_options(args), backward)
     seconds = time.perf_counter() - started
     progress.clear()
     verdict = FitReport.judge(target, result.verdict_arena_bytes, budget_from(args, target))
@@ -68,12 +69,12 @@ def run_training_compile(args: argparse.Namespace) -> int:
     if args.json:
         reports.print_json_report(args, report, plan)
     else:
-        _print_training_compile(args, graph, result, verdict)
+        _print_training_compile(args, backward, result, verdict)
     return reports.verdict_exit(verdict, "this training step")
 
 
-def _print_training_compile(args, graph, result: TrainingResult, verdict: FitReport) -> None:
-    before = training_graph(graph) if args.emit == "mir" else None
+def _print_training_compile(args, backward, result: TrainingResult, verdict: FitReport) -> None:
+    before = backward if args.emit == "mir" else None
     reports.print_report_head(args, result.target, before, result.backward.bindings)
     gradients = len(result.backward.graph.outputs) - 1
     print(f"training step: the loss and {gradients} gradients; forward graph {len(result.forward.graph)} nodes "
@@ -101,7 +102,7 @@ def training_arena_builder(graph, target, others: dict, batch_dim: str, options)
     backward = training_graph(graph)
 
     def build(batch: int) -> int:
-        return plan_training(graph, target, {**others, batch_dim: batch}, options, backward).arena_bytes
+        return plan_training_arena_bytes(graph, target, {**others, batch_dim: batch}, options, backward)
 
     return build
 
@@ -130,7 +131,7 @@ def _training_row(graph, backward, target, bindings, args, reference):
     def run_check():
         from rlxir.executor import check_execution
 
-        bound = graph.bind(bindings) if bindings else graph
-        return check_execution(bound, result, reference=reference.get())
+        shared = reference.get()
+        return check_execution(shared.graph, result, reference=shared)
 
     return with_execution(made, run_check)
