@@ -22,7 +22,7 @@ from rlxir.errors import Location, ParseError, SourceText, close_names
 TERMINAL_TEXT = {
     "VALUE": "a value like %x", "NAME": "a name", "TYPE": "a type like f32[B, 16]",
     "ARGS": "an operand list like (%a, %b)", "ATTRS": "an attribute block like {axis = 1}",
-    "DEF": "a definition like %y = relu(%x)", "STMT": "a definition like %y = relu(%x)", "INT": "an integer", "FLOAT": "a number",
+    "DEF": "a definition like %y = relu(%x)", "INT": "an integer", "FLOAT": "a number",
     "STRING": 'a string "..."', "TRUE": "true", "FALSE": "false", "OUTPUT": "output",
     "RBRACE": "'}'", "LBRACE": "'{'", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'",
     "COMMA": "','", "COLON": "':'", "EQUAL": "'='", "SEMICOLON": "';'", "PLUS": "'+'", "MINUS": "'-'",

@@ -14,6 +14,7 @@ import numpy as np
 
 from rlxir.importers.builder import UnsupportedModel
 from rlxir.importers.onnx_ops import hint, operand, optional_input, product, refuse_used_outputs, static_ints
+from rlxir.importers.pooling import ceil_mode_padding
 from rlxir.types import TensorType
 
 
@@ -176,7 +177,7 @@ def convert_pool(ctx, node, attrs):
 
         return [convert_dilated_pool(ctx, node, x, kernel, strides, dilations, pads, attrs)]
     if attrs.get("ceil_mode", 0):
-        pads = _ceil_mode_pads(shape[2:], kernel, strides, pads)
+        pads = list(ceil_mode_padding(shape[2:], kernel, strides, pads, "ceil_mode"))
     op = "max_pool2d" if node.op_type == "MaxPool" else "avg_pool2d"
     attributes = {"kernel": tuple(kernel), "stride": tuple(strides), "padding": tuple(pads)}
     if op == "max_pool2d":
@@ -190,22 +191,6 @@ def convert_pool(ctx, node, attrs):
     correction = ctx.builder.literal(f"{hint(node)}.count_correction", factor.astype(np.float32),
                                      ctx.builder.type(x).dtype)
     return [ctx.builder.op("mul", [pooled, correction], hint=hint(node))]
-
-
-def _ceil_mode_pads(spatial, kernel, strides, pads) -> list[int]:
-    """Pads that make floor-mode windows equal ONNX's ceil_mode ones (extra end padding;
-    a window that would start past the padded input is dropped, as ONNX does)."""
-    pads = list(pads)
-    count = len(kernel)
-    for index, (size, window, stride) in enumerate(zip(spatial, kernel, strides)):
-        if not isinstance(size, int):
-            raise UnsupportedModel(f"ceil_mode over the symbolic dim {size}", expected="static spatial dims")
-        begin, end = pads[index], pads[count + index]
-        out = -(-(size + begin + end - window) // stride) + 1
-        if (out - 1) * stride >= size + begin:
-            out -= 1
-        pads[count + index] = max(end, (out - 1) * stride + window - size - begin)
-    return pads
 
 
 def _average_correction(spatial, kernel, strides, pads, counted, include_pad) -> np.ndarray | None:

@@ -152,12 +152,14 @@ def _unsupported_ops(name: str, nodes: list, supported: list) -> UnsupportedMode
 
     counts = Counter(op_key(node.target) for node in nodes)
     first_sites = {}
-    for node in nodes:
-        first_sites.setdefault(op_key(node.target), node_location(node))
+    for node in nodes:  # locating a node reads its source file: once per op
+        if op_key(node.target) not in first_sites:
+            first_sites[op_key(node.target)] = node_location(node)
     listed = ", ".join(f"{op} x{count}" + (f" (first at {_short(first_sites[op])})" if first_sites[op] else "")
                        for op, count in sorted(counts.items()))
     ops = f"{len(counts)} PyTorch op{'s have' if len(counts) > 1 else ' has'}"
-    return UnsupportedModel(f"cannot import {name}: {ops} no rlx mapping: {listed}", node_location(nodes[0]),
+    return UnsupportedModel(f"cannot import {name}: {ops} no rlx mapping: {listed}",
+                            first_sites[op_key(nodes[0].target)],
                             expected="ops rlxir imports: " + ", ".join(supported))
 
 
