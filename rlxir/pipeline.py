@@ -256,13 +256,12 @@ def _options(spec: str, match: re.Match, cls: type[Pass]) -> list:
 
 def _check_target_option(spec: str, offset: int, pass_name: str, value: str) -> None:
     # A target option names a registered target; say so where it is written, not when the pass runs.
-    from rlxir.target import available_targets
+    from rlxir.target import get_target
 
-    known = available_targets()
-    if value not in known:
-        close = close_names(value, known)
-        hint = f"did you mean {close[0]}?" if close else "one of: " + ", ".join(sorted(known))
-        raise _error(spec, offset, f"{pass_name}: unknown target {value!r}", hint)
+    try:
+        get_target(value)
+    except RlxError as error:
+        raise _error(spec, offset, f"{pass_name}: {error.message}", error.expected) from None
 
 
 def _convert(spec: str, offset: int, key: str, text: str, kind: object) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from rlxir.dtypes import DType
-from rlxir.errors import RlxError
+from rlxir.errors import RlxError, close_names
 
 UNARY = frozenset({"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "silu", "sin", "cos",
                    "erf", "gelu", "cast", "floor", "ceil"})
@@ -130,7 +130,9 @@ def get_target(target: str | Target) -> Target:
     _scan()
     found = _TARGETS.get(target)
     if found is None:
-        raise RlxError(f"unknown target {target!r}", expected="one of: " + ", ".join(sorted(_TARGETS)))
+        close = close_names(target, _TARGETS)
+        raise RlxError(f"unknown target {target!r}",
+                       expected=f"did you mean {close[0]}?" if close else "one of: " + ", ".join(sorted(_TARGETS)))
     return found
 
 
