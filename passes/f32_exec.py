@@ -28,6 +28,21 @@ def _casts_back(graph: Graph, node: str, declared: dict) -> bool:
             and not graph.user_count(node))
 
 
+def _has_low_precision(graph: Graph) -> bool:
+    """Whether any value is f16/bf16 or any op casts to them (a region's chain included).
+    One read of every node's dict: the common all-f32 graph costs no more than that."""
+    low_names = tuple(dtype.value for dtype in DType if dtype.is_low_precision)
+    for data in graph.data_by_name().values():
+        if data["type"].dtype.is_low_precision:
+            return True
+        op = data["op"]
+        if op == "cast" and data["attrs"]["to"].is_low_precision:
+            return True
+        if op == "fused_elementwise" and any(name in data["attrs"]["chain"] for name in low_names):
+            return True
+    return False
+
+
 def _widened_attrs(graph: Graph, node: str) -> dict:
     """The node's attributes with every cast to f16/bf16 (in a region's chain too) made f32."""
     attrs_ = dict(graph.attrs(node))
@@ -60,11 +75,15 @@ class F32Exec(Pass):
     cast to f16/bf16 that only outputs read is such a cast already and stays (which
     makes the pass idempotent).
     Every op's type is its inferred type afterwards (each is inferred again, in order).
+    A graph with no f16/bf16 value and no cast to them (in a region's chain either) has
+    nothing to widen and is left as it is, without that walk.
     """
 
     name = "f32-exec"
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
+        if not _has_low_precision(graph):
+            return False
         declared = {value: graph.type(value) for value in graph.outputs}
         widened: dict[str, str] = {}
         changed = False

@@ -23,6 +23,7 @@ import attrs
 
 from rlxir.errors import RlxError
 from rlxir.graph import Graph
+from rlxir.ops import LEAF_KINDS
 from rlxir.planning.buffers import Buffer
 
 MODES = ("inference", "backward_activations_only")
@@ -52,24 +53,21 @@ def value_bytes(graph: Graph, name: str, sizing: str) -> int:
     return numel * bytes_per_element(graph, name, sizing)
 
 
-def _root_lir(graph: Graph, name: str) -> str | None:
-    view_of = graph.attrs(name).get("view_of")
-    return view_of[1:] if isinstance(view_of, str) and view_of.startswith("%") else None
-
-
 def view_roots(graph: Graph, view_rule: str = "lir") -> dict[str, tuple[str, int]]:
     """Every view of a lowered graph -> (its root buffer's value, its byte offset in the root).
 
     ``lir`` reads the `view_of` / `view_offset` annotations; ``bump`` aliases reshape and every
     cast to its operand's root at offset 0. Values that are not views are absent."""
     roots: dict[str, tuple[str, int]] = {}
+    nodes = graph.data_by_name()
     for name in graph.schedule():
+        data = nodes[name]
         if view_rule == "lir":
-            root = _root_lir(graph, name)
-            if root is not None:
-                roots[name] = (root, int(graph.attrs(name).get("view_offset", 0)))
-        elif graph.op(name) in ("reshape", "cast"):
-            operand = graph.operands(name)[0]
+            view_of = data["attrs"].get("view_of")
+            if isinstance(view_of, str) and view_of.startswith("%"):
+                roots[name] = (view_of[1:], int(data["attrs"].get("view_offset", 0)))
+        elif data["op"] in ("reshape", "cast"):
+            operand = data["operands"][0]
             roots[name] = roots.get(operand, (operand, 0))
     return roots
 
@@ -86,11 +84,11 @@ def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str =
     schedule = graph.schedule()
     end = len(schedule)
     roots = {view: root for view, (root, _) in view_roots(graph, view_rule).items()}
+    nodes = graph.data_by_name()
     last_read: dict[str, int] = {}
     for step, name in enumerate(schedule):
-        for operand in graph.operands(name):
-            owner = roots.get(operand, operand)
-            last_read[owner] = step
+        for operand in nodes[name]["operands"]:
+            last_read[roots.get(operand, operand)] = step
     for output in graph.outputs:
         last_read[roots.get(output, output)] = end
     buffers: list[Buffer] = []
@@ -100,8 +98,9 @@ def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str =
     for step, name in enumerate(schedule):
         if name in roots:
             continue
-        kind = graph.kind(name)
-        type_ = graph.type(name)
+        data = nodes[name]
+        kind = data["op"] if data["op"] in LEAF_KINDS else "op"
+        type_ = data["type"]
         if type_ not in sized:
             sized[type_] = (value_bytes(graph, name, sizing), str(type_))
         size, text = sized[type_]
@@ -113,7 +112,7 @@ def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str =
             buffers.append(Buffer(name, step, min(max(last_read.get(name, step), step) + 1, end), size))
             kind = "output" if name in outputs else "activation"
         info[name] = BufferInfo(name, kind, text)
-        workspace = graph.attrs(name).get("workspace") if kind in ("output", "activation") else None
+        workspace = data["attrs"].get("workspace") if kind in ("output", "activation") else None
         if workspace:
             label = f"{name}.workspace"
             buffers.append(Buffer(label, step, step + 1, int(workspace)))
