@@ -6,7 +6,7 @@ MIB = 1 << 20
 
 ROCM = register_target(Target(
     name="rocm",
-    pipeline=("backend-unfuse{scan-kernel=true},legalize-or-rewrite,scan-unroll,simplify,cse,dce,const-fold,"
+    pipeline=("backend-unfuse{scan-kernel=true},legalize-or-rewrite{share-constants=true},scan-unroll,simplify,cse,dce,const-fold,"
               "legalize-broadcast,fuse,legalize-or-rewrite,f32-exec,lower"),
     claimed_ops=PRIMITIVES | FUSED_KERNELS | {"selective_scan"},
     conv_im2col=True,  # conv2d lowers through an im2col buffer in the arena (docs/lir.md)

@@ -8,7 +8,7 @@ from rlxir.errors import RlxError
 from rlxir.graph import Graph
 from rlxir.ops import LEAF_KINDS, registered_ops
 from rlxir.ops.core import normalize_axis
-from rlxir.ops.decompositions import unfuse_node
+from rlxir.ops.decompositions import shared_values, sharing_constants, unfuse_node
 from rlxir.pass_base import Pass, PassContext, PassError, option, register_pass
 from rlxir.rewriter import Rule, rewrite_greedy
 from rlxir.symbolic import mul
@@ -93,8 +93,9 @@ def axis_op_on_last_axis(graph: Graph, node: str) -> list[str]:
 
 
 def decomposed_nodes(graph: Graph, replacement: str, stop: set[str]) -> list[str]:
-    """The nodes a decomposition added: everything `replacement` reads back to `stop`
-    (the fused node's operands; a decomposition reads nothing else that existed before)."""
+    """The nodes a decomposition added: everything `replacement` reads back to `stop` (the
+    fused node's operands and the values decompositions shared before it: a decomposition
+    reads nothing else that existed before)."""
     found, frontier = [], [replacement]
     seen = set(stop)
     while frontier:
@@ -136,20 +137,25 @@ class _Legalizer:
     def _unfuse(self, graph: Graph, node: str):
         if node in self.refusals:
             return None
-        operands = set(graph.operands(node))
+        existing = set(graph.operands(node)) | shared_values(graph)
         try:
             replacement = unfuse_node(graph, node)
         except RlxError as error:  # e.g. a scan whose length is unbound: reported below
             self.refusals[node] = error.message
             return None
-        return decomposed_nodes(graph, replacement, operands)
+        return decomposed_nodes(graph, replacement, existing)
 
 
-def legalize(graph: Graph, target: Target) -> bool:
+def legalize(graph: Graph, target: Target, share_constants: bool = False) -> bool:
     """Rewrite `graph` for `target`, then raise one `PassError` listing every node it still
-    cannot run. Returns whether anything was rewritten."""
+    cannot run. Returns whether anything was rewritten. With `share_constants`, the
+    decompositions share their constant-only values (`sharing_constants`)."""
     legalizer = _Legalizer(target)
-    rewrites = rewrite_greedy(graph, legalizer.rules())
+    if share_constants:
+        with sharing_constants(graph):
+            rewrites = rewrite_greedy(graph, legalizer.rules())
+    else:
+        rewrites = rewrite_greedy(graph, legalizer.rules())
     offenders = []
     for node in graph.schedule():
         reason = offence(target, graph, node)
@@ -190,10 +196,17 @@ class LegalizeOrRewrite(Pass):
     batchnorm, linear, ...) is unfused. Then every value is checked: an op still unclaimed,
     an axis op still off the last axis, or a dtype outside the target's dtypes is an offender,
     and one `PassError` lists them all with their source lines.
+
+    With `share-constants` (rocm, whose cleanup runs `cse` next), the decompositions make
+    each constant-only value once — scalar constants, the causal mask and its iotas — and
+    later ones reuse it, which is what `cse` would leave: the passes in between do not build
+    a copy per layer to merge. Without it every decomposition makes its own, as the
+    pipelines without a `cse` keep them.
     """
 
     name = "legalize-or-rewrite"
     target: str = option("", "target whose op set to legalize for (empty: the compiling target)")
+    share_constants: bool = option(False, "decompositions share their constant-only values (what cse would merge)")
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
-        return legalize(graph, ctx.target_for(self))
+        return legalize(graph, ctx.target_for(self), self.share_constants)

@@ -18,6 +18,9 @@ symbolic lengths and avoids an S x S literal in the text.
 from __future__ import annotations
 
 import math
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError
@@ -28,12 +31,54 @@ from rlxir.symbolic import format_dim
 from rlxir.types import TensorType
 
 
+# Graphs inside `sharing_constants`: key -> (name, its node dict, a snapshot of that dict)
+# of a value that reads no operand, made by an earlier decomposition (`_Emitter.shared`).
+_SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def sharing_constants(graph) -> Iterator[None]:
+    """Decompositions inside share the values that read none of their node's operands.
+
+    Scalar constants, the causal mask and its iotas are then made once per graph and reused
+    by every later decomposition placed after them, exactly as `cse` would merge them: a
+    stack of a thousand attention layers holds one causal mask instead of a thousand copies
+    for a later pass to build and merge. A shared value keeps the location and provenance of
+    the node it was first made for. Outside, every decomposition makes its own."""
+    _SHARED[graph] = {}
+    try:
+        yield
+    finally:
+        _SHARED.pop(graph, None)
+
+
 class _Emitter:
     """Adds nodes right before the node being decomposed (the anchor), in call order."""
 
     def __init__(self, graph, anchor: str):
         self.graph = graph
         self.anchor = anchor
+
+    def shared(self, key: tuple, build) -> str:
+        """The value `build()` makes, reused when a decomposition made it for `key` before.
+
+        Only inside `sharing_constants`, and only while that value is unchanged (same node,
+        op, operands, attributes and type) and defined before the anchor; otherwise it is
+        built here."""
+        graph = self.graph
+        cache = _SHARED.get(graph)
+        if cache is None:
+            return build()
+        entry = cache.get(key)
+        if entry is not None:
+            name, data, snapshot = entry
+            if (graph.data_by_name().get(name) is data and _snapshot(data) == snapshot
+                    and graph.comes_before(name, self.anchor)):
+                return name
+        name = build()
+        data = graph.data(name)
+        cache[key] = (name, data, _snapshot(data))
+        return name
 
     def op(self, op: str, operands, **attrs) -> str:
         name = self.graph.fresh_name(f"{self.anchor}.{op}")
@@ -42,10 +87,16 @@ class _Emitter:
         return self.graph.add_op(op, operands, attrs, name=name, before=self.anchor, origin=self.anchor)
 
     def scalar(self, value, dtype: DType) -> str:
-        """A scalar const of `dtype` (broadcasts against any operand)."""
+        """A scalar const of `dtype` (broadcasts against any operand), shared per graph."""
+        literal = _literal(value, dtype)
+        # Keyed by type and exact bits: 0.0 and -0.0, or True and 1, are different constants.
+        key = ("scalar", dtype, type(literal), literal.hex() if isinstance(literal, float) else literal)
+        return self.shared(key, lambda: self._new_scalar(literal, dtype))
+
+    def _new_scalar(self, literal, dtype: DType) -> str:
         graph = self.graph
         name = graph.fresh_name(f"{self.anchor}.c")
-        return graph.add_const(name, TensorType(dtype, ()), _literal(value, dtype), loc=graph.location(self.anchor),
+        return graph.add_const(name, TensorType(dtype, ()), literal, loc=graph.location(self.anchor),
                                provenance=graph.provenance(self.anchor), before=self.anchor)
 
     def type(self, value: str) -> TensorType:
@@ -54,6 +105,16 @@ class _Emitter:
     def refuse(self, message: str, expected: str) -> RlxError:
         return RlxError(f"cannot unfuse %{self.anchor} = {self.graph.op(self.anchor)}: {message}",
                         self.graph.location(self.anchor), expected)
+
+
+def shared_values(graph) -> set[str]:
+    """Names of the values decompositions made to share in `graph` so far (`_Emitter.shared`):
+    a caller that walks back from a decomposition's result stops there too."""
+    return {name for name, _, _ in _SHARED.get(graph, {}).values()}
+
+
+def _snapshot(data: dict) -> tuple:
+    return data["op"], data["operands"], data["type"], dict(data["attrs"])
 
 
 def _literal(value, dtype: DType):
@@ -108,16 +169,22 @@ def emit_rmsnorm(emit: _Emitter, x: str, gamma: str, axis: int, eps: float) -> s
 
 
 def emit_iota(emit: _Emitter, length) -> str:
-    """i32 [length] holding 0, 1, ..., length - 1 (an exclusive running sum of ones)."""
-    ones = emit.op("expand", [emit.scalar(1, DType.i32)], shape=[length])
-    return emit.op("cumsum", [ones], axis=0, exclusive=True)
+    """i32 [length] holding 0, 1, ..., length - 1 (an exclusive running sum of ones), shared."""
+    def build() -> str:
+        ones = emit.op("expand", [emit.scalar(1, DType.i32)], shape=[length])
+        return emit.op("cumsum", [ones], axis=0, exclusive=True)
+
+    return emit.shared(("iota", length), build)
 
 
 def emit_causal_keep(emit: _Emitter, queries, keys) -> str:
-    """bool [queries, keys]: true where key j <= query i."""
-    rows = emit.op("reshape", [emit_iota(emit, queries)], shape=[queries, 1])
-    cols = emit.op("reshape", [emit_iota(emit, keys)], shape=[1, keys])
-    return emit.op("ge", [rows, cols])
+    """bool [queries, keys]: true where key j <= query i (shared per graph)."""
+    def build() -> str:
+        rows = emit.op("reshape", [emit_iota(emit, queries)], shape=[queries, 1])
+        cols = emit.op("reshape", [emit_iota(emit, keys)], shape=[1, keys])
+        return emit.op("ge", [rows, cols])
+
+    return emit.shared(("causal", queries, keys), build)
 
 
 # --- one decomposition per fused op ----------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 import rlxir
@@ -102,3 +103,69 @@ def test_the_target_comes_from_the_pipeline_when_the_option_is_empty():
     assert changed and [graph.op(node) for node in graph.ops()] == ["transpose", "reduce_sum"]
     with pytest.raises(PassError, match="needs a target"):
         make_pass("legalize-or-rewrite").run(graph, PassContext())
+
+
+LAYERS = """\
+graph stack(B) {
+  input %q : f32[B, 2, 6, 4]
+  input %k : f32[B, 2, 6, 4]
+  %a0 = attention(%q, %k, %k) {causal = true}
+  %a1 = attention(%a0, %k, %k) {causal = true}
+  %a2 = attention(%a1, %k, %k) {causal = true}
+  output %a2
+}
+"""
+
+
+def _op_counts(graph):
+    counts = {}
+    for node in graph.schedule():
+        counts[graph.op(node)] = counts.get(graph.op(node), 0) + 1
+    return counts
+
+
+def test_shared_constants_are_what_cse_leaves_of_a_copy_per_layer():
+    graph = rlxir.parse(LAYERS).main
+    shared = run_pipeline(graph, "legalize-or-rewrite{target=gpu,share-constants=true}")
+    copied = run_pipeline(graph, "legalize-or-rewrite{target=gpu}")
+    # One causal mask (and one of each scalar) for the three layers, against one per layer.
+    assert _op_counts(shared)["ge"] == 1 and _op_counts(copied)["ge"] == 3
+    assert _op_counts(shared)["const"] < _op_counts(copied)["const"]
+    mask = next(node for node in shared.schedule() if shared.op(node) == "ge")
+    assert all(shared.comes_before(mask, node) for node in shared.users(mask))
+    assert len(shared.users(mask)) == 3
+    # cse makes the copies into the shared graph: same ops, same interface, same results.
+    merged = run_pipeline(copied, "cse")
+    assert _op_counts(merged) == _op_counts(run_pipeline(shared, "cse"))
+    assert shared.outputs == graph.outputs
+    assert_same_outputs(graph, shared, {"B": 2})
+
+
+def test_a_shared_value_changed_since_is_made_again():
+    from rlxir.ops.decompositions import sharing_constants, unfuse_node
+
+    graph = rlxir.parse(LAYERS).main
+    with sharing_constants(graph):
+        unfuse_node(graph, "a0")
+        mask = next(node for node in graph.schedule() if graph.op(node) == "ge")
+        graph.set_operands(mask, tuple(reversed(graph.operands(mask))))  # no longer the causal mask
+        unfuse_node(graph, "a1")
+    masks = [node for node in graph.schedule() if graph.op(node) == "ge"]
+    assert len(masks) == 2 and masks[0] == mask
+    # Outside the context nothing is shared.
+    unfuse_node(graph, "a2")
+    assert len([node for node in graph.schedule() if graph.op(node) == "ge"]) == 3
+
+
+def test_rocm_compiles_the_same_graph_with_and_without_sharing():
+    from rlxir.compiler import CompileOptions, plan_exec_graph, prepare_exec_graph
+
+    graph = rlxir.parse(LAYERS).main
+    rocm = get_target("rocm")
+    assert "share-constants=true" in rocm.pipeline
+    copying = attrs.evolve(rocm, name="rocm-copying", pipeline=rocm.pipeline.replace("{share-constants=true}", ""))
+    options = CompileOptions()
+    shared = prepare_exec_graph(graph, rocm, {"B": 2}, options)
+    copied = prepare_exec_graph(graph, copying, {"B": 2}, options)
+    assert _op_counts(shared.graph) == _op_counts(copied.graph)
+    assert plan_exec_graph(shared, rocm, options).arena_bytes == plan_exec_graph(copied, copying, options).arena_bytes
