@@ -35,6 +35,7 @@ import numpy as np
 from rlxir.errors import RlxError
 from rlxir.ops import AttrSpec, OpDef, ShapeError, attach, register_op
 from rlxir.ops.core import conv2d_rule, gather_rule, pool_rule, selective_scan_rule
+from rlxir.ops.reference import check_gather_indices
 from rlxir.symbolic import floordiv, format_dim
 from rlxir.target import register_backward_kernel
 from rlxir.types import TensorType
@@ -118,11 +119,7 @@ def selective_scan_grad_rule(types, attrs) -> TensorType:
 def gather_grad(grad: np.ndarray, indices: np.ndarray, axis: int, shape) -> np.ndarray:
     """A zero table of `shape` with every slice of `grad` added at its index (repeats add up)."""
     axis %= len(shape)
-    size = shape[axis]
-    if indices.size and (indices.min() < 0 or indices.max() >= size):
-        bad = indices.min() if indices.min() < 0 else indices.max()
-        raise RlxError(f"gather_grad index {bad} is out of range for a table dim of {size}",
-                       expected=f"indices in [0, {size})")
+    check_gather_indices(indices, shape[axis], "gather_grad")
     table = np.zeros(shape, grad.dtype)
     rows = grad.reshape(tuple(shape[:axis]) + (indices.size,) + tuple(shape[axis + 1:]))
     np.add.at(table, (slice(None),) * axis + (indices.reshape(-1),), rows)

@@ -29,7 +29,7 @@ from rlxir.graph import Graph, Module
 from rlxir.ops import LEAF_KINDS, annotation_specs, get_op, registered_ops
 from rlxir.ops.registry import ShapeError, format_attr_value
 from rlxir.symbolic import DimSyntaxError, Expr, add, floordiv, free_symbols, mul, parse_dim, sub
-from rlxir.syntax_errors import decode_source, end_of, loc_at as _loc_at, syntax_error
+from rlxir.syntax_errors import decode_source, dtype_hint, end_of, loc_at as _loc_at, syntax_error
 from rlxir.types import TensorType
 
 _OPERAND = re.compile(r"%[A-Za-z0-9_.]+")
@@ -237,9 +237,7 @@ class _Builder:
                 return Expr.symbol(value.text)
             where = self.loc_in(token, value.token.start_pos)
             if kind == "dtype":
-                close = close_names(value.text, [dtype.value for dtype in DType], 1, cutoff=0.6)
-                hint = f" (did you mean {close[0]}?)" if close else ""
-                raise ParseError(f"unknown dtype {value.text!r}{hint}", where, "a dtype name")
+                raise ParseError(f"unknown dtype {value.text!r}{dtype_hint(value.text)}", where, "a dtype name")
             raise ParseError(f"unexpected name {value.text!r}", where,
                              "a number, a string in quotes, true/false or a list")
         if isinstance(value, tuple):

@@ -15,7 +15,7 @@ import re
 from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from rlxir.dtypes import DType
+from rlxir.dtypes import DTYPE_NAMES, DType
 from rlxir.errors import Location, ParseError, SourceText, close_names
 
 # What each terminal means to a user, for "expected ..." lines.
@@ -159,6 +159,12 @@ def _coarse_token_error(source: SourceText, pos: int, wanted: set) -> ParseError
     return None
 
 
+def dtype_hint(word: str) -> str:
+    """`` (did you mean f32?)`` for a word close to a dtype name, else nothing."""
+    close = close_names(word, DTYPE_NAMES, 1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 def _keyword_hint(word: str, expected: set) -> str:
     keywords = [keyword for keyword in _KEYWORDS if keyword.upper() in expected]
     close = close_names(word, keywords, 1)
@@ -243,9 +249,7 @@ def _type_error(source: SourceText, colon: int) -> ParseError:
         return ParseError(f"expected a type after ':', found {found}", loc, "a type like f32[B, 16]")
     word = match.group()
     if DType.parse(word) is None:
-        close = close_names(word, [dtype.value for dtype in DType], 1, cutoff=0.6)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        return ParseError(f"unknown dtype {word!r}{hint}", loc_at(source, start),
+        return ParseError(f"unknown dtype {word!r}{dtype_hint(word)}", loc_at(source, start),
                           "a dtype: " + ", ".join(dtype.value for dtype in DType))
     after = match.end()
     if after < len(text) and text[after] in " \t" and text.startswith("[", _skip_space(text, after)):

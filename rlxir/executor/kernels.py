@@ -21,11 +21,11 @@ from collections.abc import Callable
 import numpy as np
 
 from rlxir.dtypes import DType
-from rlxir.errors import RlxError
 from rlxir.executor.spatial import SPATIAL_KERNELS
 from rlxir.executor.tiling import in_place_by_tiles, operand_tile
 from rlxir.ops.chain import parse_chain
-from rlxir.ops.reference import GELU_TANH_COEFFICIENT, SQRT_2_OVER_PI, attention_scale, erf, round_to_bf16, to_dtype
+from rlxir.ops.reference import (GELU_TANH_COEFFICIENT, SQRT_2_OVER_PI, attention_scale, check_gather_indices, erf,
+                                 round_to_bf16, to_dtype)
 from rlxir.ops.registry import check_attributes, get_op
 
 Kernel = Callable
@@ -324,13 +324,7 @@ def _concat(xp, args, attrs, out, workspace=None):
 def _gather(xp, args, attrs, out, workspace=None):
     table, indices = args
     axis = attrs["axis"]
-    size = table.shape[axis]
-    if indices.size:
-        low, high = int(indices.min()), int(indices.max())
-        if low < 0 or high >= size:
-            bad = low if low < 0 else high
-            raise RlxError(f"gather index {bad} is out of range for a table dim of {size}",
-                           expected=f"indices in [0, {size})")
+    check_gather_indices(indices, table.shape[axis])
     return xp.take(table, indices, axis=axis, out=out)
 
 
@@ -341,11 +335,7 @@ def _gather_grad(xp, args, attrs, out, workspace=None):
         return None
     shape = out.shape
     axis = attrs["axis"] % len(shape)
-    if indices.size:
-        low, high = int(indices.min()), int(indices.max())
-        if low < 0 or high >= shape[axis]:
-            raise RlxError(f"gather_grad index {low if low < 0 else high} is out of range for a table dim of "
-                           f"{shape[axis]}", expected=f"indices in [0, {shape[axis]})")
+    check_gather_indices(indices, shape[axis], "gather_grad")
     out.fill(0)
     rows = grad.reshape(tuple(shape[:axis]) + (indices.size,) + tuple(shape[axis + 1:]))
     where = (slice(None),) * axis + (indices.reshape(-1),)

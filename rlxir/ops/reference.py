@@ -344,13 +344,21 @@ def slice_reference(inputs: Arrays, attrs: Mapping) -> np.ndarray:
     return x[tuple(index)]
 
 
+def check_gather_indices(indices, size: int, op: str = "gather") -> None:
+    """Raise `RlxError` naming the first bound crossed when an index is outside [0, size)
+    (NumPy or CuPy `indices`: one min and one max, no copy)."""
+    if not indices.size:
+        return
+    low, high = int(indices.min()), int(indices.max())
+    if low < 0 or high >= size:
+        raise RlxError(f"{op} index {low if low < 0 else high} is out of range for a table dim of {size}",
+                       expected=f"indices in [0, {size})")
+
+
 def gather_reference(inputs: Arrays, attrs: Mapping) -> np.ndarray:
     table, indices = inputs
     axis = attrs["axis"]
-    size = table.shape[axis]
-    if indices.size and (indices.min() < 0 or indices.max() >= size):
-        bad = indices.min() if indices.min() < 0 else indices.max()
-        raise RlxError(f"gather index {bad} is out of range for a table dim of {size}", expected=f"indices in [0, {size})")
+    check_gather_indices(indices, table.shape[axis])
     return np.take(table, indices, axis=axis)
 
 
