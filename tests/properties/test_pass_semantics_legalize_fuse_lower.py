@@ -43,9 +43,10 @@ def check_preserved(graph, spec: str, target: str) -> None:
 
 
 @SETTINGS
-@given(graph=pass_graphs("legalize-or-rewrite"), target=st.sampled_from(TARGETS))
-def test_legalize_or_rewrite_preserves_outputs(graph, target):
-    check_preserved(graph, f"legalize-or-rewrite{{target={target}}}", target)
+@given(graph=pass_graphs("legalize-or-rewrite"), target=st.sampled_from(TARGETS), share=st.booleans())
+def test_legalize_or_rewrite_preserves_outputs(graph, target, share):
+    options = f"target={target},share-constants=true" if share else f"target={target}"
+    check_preserved(graph, f"legalize-or-rewrite{{{options}}}", target)
 
 
 @SETTINGS
