@@ -14,7 +14,7 @@ import time
 from rlxir.cli import progress
 from rlxir.cli.comparison import SharedReference, compare_targets, row_fields, with_execution
 from rlxir.cli.options import (BATCH_SYMBOL, add_command, add_input_options, bindings_from, positive_int, read_graph,
-                               symbol_binding, time_budget)
+                               time_budget)
 from rlxir.cli.output_files import atomic_output, checked_output_file
 from rlxir.cli.reports import (human_bytes, print_json_report, print_lower_bound, print_report_head, print_report_tail,
                                print_side_buffers, print_stage_table, print_verdict, stages_json, verdict_exit)
@@ -48,11 +48,7 @@ def register(subparsers) -> None:
     fit = add_command(subparsers, "fit", run_fit, "find the largest batch whose compiled arena fits the device",
                       epilog="example: rlxir fit examples/gpt2_small.rlx --target cuda --max-batch 64 --vram 24GiB "
                              "-D S=1024")
-    fit.add_argument("file", metavar="FILE", help="an .rlx file")
-    fit.add_argument("--graph", metavar="NAME", help="the graph to use (default: the file's first graph)")
-    fit.add_argument("-D", dest="define", metavar="SYM=VALUE", action="append", default=[],
-                     type=symbol_binding,
-                     help="bind another symbol (repeatable)")
+    add_input_options(fit, batch=False)  # the search binds the batch symbol itself
     fit.add_argument("--target", "-t", required=True, metavar="T", help=target_names())
     fit.add_argument("--batch-dim", metavar="SYM", default=BATCH_SYMBOL,
                      help=f"the batch symbol (default: {BATCH_SYMBOL})")
