@@ -109,7 +109,7 @@ def register_target(target: Target, replace: bool = False) -> Target:
 
 
 def unregister_target(name: str) -> None:
-    """Remove a registered target (one a session derived and no longer wants)."""
+    """Remove a registered target (one a program derived and no longer wants)."""
     _TARGETS.pop(name, None)
 
 

@@ -11,7 +11,7 @@ For each model NAME this writes, next to this file:
 - ``NAME.npz``: the example inputs (batch 2) as ``input.<input name>`` and onnxruntime's
   outputs for them as ``output.<output name>``;
 
-and ``manifest.json``: per model its family, library, exporter, opset, inputs and outputs
+and ``manifest.json``: per model its family, package, exporter, opset, inputs and outputs
 (names, shapes with the batch as ``B``, dtypes), file sizes, node count, and how far
 onnxruntime's output is from eager PyTorch's (a check of the export itself).
 
@@ -71,18 +71,17 @@ def run_onnxruntime(path: Path, feeds: dict) -> list[np.ndarray]:
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1
     options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)
+    runtime = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return runtime.run(None, feeds)
 
 
-def value_infos(values) -> list[dict]:
-    """Name, shape (symbolic dims by name) and element type of graph inputs or outputs."""
+def value_infos(values, arrays) -> list[dict]:
+    """Name, shape (symbolic dims by name) and element type of graph inputs or outputs;
+    the element type is that of the array fed or returned for each (`arrays`, in order)."""
     described = []
-    for value in values:
-        tensor = value.type.tensor_type
-        shape = [dim.dim_param if dim.dim_param else dim.dim_value for dim in tensor.shape.dim]
-        described.append({"name": value.name, "shape": shape,
-                          "dtype": onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name})
+    for value, array in zip(values, arrays):
+        shape = [dim.dim_param if dim.dim_param else dim.dim_value for dim in value.type.tensor_type.shape.dim]
+        described.append({"name": value.name, "shape": shape, "dtype": array.dtype.name})
     return described
 
 
@@ -107,9 +106,10 @@ def build_one(name: str) -> dict:
         if path.stat().st_size > FILE_LIMIT_BYTES:
             raise SystemExit(f"{path.name} is {path.stat().st_size} bytes: shrink the config of {name}")
     return {
-        "name": name, "family": entry.family, "library": entry.library, "exporter": entry.exporter,
+        "name": name, "family": entry.family, "package": entry.package, "exporter": entry.exporter,
         "opset": next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
-        "inputs": value_infos(model.graph.input), "outputs": value_infos(model.graph.output),
+        "inputs": value_infos(model.graph.input, [feeds[value.name] for value in model.graph.input]),
+        "outputs": value_infos(model.graph.output, outputs),
         "nodes": len(model.graph.node), "onnx_bytes": onnx_path.stat().st_size, "npz_bytes": npz_path.stat().st_size,
         "onnxruntime_vs_torch": float(np.max(np.abs(outputs[0].astype(np.float64) - eager))),
     }

@@ -1,7 +1,7 @@
 """The corpus's models: small configs of today's architectures, built from the constructors
 of torchvision, timm and transformers, with random weights (nothing is downloaded).
 
-`MODELS` maps a model's name to its `CorpusModel` (family, library, which ONNX exporter the
+`MODELS` maps a model's name to its `CorpusModel` (family, package, which ONNX exporter the
 corpus uses for it, and its builder); `build(name)` returns an `Example`:
 
 - ``module``: the ``nn.Module`` in eval mode, returning one tensor (transformers' models
@@ -55,7 +55,7 @@ class CorpusModel:
 
     name: str
     family: str
-    library: str
+    package: str
     exporter: str  # "torchscript" (torch.onnx.export dynamo=False) or "dynamo"
     builder: Callable[[], Example]
 
@@ -412,7 +412,7 @@ def mamba() -> Example:
     return causal_lm(transformers.MambaForCausalLM(config))
 
 
-# name: (family, library, exporter, builder)
+# name: (family, package, exporter, builder)
 _TABLE = {
     "resnet": ("cnn", "timm", "dynamo", resnet),
     "resnext": ("cnn", "timm", "torchscript", resnext),
