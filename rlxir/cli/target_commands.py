@@ -153,19 +153,18 @@ def run_fit(args: argparse.Namespace) -> int:
                        f"{args.batch_dim} itself",
                        expected="--max-batch N to bound the search (or --batch-dim naming another symbol)")
     budget = budget_from(args, target)
+    options = compile_options(args)
 
     def bind(batch: int):
         return graph.bind({args.batch_dim: batch})
 
-    build = bind
-    if args.training:
-        build = training_arena_builder(graph, target, others, args.batch_dim, compile_options(args))
+    build = training_arena_builder(graph, target, others, args.batch_dim, options) if args.training else bind
 
     def show(trial) -> None:
         progress.show(f"batch {trial.batch}: arena {format_bytes(trial.arena_bytes)} "
                       f"{'fits' if trial.fits else 'does not fit'}")
 
-    result = fit_batch(target, args.max_batch, args.headroom, build, options=compile_options(args), budget=budget,
+    result = fit_batch(target, args.max_batch, args.headroom, build, options=options, budget=budget,
                        bindings=others, on_trial=show, jobs=args.jobs or available_cores())
     progress.clear()
     if args.json:
@@ -304,9 +303,7 @@ def _process_seconds() -> float:
 def run_plan_csv(args: argparse.Namespace) -> int:
     """Read buffers as CSV (id,lower,upper,size with half-open [lower, upper)), plan them, validate
     the placement, and print arena, lower bound and their ratio."""
-    from rlxir.planning import get_planner, read_instance, validate_plan, write_solution
-
-    from rlxir.planning import InstanceError, PlanError
+    from rlxir.planning import InstanceError, PlanError, get_planner, read_instance, validate_plan, write_solution
 
     if args.offsets:
         checked_output_file(args.offsets, "--offsets", [args.file])

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import attrs
 import numpy as np
 
-from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink
+from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink, placed_share
 from rlxir.planning.bump import bump_offsets
 from rlxir.planning.greedy import place_in_order
 from rlxir.planning.orderings import by_area, by_size, by_size_then_lifetime, peak_first
@@ -59,7 +59,7 @@ class _Status:
         """A `progress(placed, total)` callback for one placement pass."""
         if self.sink is None:
             return None
-        return lambda placed, total: self.say(f"{what}, {placed * 100 // max(total, 1)}% of {total} buffers", best)
+        return lambda placed, total: self.say(f"{what}, {placed_share(placed, total)}", best)
 
 
 @attrs.frozen

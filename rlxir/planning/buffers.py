@@ -7,6 +7,11 @@ from collections.abc import Callable, Mapping
 import attrs
 
 ProgressSink = Callable[[str], None]
+
+
+def placed_share(placed: int, total: int) -> str:
+    """How far a placement pass is, as its progress lines say it: ``40% of 1000 buffers``."""
+    return f"{placed * 100 // max(total, 1)}% of {total} buffers"
 """Where a planner sends a one-line status now and then during long work (the CLI shows
 it on a terminal)."""
 

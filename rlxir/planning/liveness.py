@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink
+from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink, placed_share
 from rlxir.planning.greedy import place_in_order
 from rlxir.planning.orderings import by_size, peak_first
 from rlxir.planning.problem import Problem
@@ -54,4 +54,4 @@ class LivenessPlanner:
 def _placing(sink: ProgressSink | None, what: str) -> Callable[[int, int], None] | None:
     if sink is None:
         return None
-    return lambda placed, total: sink(f"liveness: {what}, {placed * 100 // max(total, 1)}% of {total} buffers")
+    return lambda placed, total: sink(f"liveness: {what}, {placed_share(placed, total)}")
