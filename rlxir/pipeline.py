@@ -248,6 +248,8 @@ def _options(spec: str, match: re.Match, cls: type[Pass]) -> list:
             raise _error(spec, offset, f"pass {cls.name} has no option {key!r}", f"one of: {known}")
         if not equals:
             raise _error(spec, offset, f"option {key} needs a value", f"{key}=VALUE")
+        if any(given == field for given, _ in written):
+            raise _error(spec, offset, f"option {key} of {cls.name} is given twice", f"one {key}=VALUE")
         written.append((field, _convert(spec, offset + len(key) + 1, key, value, types[field])))
         if field == "target" and value:
             _check_target_option(spec, offset + len(key) + 1, cls.name, value)

@@ -55,6 +55,7 @@ def test_options_may_be_separated_by_spaces():
         ("test-configurable{steps=many}", 25, "option steps takes int"),
         ("test-configurable{strict=yes}", 26, "option strict takes bool"),
         ("test-configurable{steps}", 19, "needs a value"),
+        ("test-configurable{steps=1,steps=2}", 27, "option steps of test-configurable is given twice"),
         ("cse,,dce", 5, "expected a pass name"),
         ("cse dce", 5, "unexpected 'd'"),
     ],
@@ -100,3 +101,4 @@ def test_empty_pipeline_is_the_identity():
     graph = rlxir.parse("graph g { input %x : f32[2]\n output %x }").main
     assert run_pipeline(graph, "").equals(graph)
     assert Pipeline().text() == ""
+
