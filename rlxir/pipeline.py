@@ -238,7 +238,7 @@ def _options(spec: str, match: re.Match, cls: type[Pass]) -> list:
     body = match.group(2)[1:-1]
     types = cls.option_types()
     by_text = {option_text_name(field): field for field in types}
-    written = []
+    written: list[tuple[str, Any]] = []
     for item in re.finditer(r"[^,\s]+", body):
         offset = body_start + item.start()
         key, equals, value = item.group().partition("=")
