@@ -1,0 +1,116 @@
+"""The ONNX backend test suite through the ONNX importer: every node case and the model
+suites, with the outcome of each (pass / refused / mismatch / internal) and a table by op.
+
+    python bench/onnx_conformance.py                   # summary tables
+    python bench/onnx_conformance.py --by-op           # plus one row per op type
+    python bench/onnx_conformance.py --json out.json   # every case's outcome
+    python bench/onnx_conformance.py -k conv           # cases whose name contains "conv"
+
+Cases are counted on two sets: "core dtypes" (every tensor f32/f16/i64/i32/bool) and "IR
+dtypes" (also f64/i8/u8). A case that feeds shape-like inputs at run time also runs with
+them as initializers, and passes when either way passes (rlxir.testing.onnx_conformance).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from collections import Counter, defaultdict
+
+from rlxir.testing.onnx_conformance import (CORE_DTYPES, IR_DTYPES, MODEL_SUITES, Outcome, best_of,
+                                            model_suite_cases, node_cases)
+
+STATUSES = ("pass", "refused", "mismatch", "internal")
+
+
+class CaseTimeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise CaseTimeout()
+
+
+def timed_best_of(case, seconds: int) -> Outcome:
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(seconds)
+    try:
+        return best_of(case)
+    except CaseTimeout:
+        return Outcome(case.name, "internal", f"took over {seconds} s")
+    finally:
+        signal.alarm(0)
+
+
+def table(title: str, rows: list[tuple[str, Counter]]) -> str:
+    lines = [f"{title:<28} {'cases':>6} " + " ".join(f"{status:>9}" for status in STATUSES) + f" {'pass %':>7}"]
+    for label, counts in rows:
+        total = sum(counts.values())
+        share = 100.0 * counts["pass"] / total if total else 0.0
+        lines.append(f"{label:<28} {total:>6} " + " ".join(f"{counts[status]:>9}" for status in STATUSES)
+                     + f" {share:>6.1f}%")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", help="write every case's outcome to this file")
+    parser.add_argument("--by-op", action="store_true", help="a row per op type (core-dtype node cases)")
+    parser.add_argument("-k", default="", help="only cases whose name contains this")
+    parser.add_argument("--timeout", type=int, default=60, help="seconds per case before it counts as internal")
+    parser.add_argument("--no-models", action="store_true", help="node cases only")
+    args = parser.parse_args(argv)
+
+    start = time.perf_counter()
+    cases = [case for case in node_cases() if args.k in case.name]
+    records = []
+    core, ir = Counter(), Counter()
+    by_op: dict[str, Counter] = defaultdict(Counter)
+    for index, case in enumerate(cases):
+        outcome = timed_best_of(case, args.timeout)
+        dtypes = case.dtypes()
+        in_core = dtypes <= CORE_DTYPES
+        in_ir = dtypes <= IR_DTYPES
+        if in_core:
+            core[outcome.status] += 1
+            for op in case.op_types():
+                by_op[op][outcome.status] += 1
+        if in_ir:
+            ir[outcome.status] += 1
+        records.append({"suite": "node", "case": case.name, "ops": list(case.op_types()), "core": in_core,
+                        "ir": in_ir, "status": outcome.status, "variant": outcome.variant, "detail": outcome.detail})
+        if sys.stderr.isatty():
+            print(f"\r{index + 1}/{len(cases)} {case.name[:60]:<60}", end="", file=sys.stderr)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    rows = [("node, core dtypes", core), ("node, IR dtypes", ir)]
+    if not args.no_models:
+        for suite in MODEL_SUITES:
+            counts = Counter()
+            for case in model_suite_cases(suite):
+                if args.k not in case.name:
+                    continue
+                outcome = timed_best_of(case, args.timeout)
+                counts[outcome.status] += 1
+                records.append({"suite": suite, "case": case.name, "ops": list(case.op_types()), "core": True,
+                                "ir": True, "status": outcome.status, "variant": outcome.variant,
+                                "detail": outcome.detail})
+            rows.append((f"model suite {suite}", counts))
+    print(table("suite", rows))
+    if args.by_op:
+        print()
+        print(table("op type (core dtypes)", sorted(by_op.items())))
+    never = sorted(op for op, counts in by_op.items() if counts["pass"] == 0)
+    print(f"\nop types with no passing core-dtype case: {len(never)} of {len(by_op)}")
+    print(f"{time.perf_counter() - start:.1f} s")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(records, handle, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
