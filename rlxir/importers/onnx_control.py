@@ -14,13 +14,12 @@ from collections import Counter
 import numpy as np
 
 from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx import concrete, op_key
+from rlxir.importers.onnx_registry import CONVERTERS, register
+from rlxir.importers.onnx_context import concrete, op_key
 from rlxir.importers.onnx_ops import static_input
 
 
 def convert_if(ctx, node, attrs):
-    from rlxir.importers.onnx_ops import CONVERTERS
-
     condition = np.asarray(concrete(static_input(ctx, node, 0, "condition"), "If's condition"))
     if condition.size != 1:
         raise UnsupportedModel(f"an If condition of {condition.size} elements", expected="one boolean")
@@ -35,4 +34,4 @@ def convert_if(ctx, node, attrs):
             for output in branch.output]
 
 
-CONVERTERS = {"If": convert_if}
+register({"If": convert_if})

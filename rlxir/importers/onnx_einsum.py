@@ -24,6 +24,7 @@ import re
 import numpy as np
 
 from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_ops import first_dtype, foldable, hint, operand, present, product
 
 _EXPECTED = "one or two operands, each letter at most once per operand, no ellipsis (e.g. bhid,bhjd->bhij)"
@@ -141,4 +142,4 @@ def _as_matrix(ctx, value: str, letters: str, batch: list, rows: list, columns: 
     return ctx.builder.op("reshape", [arranged], {"shape": shape}, hint=f"{name}.grouped"), transposed
 
 
-CONVERTERS = {"Einsum": convert_einsum}
+register({"Einsum": convert_einsum})

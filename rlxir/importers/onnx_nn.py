@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_ops import hint, operand, optional_input, product, refuse_used_outputs, static_ints
 from rlxir.importers.pooling import ceil_mode_padding
 from rlxir.types import TensorType
@@ -341,9 +342,9 @@ def convert_gemm(ctx, node, attrs):
     return [result]
 
 
-CONVERTERS = {
+register({
     "Conv": convert_conv, "MaxPool": convert_pool, "AveragePool": convert_pool,
     "GlobalAveragePool": convert_global_pool, "GlobalMaxPool": convert_global_pool,
     "BatchNormalization": convert_batchnorm, "LayerNormalization": convert_layernorm, "LRN": convert_lrn,
     "Gemm": convert_gemm, "Pad": convert_pad, "InstanceNormalization": convert_instance_norm,
-}
+})

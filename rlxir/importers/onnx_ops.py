@@ -17,7 +17,8 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx import concrete, onnx_dtype
+from rlxir.importers.onnx_registry import register
+from rlxir.importers.onnx_context import concrete, onnx_dtype
 from rlxir.ops import normalize_axis
 from rlxir.ops.reference import erf
 from rlxir.symbolic import Expr, mul
@@ -421,13 +422,10 @@ def convert_matmul(ctx, node, attrs):
 
 
 def _converters() -> dict:
-    from rlxir.importers import onnx_control, onnx_einsum, onnx_nn, onnx_scatter, onnx_shape, onnx_upsample
-
     table = {op: convert_unary for op in UNARY}
     table.update({op: convert_binary for op in BINARY})
     table.update({op: convert_variadic for op in ("Sum", "Mean")})
     table.update({op: convert_reduce for op in REDUCTIONS})
-    table.update(onnx_shape.CONVERTERS)
     table.update({
         "Mod": convert_mod, "CumSum": convert_cumsum, "Max": convert_variadic, "Min": convert_variadic, "Not": convert_not, "IsNaN": convert_isnan, "Reciprocal": convert_reciprocal,
         "Clip": convert_clip, "LeakyRelu": convert_leaky_relu, "HardSigmoid": convert_hard_sigmoid,
@@ -436,13 +434,7 @@ def _converters() -> dict:
         "Identity": convert_identity, "Dropout": convert_identity, "Softmax": convert_softmax,
         "LogSoftmax": convert_softmax, "MatMul": convert_matmul,
     })
-    table.update(onnx_nn.CONVERTERS)
-    table.update(onnx_scatter.CONVERTERS)
-    table.update(onnx_einsum.CONVERTERS)
-    table.update(onnx_upsample.CONVERTERS)
-    table.update(onnx_control.CONVERTERS)
     return table
 
 
-CONVERTERS = _converters()
-"""ONNX op type -> converter; every op type `import_onnx` accepts."""
+register(_converters())

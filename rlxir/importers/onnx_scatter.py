@@ -13,7 +13,8 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, flatten_leading_axes, linear_index
-from rlxir.importers.onnx import concrete
+from rlxir.importers.onnx_registry import register
+from rlxir.importers.onnx_context import concrete
 from rlxir.importers.onnx_ops import (foldable, hint, nd_index_depth, operand, optional_input, product, static_ints,
                                       unused, wrapped_index)
 from rlxir.ops import normalize_axis
@@ -178,7 +179,7 @@ def _counter(ctx, name: str, count, shape: tuple) -> str:
     return ctx.builder.op("reshape", [counted], {"shape": shape}, hint=name)
 
 
-CONVERTERS = {
+register({
     "ScatterND": convert_scatter_nd, "ScatterElements": convert_scatter_elements, "TopK": convert_topk,
     "Trilu": convert_trilu,
-}
+})

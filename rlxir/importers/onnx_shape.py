@@ -12,7 +12,8 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, dtype_of_array, gather_leading_axes
-from rlxir.importers.onnx import concrete, normalize_static
+from rlxir.importers.onnx_registry import register
+from rlxir.importers.onnx_context import concrete, normalize_static
 from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, first_dtype, foldable, hint, nd_index_depth,
                                       operand, optional_input, present, product, static_input, static_ints,
                                       wrapped_index)
@@ -319,10 +320,10 @@ def convert_range(ctx, node, attrs):
     return [ctx.builder.op("add", [steps, ctx.builder.scalar(start, DType.i64)], hint=hint(node))]
 
 
-CONVERTERS = {
+register({
     "Shape": convert_shape, "Size": convert_size, "Constant": convert_constant,
     "ConstantOfShape": convert_constant_of_shape, "Reshape": convert_reshape, "Flatten": convert_flatten,
     "Squeeze": convert_squeeze, "Unsqueeze": convert_unsqueeze, "Transpose": convert_transpose,
     "Concat": convert_concat, "Slice": convert_slice, "Split": convert_split, "Gather": convert_gather,
     "Expand": convert_expand, "Tile": convert_tile, "GatherElements": convert_gather_elements, "GatherND": convert_gather_nd, "Range": convert_range,
-}
+})

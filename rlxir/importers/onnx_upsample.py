@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_ops import hint, operand, optional_input, static_input, static_ints
 from rlxir.importers.onnx_nn import channel_column, resolve_pads
 
@@ -233,4 +234,4 @@ def _resize_linear(ctx, x: str, axis: int, taps, name: str) -> str:
     return ctx.builder.op("add", [lower, scaled], hint=name)
 
 
-CONVERTERS = {"ConvTranspose": convert_conv_transpose, "Resize": convert_resize}
+register({"ConvTranspose": convert_conv_transpose, "Resize": convert_resize})

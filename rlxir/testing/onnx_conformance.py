@@ -125,7 +125,6 @@ def suite_directory(suite: str) -> Path:
 def model_suite_cases(suite: str) -> list[Case]:
     """The stored cases of one model suite (`MODEL_SUITES`), first data set of each."""
     import onnx
-    from onnx import numpy_helper
 
     found: list[Case] = []
     root = suite_directory(suite)
@@ -139,18 +138,21 @@ def model_suite_cases(suite: str) -> list[Case]:
         if not model_path.is_file() or not data.is_dir():
             continue
         model = onnx.load(str(model_path))
-
-        def read(prefix: str) -> tuple[np.ndarray, ...]:
-            files = sorted(data.glob(f"{prefix}_*.pb"), key=lambda path: int(path.stem.split("_")[-1]))
-            tensors = []
-            for path in files:
-                tensor = onnx.TensorProto()
-                tensor.ParseFromString(path.read_bytes())
-                tensors.append(numpy_helper.to_array(tensor))
-            return tuple(tensors)
-
-        found.append(Case(directory.name, model, read("input"), read("output")))
+        found.append(Case(directory.name, model, _stored(data, "input"), _stored(data, "output")))
     return found
+
+
+def _stored(data: Path, prefix: str) -> tuple[np.ndarray, ...]:
+    """The tensors ``PREFIX_0.pb, PREFIX_1.pb, ...`` of a stored data set, in order."""
+    import onnx
+    from onnx import numpy_helper
+
+    tensors = []
+    for path in sorted(data.glob(f"{prefix}_*.pb"), key=lambda path: int(path.stem.split("_")[-1])):
+        tensor = onnx.TensorProto()
+        tensor.ParseFromString(path.read_bytes())
+        tensors.append(numpy_helper.to_array(tensor))
+    return tuple(tensors)
 
 
 def _light_cases(root: Path) -> list[Case]:
