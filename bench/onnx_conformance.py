@@ -20,8 +20,8 @@ import sys
 import time
 from collections import Counter, defaultdict
 
-from rlxir.testing.onnx_conformance import (CORE_DTYPES, IR_DTYPES, MODEL_SUITES, Outcome, best_of,
-                                            model_suite_cases, node_cases)
+from rlxir.testing.onnx_conformance import (BASELINE, CORE_DTYPES, IR_DTYPES, MODEL_SUITES, Outcome, best_of,
+                                            model_suite_cases, node_cases, write_baseline)
 
 STATUSES = ("pass", "refused", "mismatch", "internal")
 
@@ -62,6 +62,8 @@ def main(argv=None) -> int:
     parser.add_argument("-k", default="", help="only cases whose name contains this")
     parser.add_argument("--timeout", type=int, default=60, help="seconds per case before it counts as internal")
     parser.add_argument("--no-models", action="store_true", help="node cases only")
+    parser.add_argument("--write-baseline", action="store_true",
+                        help=f"store the passing cases as the suite test's baseline ({BASELINE.name})")
     args = parser.parse_args(argv)
 
     start = time.perf_counter()
@@ -109,6 +111,11 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(records, handle, indent=1)
+    if args.write_baseline:
+        if args.k or args.no_models:
+            parser.error("--write-baseline needs the whole suite (no -k, no --no-models)")
+        write_baseline(records)
+        print(f"wrote {BASELINE}")
     return 0
 
 

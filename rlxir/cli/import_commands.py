@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -89,6 +90,8 @@ def run_import(args: argparse.Namespace) -> int:
         if error.loc is not None or args.model in error.message:
             raise
         raise RlxError(f"{args.model}: {error.message}", expected=error.expected) from None
+    for note in imported.notes:
+        print(f"{args.model}: note: {note}", file=sys.stderr)
     text = print_graph(imported.graph)
     checked_text(text, args.model)
     if args.weights:

@@ -49,12 +49,15 @@ class ImportedGraph:
     - `params`: the value of every param, by value name, in the param's NumPy dtype
       (ready for `rlxir.interpret(graph, params=...)`); large splats are read-only views.
     - `inputs`, `outputs`: the model's own input and output names -> value names.
+    - `notes`: what the import decided that the user should know (each one sentence), such
+      as a batch kept static.
     """
 
     graph: Graph
     params: Mapping[str, np.ndarray]
     inputs: Mapping[str, str]
     outputs: Mapping[str, str]
+    notes: tuple[str, ...] = ()
 
 
 def sanitize_name(text: str) -> str:

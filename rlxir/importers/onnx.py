@@ -19,7 +19,10 @@ module imports them all and reads that one table). Contracts:
   such as ``[B, 128, 12, 64]``.
 - **The batch.** The leading dim of every graph input is the batch, named `batch_dim`.
   A dynamic one becomes that symbol. A static one becomes the symbol too, with the model's
-  value as its default (``graph resnet50(B=1)``), and a Reshape target whose first entry
+  value as its default (``graph resnet50(B=1)``), unless the model does not let it vary (an
+  op broadcasts it against a fixed dim of the same size, or reads it as data through
+  Shape): then the graph keeps the fixed size, has no batch symbol, and
+  `ImportedGraph.notes` says why, and a Reshape target whose first entry
   is that static batch while its operand's first dim is the batch symbol reads the
   symbol (the Caffe2-era models flatten with a constant ``[1, 9216]``). `batch_size=N`
   fixes the batch to N instead (a static batch is imported as the symbol, then bound).
@@ -61,18 +64,46 @@ def import_onnx(model: str | Path | onnx.ModelProto, *, batch_dim: str = "B", ba
     except Exception as error:  # the checker's InferenceError: the model itself is inconsistent
         raise RlxError(f"ONNX shape inference failed on {source}: {error}") from None
     graph_name = name or model.graph.name or (Path(source).stem if source != "the model" else "model")
-    context = OnnxContext(inferred, batch_dim, batch_size, graph_name)
-    for node in inferred.graph.node:
-        context.convert(node, CONVERTERS)
-    outputs = {output.name: context.value(output.name) for output in inferred.graph.output}
-    for onnx_name, value in outputs.items():
-        context.check_type(onnx_name, value)
-    imported = context.builder.finish(outputs.values(), context.input_names, outputs)
+    try:
+        imported = _convert(inferred, batch_dim, batch_size, graph_name, symbolic_batch=True)
+    except RlxError as error:
+        if batch_size is not None or not _static_leading_dim(inferred):
+            raise
+        # The model fixes its batch, and some op does not let it vary (a broadcast against a
+        # fixed dim of the same size, a Shape read as data): import it as the fixed size.
+        imported = _convert(inferred, batch_dim, batch_size, graph_name, symbolic_batch=False)
+        note = (f"the batch stays static ({_static_leading_dim(inferred)}), since it cannot be the symbol "
+                f"{batch_dim}: {error.message}")
+        return attrs.evolve(imported, notes=(*imported.notes, note))
     if batch_size is not None and batch_dim in imported.graph.symbols:
         # A static batch was imported as the symbol (so constant reshape targets follow
         # it); now it takes the asked size.
         return attrs.evolve(imported, graph=imported.graph.bind({batch_dim: batch_size}))
     return imported
+
+
+def _convert(inferred: onnx.ModelProto, batch_dim: str, batch_size: int | None, graph_name: str,
+             symbolic_batch: bool) -> ImportedGraph:
+    context = OnnxContext(inferred, batch_dim, batch_size, graph_name, symbolic_batch=symbolic_batch)
+    for node in inferred.graph.node:
+        context.convert(node, CONVERTERS)
+    outputs = {output.name: context.value(output.name) for output in inferred.graph.output}
+    for onnx_name, value in outputs.items():
+        context.check_type(onnx_name, value)
+    return context.builder.finish(outputs.values(), context.input_names, outputs)
+
+
+def _static_leading_dim(model: onnx.ModelProto) -> int | None:
+    """The first graph input's static leading dim (the batch the model fixes), or None."""
+    weights = {tensor.name for tensor in model.graph.initializer}
+    for info in model.graph.input:
+        if info.name in weights:
+            continue
+        dims = info.type.tensor_type.shape.dim
+        if dims and dims[0].HasField("dim_value") and dims[0].dim_value > 0:
+            return dims[0].dim_value
+        return None
+    return None
 
 
 def refuse_unsupported(graph: onnx.GraphProto, converters: Mapping, source: str) -> None:

@@ -92,7 +92,9 @@ class OnnxContext:
     value only when an op reads it as a tensor (`value`).
     """
 
-    def __init__(self, model: onnx.ModelProto, batch_dim: str, batch_size: int | None, name: str):
+    def __init__(self, model: onnx.ModelProto, batch_dim: str, batch_size: int | None, name: str,
+                 symbolic_batch: bool = True):
+        self.symbolic_batch = symbolic_batch
         self.opset = opset_version(model)
         graph = model.graph
         self.batch_dim = batch_dim
@@ -141,7 +143,7 @@ class OnnxContext:
         if index == 0:
             if not self._batch_seen:  # the first input's leading dim says what the batch is
                 self._batch_seen, self._first_batch = True, known
-            if known is not None and known != self._first_batch:
+            if known is not None and (known != self._first_batch or not self.symbolic_batch):
                 return known
             if batch_size is not None and (known is None or known == batch_size):
                 if dim.dim_param:

@@ -40,6 +40,10 @@ IR_DTYPES = CORE_DTYPES | {"float64", "bfloat16", "int8", "uint8"}
 
 MODEL_SUITES = ("light", "pytorch-operator", "pytorch-converted", "simple")
 
+BASELINE = Path(__file__).resolve().parents[2] / "tests" / "importers" / "onnx_conformance_baseline.json"
+"""The cases that pass, per suite, as last recorded (``bench/onnx_conformance.py
+--write-baseline``); the suite test fails when one of them stops passing."""
+
 SHAPE_LIKE_INPUTS: dict[str, tuple[int, ...]] = {
     "Reshape": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Slice": (1, 2, 3, 4),
     "Pad": (1, 2, 3), "Resize": (1, 2, 3), "Upsample": (1,), "TopK": (1,), "Unsqueeze": (1,), "Squeeze": (1,),
@@ -298,3 +302,20 @@ def _internal(error: BaseException) -> str:
 def run_all(cases: Sequence[Case]) -> Iterator[tuple[Case, Outcome]]:
     for case in cases:
         yield case, best_of(case)
+
+
+def write_baseline(records: Sequence[dict]) -> None:
+    """Store the passing cases of `records` (the bench's JSON rows) per suite in `BASELINE`."""
+    import json
+
+    passing: dict[str, list[str]] = {}
+    for record in records:
+        if record["status"] == "pass":
+            passing.setdefault(record["suite"], []).append(record["case"])
+    BASELINE.write_text(json.dumps({suite: sorted(names) for suite, names in sorted(passing.items())}, indent=1) + "\n")
+
+
+def read_baseline() -> dict[str, set[str]]:
+    import json
+
+    return {suite: set(names) for suite, names in json.loads(BASELINE.read_text()).items()}
