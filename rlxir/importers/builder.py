@@ -146,9 +146,16 @@ class GraphBuilder:
         return self.graph.add_input(self.fresh(hint), type_)
 
     def param(self, hint: str, array: np.ndarray, dtype: DType | None = None) -> str:
-        """A param holding `array`, of `dtype` (default: the array's; bf16 values are float32)."""
+        """A param holding `array`, of `dtype` (default: the array's; bf16 values are float32).
+
+        An integer param whose values are all non-negative carries their bound as its
+        `fill_limit` (values + 1), so a run on default fills (no ``--params``) draws indices
+        that address the same tables the model's own values do (token-type and position ids
+        reach their gather through arithmetic that the graph's own index analysis does not
+        follow)."""
         array = np.asarray(array)
-        name = self.graph.add_param(self.fresh(hint), TensorType(dtype or dtype_of_array(array), array.shape))
+        type_ = TensorType(dtype or dtype_of_array(array), array.shape)
+        name = self.graph.add_param(self.fresh(hint), type_, attrs=value_bound(array, type_.dtype))
         self.params[name] = array
         return name
 
@@ -217,6 +224,13 @@ class GraphBuilder:
         self.graph.set_outputs(list(outputs))
         verify(self.graph)
         return ImportedGraph(self.graph, dict(self.params), dict(inputs), dict(foreign_outputs))
+
+
+def value_bound(array: np.ndarray, dtype: DType) -> dict:
+    """``{"fill_limit": max + 1}`` for integer values that are all non-negative, else ``{}``."""
+    if not dtype.is_integer or array.size == 0 or array.dtype.kind not in "iu" or int(array.min()) < 0:
+        return {}
+    return {"fill_limit": int(array.max()) + 1}
 
 
 def gather_leading_axes(builder: GraphBuilder, data: str, parts: list[str], hint: str,
