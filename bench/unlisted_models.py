@@ -353,11 +353,16 @@ def onnx_route(example: Example, folder: Path) -> dict:
         return {"status": "refused", "detail": first_line(error)}
     seconds = time.perf_counter() - start
     inputs = {imported.inputs[name]: array for name, array in feeds.items() if name in imported.inputs}
-    got = interpret(imported.graph, inputs, dict(imported.params))
+    got = interpret(imported.graph, inputs, dict(imported.params), batch_binding(imported.graph))
     have = [got[value] for value in imported.outputs.values()]
     problem = agree(have, expected)
     return {"status": "mismatch" if problem else "match", "detail": problem, "seconds": seconds,
             "nodes": len(imported.graph.ops())}
+
+
+def batch_binding(graph) -> dict:
+    """The batch symbol bound to the example batch (both exporters leave it dynamic)."""
+    return {"B": BATCH} if "B" in graph.symbols else {}
 
 
 def torch_route(example: Example) -> dict:
@@ -375,7 +380,7 @@ def torch_route(example: Example) -> dict:
         return {"status": status, "detail": first_line(error)}
     seconds = time.perf_counter() - start
     inputs = {value: tensor.numpy() for value, tensor in zip(imported.inputs.values(), example.inputs)}
-    got = interpret(imported.graph, inputs, dict(imported.params))
+    got = interpret(imported.graph, inputs, dict(imported.params), batch_binding(imported.graph))
     have = [got[value] for value in imported.outputs.values()]
     problem = agree(have, expected)
     return {"status": "mismatch" if problem else "match", "detail": problem, "seconds": seconds,
