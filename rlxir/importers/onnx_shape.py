@@ -19,7 +19,7 @@ from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, firs
                                       wrapped_index)
 from rlxir.ops import broadcast_shapes, normalize_axis
 from rlxir.importers.strided import slice_any
-from rlxir.symbolic import Expr, is_static
+from rlxir.symbolic import Expr, is_static, mul
 from rlxir.types import TensorType
 
 
@@ -278,7 +278,9 @@ def convert_gather_elements(ctx, node, attrs):
 def convert_tile(ctx, node, attrs):
     """Tile: unit dims are broadcast by one ``expand`` (so a constant tiled by a count from
     ``Shape(x)``, such as a class token to the batch, stays one op over a symbolic dim);
-    other dims repeat by ``concat``, which needs a static count."""
+    other dims repeat by ``concat`` for a static count, and for a symbolic one (ALiBi slopes
+    tiled to the batch) by a new unit axis before the dim, expanded to the count and merged
+    into the dim: ``[.., d, ..] -> [.., 1, d, ..] -> [.., c, d, ..] -> [.., c*d, ..]``."""
     x = node.input[0]
     repeats = static_ints(ctx, node, 1, "repeats")
     symbolic = any(isinstance(count, Expr) for count in repeats)
@@ -297,10 +299,22 @@ def convert_tile(ctx, node, attrs):
         if dim == 1 or count == 1:
             continue
         if not isinstance(count, int):
-            raise UnsupportedModel(f"Tile by the symbolic count {count} of a dim of {dim}",
-                                   expected="symbolic counts only on dims of 1 (a broadcast)")
+            result = _tile_symbolic(ctx, node, result, axis, count)
+            continue
         result = ctx.builder.op("concat", [result] * count, {"axis": axis}, hint=hint(node))
     return [result]
+
+
+def _tile_symbolic(ctx, node, value: str, axis: int, count) -> str:
+    """`value` repeated `count` times along `axis` (the whole dim, then again)."""
+    shape = list(ctx.builder.type(value).shape)
+    unit = shape[:axis] + [1] + shape[axis:]
+    spread = shape[:axis] + [count] + shape[axis:]
+    merged = shape[:axis] + [mul(count, shape[axis])] + shape[axis + 1:]
+    name = hint(node)
+    lifted = ctx.builder.op("reshape", [value], {"shape": tuple(unit)}, hint=f"{name}.unit")
+    copies = ctx.builder.op("expand", [lifted], {"shape": tuple(spread)}, hint=f"{name}.copies")
+    return ctx.builder.op("reshape", [copies], {"shape": tuple(merged)}, hint=name)
 
 
 def convert_range(ctx, node, attrs):

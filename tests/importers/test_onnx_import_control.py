@@ -84,11 +84,13 @@ def test_tile_repeating_whole_dims_and_broadcasting_unit_ones():
     assert ops_of(check_everywhere(model, {"B": 2})) == ["expand", "concat"]
 
 
-def test_tile_of_a_batch_of_rows_by_the_batch_is_a_located_error():
+def test_tile_of_a_batch_of_rows_by_the_batch_repeats_the_whole_dim():
+    """x [N, 3] tiled by its own shape [N, 3]: the rows N times over, then each row 3 times."""
     nodes = [helper.make_node("Shape", ["x"], ["shape"]),
              helper.make_node("Tile", ["x", "shape"], ["y"], name="t0")]
     model = make_model(nodes, [("x", F, ["N", 3])], [("y", F, None)])
-    with pytest.raises(UnsupportedModel, match=r"ONNX node 't0' \(Tile\): Tile by the symbolic count B"):
-        import_onnx(model)
+    imported = check_everywhere(model, {"B": 3})
+    assert str(imported.graph.type(imported.outputs["y"])) == "f32[B*B, 9]"
+    assert ops_of(imported) == ["reshape", "expand", "reshape", "concat"]
 
 
