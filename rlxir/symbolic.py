@@ -290,6 +290,16 @@ def evaluate(dim: Dim, bindings: Mapping[str, int], context: str = "") -> int:
     return value
 
 
+def never_negative(dim: Dim) -> bool:
+    """Whether `dim` is at least 0 for every value of its symbols (dims are never negative):
+    true when every coefficient is, and every atom is a plain symbol (a floor division of a
+    difference could be negative, so one proves nothing)."""
+    for monomial, coef in _poly(dim).items():
+        if coef < 0 or any(not isinstance(atom, str) for atom, _ in monomial):
+            return False
+    return True
+
+
 def is_static(dim: Dim) -> bool:
     return isinstance(dim, int)
 

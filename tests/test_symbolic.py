@@ -326,3 +326,12 @@ def test_substituting_everything_equals_evaluating(dim, bindings):
     value = _value(dim, bindings)
     assert substitute(dim, bindings) == value
     assert evaluate(parse_dim(format_dim(dim)), bindings) == value
+
+
+def test_never_negative_holds_only_where_every_value_of_the_symbols_agrees():
+    from rlxir.symbolic import never_negative
+
+    b, s = Expr.symbol("B"), Expr.symbol("S")
+    assert never_negative(3 * b) and never_negative(b * s + 2) and never_negative(0)
+    assert not never_negative(b - 1) and not never_negative(s - b) and not never_negative(-2)
+    assert not never_negative(floordiv(s - 8, 2))  # a floor division of a difference proves nothing

@@ -17,7 +17,10 @@ every other value is refused when ``S`` is bound (a splat of ones, or a ``slice`
 then is negative or out of bounds), never computed wrong: ``x[:, -4:]`` needs ``S >= 4``,
 ``x[:, :8]`` needs ``S >= 8``, ``x[:, 1:]``, ``x[:, ::2]`` and ``x[:, ::-1]`` hold for
 every ``S``. Bounds that make the count shrink as ``S`` grows (a start counted from the end
-with an end counted from the start, for a positive step) are refused while importing.
+with an end counted from the start, for a positive step) are refused while importing. A
+bound that is another expression of the dim's symbols (``B`` on a dim ``4*B``, where a
+model split batch and frames) is taken for a positive step when it can never pass the dim's
+end, and its position is computed at run time like one counted from the end.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import GraphBuilder, UnsupportedModel
-from rlxir.symbolic import Dim, Expr, floordiv, format_dim, is_static
+from rlxir.symbolic import Dim, Expr, floordiv, format_dim, is_static, never_negative
 from rlxir.types import TensorType
 
 HUGE = 2**62
@@ -61,8 +64,11 @@ def _position(dim: Dim, bound: Dim, step: int, is_start: bool) -> Dim:
     if isinstance(bound, Expr):
         offset = _from_end(bound, dim)
         if offset is None:
+            if step > 0 and never_negative(dim - bound):  # B of a dim 4*B: inside for every B
+                return bound
             raise UnsupportedModel(f"a slice bound {format_dim(bound)} of the symbolic dim {dim}",
-                                   expected=f"integers, or {dim} plus an integer")
+                                   expected=f"integers, {dim} plus an integer, or (for a positive step) an "
+                                            f"expression never past {dim}")
         return bound if bound - far_end <= 0 else far_end
     if bound >= HUGE:
         return far_end
@@ -111,6 +117,12 @@ def _symbolic_slice(builder: GraphBuilder, value: str, axis: int, first: Dim, st
         index = _counted(builder, count, step, hint)
         if first:
             index = builder.op("add", [index, builder.scalar(first, DType.i64)], hint=f"{hint}.kept")
+    elif step > 0 and _from_end(first, dim) is None and never_negative(count):
+        # a start that is an expression of the dim's symbols (B of a dim 4*B): its position
+        # at run time, plus the counted steps
+        index = _counted(builder, count, step, hint)
+        start = _run_time_position(builder, dim, first, hint)
+        index = builder.op("add", [index, start], hint=f"{hint}.kept")
     elif step < 0 and is_static(stop):
         base = _run_time_position(builder, dim, first, hint)
         index = builder.op("sub", [base, _counted(builder, count, -step, hint)], hint=f"{hint}.kept")

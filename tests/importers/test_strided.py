@@ -109,6 +109,18 @@ def test_a_bound_that_is_not_the_dim_plus_an_integer_is_a_located_error():
         import_onnx(model)
 
 
+def test_a_start_that_is_another_expression_of_the_dims_symbols():
+    """Four copies of x [N, 3] stacked on axis 0 ([4*N, 3]), then rows N to the end: the
+    start is N, never past 4*N, so the slice keeps 3*N rows for every N."""
+    nodes = [helper.make_node("Concat", ["x", "x", "x", "x"], ["stacked"], axis=0),
+             helper.make_node("Shape", ["x"], ["shape"], start=0, end=1),
+             helper.make_node("Slice", ["stacked", "shape", "end"], ["y"], name="rest")]
+    model = make_model(nodes, [("x", F, ["N", 3])], [("y", F, [None, 3])], [("end", np.array([INT_MAX], np.int64))])
+    for size in (1, 3):
+        imported = check(model, {"B": size})
+    assert str(imported.graph.type(imported.outputs["y"])) == "f32[3*B, 3]"
+
+
 def test_a_static_dim_sliced_by_a_symbolic_bound_is_a_located_error():
     """A table of 16 positions cut to the length S of another input: the count S is only
     right while S <= 16, which no dim expression says."""
