@@ -36,6 +36,7 @@ from rlxir.importers.builder import UnsupportedModel
 from rlxir.importers.onnx_context import onnx_dtype
 from rlxir.importers.onnx_ops import hint, operand, optional_input, unused
 from rlxir.importers.onnx_registry import register
+from rlxir.symbolic import format_dim
 from rlxir.types import TensorType
 
 
@@ -48,7 +49,7 @@ def convert_attention(ctx, node, attrs):
     k, v = operand(ctx, node.input[1], dtype), operand(ctx, node.input[2], dtype)
     if rank == 3:
         q_heads, kv_heads = _declared_heads(attrs)
-        q, k, v = (_split_heads(ctx, value, heads, f"{name}.{part}")
+        q, k, v = (split_heads(ctx, value, heads, f"{name}.{part}")
                    for value, heads, part in ((q, q_heads, "q"), (k, kv_heads, "k"), (v, kv_heads, "v")))
     else:
         _check_declared_heads(ctx, attrs, q, k)
@@ -79,8 +80,8 @@ def _check_declared_heads(ctx, attrs, q: str, k: str) -> None:
                                    expected=f"{key} absent or equal to the input's head axis")
 
 
-def _split_heads(ctx, value: str, heads: int, name: str) -> str:
-    """[B, S, H*D] -> [B, H, S, D]."""
+def split_heads(ctx, value: str, heads: int, name: str) -> str:
+    """[B, S, H*D] -> [B, H, S, D] (also LinearAttention's unpacking)."""
     batch, length, hidden = ctx.builder.type(value).shape
     if not isinstance(hidden, int) or heads < 1 or hidden % heads:
         raise UnsupportedModel(f"a hidden size of {hidden} split into {heads} heads",
@@ -148,7 +149,7 @@ def _mask_bias(ctx, mask_name: str, dtype: DType, kv_len, name: str) -> str:
     if shape and shape[-1] == kv_len:
         return mask
     if not shape or not isinstance(shape[-1], int) or not isinstance(kv_len, int) or shape[-1] > kv_len:
-        raise UnsupportedModel(f"an attn_mask of shape {list(shape)} for {kv_len} keys",
+        raise UnsupportedModel(f"an attn_mask of shape {shape_text(shape)} for {kv_len} keys",
                                expected=f"a mask whose last axis is static and at most {kv_len} (padded with -inf)")
     filler = builder.splat(f"{name}.mask_pad", -math.inf, TensorType(dtype, (*shape[:-1], kv_len - shape[-1])))
     return builder.op("concat", [mask, filler], {"axis": -1}, hint=f"{name}.mask_padded")
@@ -374,6 +375,11 @@ def _ungrouped(ctx, value: str, groups: int, name: str) -> str:
 def _score_shape(ctx, q: str, k: str) -> tuple:
     q_shape, k_shape = ctx.builder.type(q).shape, ctx.builder.type(k).shape
     return q_shape[0], q_shape[1], q_shape[2], k_shape[2]
+
+
+def shape_text(shape) -> str:
+    """A shape as the IR writes it: ``[B, 4, S + 3]``."""
+    return "[" + ", ".join(format_dim(dim) for dim in shape) + "]"
 
 
 register({"Attention": convert_attention})

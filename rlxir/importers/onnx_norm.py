@@ -38,7 +38,8 @@ def _stash_dtype(attrs, dtype: DType) -> DType:
     return stash
 
 
-def _cast(ctx, value: str, dtype: DType, name: str) -> str:
+def cast_to(ctx, value: str, dtype: DType, name: str) -> str:
+    """`value` as `dtype` (itself when it has that dtype)."""
     if ctx.builder.type(value).dtype is dtype:
         return value
     return ctx.builder.op("cast", [value], {"to": dtype}, hint=name)
@@ -83,13 +84,13 @@ def _fused_norm(ctx, node, op: str, x: str, axis: int, eps: float, stash: DType)
     the normalised dims."""
     name, dtype = hint(node), ctx.builder.type(x).dtype
     normalized = ctx.builder.type(x).shape[axis:]
-    operands = [_cast(ctx, x, stash, f"{name}.stashed"),
+    operands = [cast_to(ctx, x, stash, f"{name}.stashed"),
                 _param(ctx, node.input[1], stash, normalized, 1, f"{name}.scale")]
     if op == "layernorm":
         operands.append(_param(ctx, optional_input(node, 2), stash, normalized, 0, f"{name}.bias"))
     result = ctx.builder.op(op, operands, {"axis": axis, "eps": eps},
                             hint=name if stash is dtype else f"{name}.{stash.value}")
-    return _cast(ctx, result, dtype, name)
+    return cast_to(ctx, result, dtype, name)
 
 
 def _layernorm_with_statistics(ctx, node, x: str, axis: int, eps: float, stash: DType) -> list:
@@ -97,7 +98,7 @@ def _layernorm_with_statistics(ctx, node, x: str, axis: int, eps: float, stash: 
     builder, name = ctx.builder, hint(node)
     type_ = builder.type(x)
     axes = tuple(range(axis, type_.rank))
-    stashed = _cast(ctx, x, stash, f"{name}.stashed")
+    stashed = cast_to(ctx, x, stash, f"{name}.stashed")
     mean = builder.op("reduce_mean", [stashed], {"axes": axes, "keepdims": True}, hint=hint(node, 1))
     centered = builder.op("sub", [stashed, mean], hint=f"{name}.centered")
     squared = builder.op("mul", [centered, centered], hint=f"{name}.squared")
@@ -105,7 +106,7 @@ def _layernorm_with_statistics(ctx, node, x: str, axis: int, eps: float, stash: 
     shifted = builder.op("add", [variance, builder.scalar(eps, stash)], hint=f"{name}.variance_eps")
     inverse = builder.op("rsqrt", [shifted], hint=hint(node, 2))
     normalized = builder.op("mul", [centered, inverse], hint=f"{name}.normalized")
-    normalized = _cast(ctx, normalized, type_.dtype, f"{name}.normalized_{type_.dtype.value}")
+    normalized = cast_to(ctx, normalized, type_.dtype, f"{name}.normalized_{type_.dtype.value}")
     dims = type_.shape[axis:]
     scaled = builder.op("mul", [normalized, _param(ctx, node.input[1], type_.dtype, dims, 1, f"{name}.scale")],
                         hint=f"{name}.scaled" if optional_input(node, 2) else name)
@@ -131,13 +132,13 @@ def convert_group_norm(ctx, node, attrs):
                                expected="a static channel count that is a multiple of num_groups")
     stash = _stash_dtype(attrs, type_.dtype)
     cells = product(type_.shape[2:]) * (channels // groups)
-    grouped = builder.op("reshape", [_cast(ctx, x, stash, f"{name}.stashed")], {"shape": (batch, groups, cells)},
+    grouped = builder.op("reshape", [cast_to(ctx, x, stash, f"{name}.stashed")], {"shape": (batch, groups, cells)},
                          hint=f"{name}.grouped")
     unit = builder.splat(f"{name}.unit_scale", 1, TensorType(stash, (cells,)))
     zero = builder.splat(f"{name}.zero_bias", 0, TensorType(stash, (cells,)))
     eps = shortest_float(float(attrs.get("epsilon", 1e-5)))
     normalized = builder.op("layernorm", [grouped, unit, zero], {"axis": -1, "eps": eps}, hint=f"{name}.normalized")
-    normalized = _cast(ctx, normalized, type_.dtype, f"{name}.normalized_{type_.dtype.value}")
+    normalized = cast_to(ctx, normalized, type_.dtype, f"{name}.normalized_{type_.dtype.value}")
     if ctx.opset < 21:  # scale and bias per group: [G, 1] against [N, G, cells]
         normalized = _affine(ctx, node, normalized, (groups, 1), f"{name}.affine")
         return [builder.op("reshape", [normalized], {"shape": tuple(type_.shape)}, hint=name)]

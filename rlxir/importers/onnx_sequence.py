@@ -18,6 +18,8 @@ import math
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.onnx_attention import shape_text, split_heads
+from rlxir.importers.onnx_norm import cast_to
 from rlxir.importers.onnx_ops import hint, operand, optional_input
 from rlxir.importers.onnx_registry import register
 from rlxir.types import TensorType
@@ -28,16 +30,6 @@ UNROLL_LIMIT = 512
 
 def _slice(ctx, value: str, axis: int, start: int, length: int, name: str) -> str:
     return ctx.builder.op("slice", [value], {"axis": axis, "start": start, "len": length}, hint=name)
-
-
-def _split_heads(ctx, value: str, heads: int, name: str) -> str:
-    """[B, T, H*D] -> [B, H, T, D]."""
-    batch, length, hidden = ctx.builder.type(value).shape
-    if not isinstance(hidden, int) or heads < 1 or hidden % heads:
-        raise UnsupportedModel(f"a hidden size of {hidden} split into {heads} heads",
-                               expected="a static hidden size that is a multiple of the head count")
-    split = ctx.builder.op("reshape", [value], {"shape": (batch, length, heads, hidden // heads)}, hint=f"{name}.split")
-    return ctx.builder.op("transpose", [split], {"perm": (0, 2, 1, 3)}, hint=f"{name}.heads")
 
 
 # --- RotaryEmbedding -------------------------------------------------------------------
@@ -91,7 +83,7 @@ def _rotation_rows(ctx, node, index: int, dtype: DType, half: int, row_axis: int
                                                        hint=f"{name}.rows")
     shape = builder.type(rows).shape
     if len(shape) != 3 or shape[-1] != half:
-        raise UnsupportedModel(f"cos / sin rows of shape {list(shape)}",
+        raise UnsupportedModel(f"cos / sin rows of shape {shape_text(shape)}",
                                expected=f"[batch, sequence, {half}] (rotary_embedding_dim / 2 wide)")
     target = list(shape)
     target.insert(row_axis, 1)
@@ -130,7 +122,7 @@ def convert_swiglu(ctx, node, attrs):
     dtype = builder.type(gate).dtype
     value = operand(ctx, node.input[1], dtype)
     if builder.type(value).shape != builder.type(gate).shape:
-        raise UnsupportedModel(f"SwiGLU of {list(builder.type(gate).shape)} and {list(builder.type(value).shape)}",
+        raise UnsupportedModel(f"SwiGLU of {builder.type(gate)} and {builder.type(value)}",
                                expected="inputs of one shape (SwiGLU does not broadcast)")
     alpha = float(attrs.get("alpha", 1.0))
     if alpha == 1.0:
@@ -167,15 +159,15 @@ def convert_causal_conv(ctx, node, attrs):
         past = None
     joined = x if past is None else builder.op("concat", [past, x], {"axis": 2}, hint=f"{name}.joined")
     wide = DType.f32 if type_.dtype in (DType.f16, DType.bf16) else type_.dtype  # sums in f32, as ONNX does
-    rows = builder.op("reshape", [_cast(ctx, joined, wide, f"{name}.joined_{wide.value}")],
+    rows = builder.op("reshape", [cast_to(ctx, joined, wide, f"{name}.joined_{wide.value}")],
                       {"shape": (batch, channels, 1, length + kernel - 1)}, hint=f"{name}.rows")
-    kernels = builder.op("reshape", [_cast(ctx, weight, wide, f"{name}.weight_{wide.value}")],
+    kernels = builder.op("reshape", [cast_to(ctx, weight, wide, f"{name}.weight_{wide.value}")],
                          {"shape": (channels, 1, 1, kernel)}, hint=f"{name}.kernels")
     bias = [operand(ctx, node.input[2], wide)] if optional_input(node, 2) else []
     convolved = builder.op("conv2d", [rows, kernels, *bias], {"groups": channels}, hint=f"{name}.conv")
     output = builder.op("reshape", [convolved], {"shape": (batch, channels, length)},
                         hint=name if activation == "none" and wide is type_.dtype else f"{name}.linear")
-    output = _cast(ctx, output, type_.dtype, name if activation == "none" else f"{name}.narrow")
+    output = cast_to(ctx, output, type_.dtype, name if activation == "none" else f"{name}.narrow")
     if activation != "none":
         output = _silu_in_f32(ctx, output, name)
     present = _slice(ctx, joined, 2, length, kernel - 1, f"{name}.present_state")
@@ -221,9 +213,9 @@ def convert_linear_attention(ctx, node, attrs):
         raise UnsupportedModel(f"LinearAttention over {steps} positions",
                                expected=f"a static sequence length of at most {UNROLL_LIMIT} (the recurrence is "
                                         "unrolled)")
-    q = _split_heads(ctx, _f32(ctx, query, f"{name}.q32"), q_heads, f"{name}.q")
-    k = _split_heads(ctx, _f32(ctx, ctx.value(node.input[1]), f"{name}.k32"), kv_heads, f"{name}.k")
-    v = _split_heads(ctx, _f32(ctx, ctx.value(node.input[2]), f"{name}.v32"), kv_heads, f"{name}.v")
+    q = split_heads(ctx, _f32(ctx, query, f"{name}.q32"), q_heads, f"{name}.q")
+    k = split_heads(ctx, _f32(ctx, ctx.value(node.input[1]), f"{name}.k32"), kv_heads, f"{name}.k")
+    v = split_heads(ctx, _f32(ctx, ctx.value(node.input[2]), f"{name}.v32"), kv_heads, f"{name}.v")
     key_size, value_size = builder.type(k).shape[3], builder.type(v).shape[3]
     decay = _per_step_input(ctx, node, 4, gated, "decay", rule, (kv_heads, kv_heads * key_size), kv_heads, name)
     beta = _per_step_input(ctx, node, 5, delta, "beta", rule, (kv_heads, 1), kv_heads, name)
@@ -238,7 +230,7 @@ def convert_linear_attention(ctx, node, attrs):
     read = builder.op("mul", [read, builder.scalar(scale, DType.f32)], hint=f"{name}.scaled")
     moved = builder.op("transpose", [read], {"perm": (0, 2, 1, 3)}, hint=f"{name}.seq_first")
     flat = builder.op("reshape", [moved], {"shape": (batch, steps, q_heads * value_size)}, hint=f"{name}.flat")
-    return [_cast(ctx, flat, out_dtype, name), _cast(ctx, state, state_dtype, f"{name}.present_state")]
+    return [cast_to(ctx, flat, out_dtype, name), cast_to(ctx, state, state_dtype, f"{name}.present_state")]
 
 
 def _linear_heads(attrs) -> tuple[int, int]:
@@ -252,13 +244,7 @@ def _linear_heads(attrs) -> tuple[int, int]:
 
 
 def _f32(ctx, value: str, name: str) -> str:
-    return _cast(ctx, value, DType.f32, name)
-
-
-def _cast(ctx, value: str, dtype: DType, name: str) -> str:
-    if ctx.builder.type(value).dtype is dtype:
-        return value
-    return ctx.builder.op("cast", [value], {"to": dtype}, hint=name)
+    return cast_to(ctx, value, DType.f32, name)
 
 
 def _per_step_input(ctx, node, index: int, wanted: bool, what: str, rule: str, widths: tuple, kv_heads: int,
@@ -275,12 +261,12 @@ def _per_step_input(ctx, node, index: int, wanted: bool, what: str, rule: str, w
     value = _f32(ctx, ctx.value(onnx_name), f"{name}.{what}32")
     shape = builder.type(value).shape
     if len(shape) != 3 or shape[-1] not in widths:
-        raise UnsupportedModel(f"a {what} of shape {list(shape)}", expected=f"[B, T, W] with W in {list(widths)}")
+        raise UnsupportedModel(f"a {what} of shape {shape_text(shape)}", expected=f"[B, T, W] with W in {list(widths)}")
     batch, steps, width = shape
     if width == widths[0] or width == 1:
         columns = builder.op("reshape", [value], {"shape": (batch, steps, width, 1)}, hint=f"{name}.{what}_heads")
         return builder.op("transpose", [columns], {"perm": (0, 2, 1, 3)}, hint=f"{name}.{what}")
-    return _split_heads(ctx, value, kv_heads, f"{name}.{what}")
+    return split_heads(ctx, value, kv_heads, f"{name}.{what}")
 
 
 def _initial_state(ctx, node, batch, kv_heads: int, key_size: int, value_size: int, out_dtype: DType, name: str):
@@ -317,6 +303,7 @@ def _step(ctx, q, k, v, decay, beta, state, step: int, groups: int, name: str) -
     read = builder.op("matmul", [grouped, state], hint=f"{name}.read")  # [B, Hkv, groups, dv]
     value_size = builder.type(read).shape[3]
     return state, builder.op("reshape", [read], {"shape": (batch, q_heads, 1, value_size)}, hint=f"{name}.o")
+
 
 
 register({
