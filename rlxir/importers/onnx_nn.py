@@ -232,19 +232,6 @@ def convert_batchnorm(ctx, node, attrs):
     return [ctx.builder.op("batchnorm", operands, {"eps": _float(eps)}, hint=hint(node))]
 
 
-def convert_layernorm(ctx, node, attrs):
-    refuse_used_outputs(ctx, node, 1, "mean and inverse std")
-    x = ctx.value(node.input[0])
-    dtype = ctx.builder.type(x).dtype
-    scale = operand(ctx, node.input[1], dtype)
-    if optional_input(node, 2):
-        bias = operand(ctx, node.input[2], dtype)
-    else:
-        bias = ctx.builder.splat(f"{hint(node)}.zero_bias", 0, ctx.builder.type(scale))
-    attributes = {"axis": int(attrs.get("axis", -1)), "eps": _float(attrs.get("epsilon", 1e-5))}
-    return [ctx.builder.op("layernorm", [x, scale, bias], attributes, hint=hint(node))]
-
-
 def convert_instance_norm(ctx, node, attrs):
     """InstanceNormalization normalises each (sample, channel) over its spatial cells: a
     ``layernorm`` over [N, C, H*W] with unit gamma and zero beta, then the per-channel scale
@@ -345,6 +332,6 @@ def convert_gemm(ctx, node, attrs):
 register({
     "Conv": convert_conv, "MaxPool": convert_pool, "AveragePool": convert_pool,
     "GlobalAveragePool": convert_global_pool, "GlobalMaxPool": convert_global_pool,
-    "BatchNormalization": convert_batchnorm, "LayerNormalization": convert_layernorm, "LRN": convert_lrn,
+    "BatchNormalization": convert_batchnorm, "LRN": convert_lrn,
     "Gemm": convert_gemm, "Pad": convert_pad, "InstanceNormalization": convert_instance_norm,
 })
