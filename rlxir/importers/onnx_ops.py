@@ -131,6 +131,26 @@ def wrapped_index(ctx, index: str, dim, name: str) -> str:
     return ctx.builder.op("where", [negative, wrapped, index], hint=f"{name}.idx")
 
 
+class Arith:
+    """Elementwise expressions of one dtype on the import's builder.
+
+    ``arith("add", x, 1.0)`` adds the op ``add(x, c)``: an operand is a value name or a
+    Python number (made the shared scalar const of `dtype`); a result is named
+    ``{name}.{tag}`` (``tag`` defaults to the op), or `name` itself with ``final=True``.
+    """
+
+    def __init__(self, ctx, dtype: DType, name: str):
+        self.builder, self.dtype, self.name = ctx.builder, dtype, name
+
+    def const(self, value) -> str:
+        return self.builder.scalar(value, self.dtype)
+
+    def __call__(self, op: str, *operands, attrs=None, tag: str | None = None, final: bool = False) -> str:
+        values = [self.const(item) if isinstance(item, (int, float, np.number)) else item for item in operands]
+        name = self.name if final else f"{self.name}.{tag or op}"
+        return self.builder.op(op, values, attrs, hint=name)
+
+
 # --- static evaluation -----------------------------------------------------------------
 def _numeric(values: np.ndarray) -> np.ndarray:
     return concrete(values, "a static tensor")
@@ -183,15 +203,17 @@ def convert_binary(ctx, node, attrs):
 
 
 def convert_mod(ctx, node, attrs):
-    """Mod: fmod=0 (integers only in ONNX) takes the divisor's sign, fmod=1 the dividend's."""
+    """Mod: fmod=0 takes the divisor's sign (``mod``; on floats from opset 28, which
+    defines it), fmod=1 the dividend's (``fmod``)."""
     truncated = bool(attrs.get("fmod", 0))
     left, right = node.input[0], node.input[1]
     if foldable(ctx, node):
         a, b = ctx.static(left), ctx.static(right)
         return [np.fmod(_numeric(a), _numeric(b)) if truncated else np.mod(a, b)]
     dtype = first_dtype(ctx, [left, right])
-    if dtype.is_float and not truncated:
-        raise UnsupportedModel("Mod with fmod=0 on floats", expected="fmod=1 for float operands (as ONNX requires)")
+    if dtype.is_float and not truncated and ctx.opset < 28:
+        raise UnsupportedModel(f"Mod with fmod=0 on floats at opset {ctx.opset}",
+                               expected="fmod=1 for float operands before opset 28 (which defines the floored one)")
     operands = [operand(ctx, left, dtype), operand(ctx, right, dtype)]
     return [ctx.builder.op("fmod" if truncated else "mod", operands, hint=hint(node))]
 
