@@ -218,20 +218,6 @@ def convert_mod(ctx, node, attrs):
     return [ctx.builder.op("fmod" if truncated else "mod", operands, hint=hint(node))]
 
 
-def convert_cumsum(ctx, node, attrs):
-    """CumSum onto ``cumsum``; reverse=1 is the total minus the forward sum of the other kind
-    (reverse inclusive = total - forward exclusive, and the other way round)."""
-    x = ctx.value(node.input[0])
-    rank = ctx.builder.type(x).rank
-    axis = normalize_axis(int(static_ints(ctx, node, 1, "axis")[0]), rank)
-    exclusive, reverse = bool(attrs.get("exclusive", 0)), bool(attrs.get("reverse", 0))
-    if not reverse:
-        return [ctx.builder.op("cumsum", [x], {"axis": axis, "exclusive": exclusive}, hint=hint(node))]
-    forward = ctx.builder.op("cumsum", [x], {"axis": axis, "exclusive": not exclusive}, hint=f"{hint(node)}.forward")
-    total = ctx.builder.op("reduce_sum", [x], {"axes": (axis,), "keepdims": True}, hint=f"{hint(node)}.total")
-    return [ctx.builder.op("sub", [total, forward], hint=hint(node))]
-
-
 def convert_variadic(ctx, node, attrs):
     """Sum, Mean, Max, Min: a left fold of the binary op (Mean divides by the count)."""
     names = present(node)
@@ -386,7 +372,7 @@ def convert_identity(ctx, node, attrs):
     return [ctx.static(x) if ctx.is_static(x) else ctx.value(x)]
 
 
-# --- softmax and reductions ------------------------------------------------------------
+# --- softmax ---------------------------------------------------------------------------
 def convert_softmax(ctx, node, attrs):
     x = ctx.value(node.input[0])
     type_ = ctx.builder.type(x)
@@ -419,23 +405,6 @@ def product(dims) -> object:
     return total
 
 
-REDUCTIONS = {"ReduceMean": ("reduce_mean", 18), "ReduceSum": ("reduce_sum", 13), "ReduceMax": ("reduce_max", 18),
-              "ReduceMin": ("reduce_min", 18)}
-
-
-def convert_reduce(ctx, node, attrs):
-    op, since = REDUCTIONS[node.op_type]
-    x = ctx.value(node.input[0])
-    rank = ctx.builder.type(x).rank
-    axes = axes_argument(ctx, node, attrs, 1, since)
-    if not axes:
-        if attrs.get("noop_with_empty_axes", 0):
-            return [x]
-        axes = list(range(rank))
-    keepdims = bool(attrs.get("keepdims", 1))
-    return [ctx.builder.op(op, [x], {"axes": tuple(axes), "keepdims": keepdims}, hint=hint(node))]
-
-
 # --- matmul ----------------------------------------------------------------------------
 def convert_matmul(ctx, node, attrs):
     dtype = first_dtype(ctx, node.input[:2])
@@ -447,9 +416,8 @@ def _converters() -> dict:
     table = {op: convert_unary for op in UNARY}
     table.update({op: convert_binary for op in BINARY})
     table.update({op: convert_variadic for op in ("Sum", "Mean")})
-    table.update({op: convert_reduce for op in REDUCTIONS})
     table.update({
-        "Mod": convert_mod, "CumSum": convert_cumsum, "Max": convert_variadic, "Min": convert_variadic, "Not": convert_not, "IsNaN": convert_isnan, "Reciprocal": convert_reciprocal,
+        "Mod": convert_mod, "Max": convert_variadic, "Min": convert_variadic, "Not": convert_not, "IsNaN": convert_isnan, "Reciprocal": convert_reciprocal,
         "Clip": convert_clip, "LeakyRelu": convert_leaky_relu, "HardSigmoid": convert_hard_sigmoid,
         "HardSwish": convert_hard_swish, "Softplus": convert_softplus, "Elu": convert_elu, "PRelu": convert_prelu,
         "Gelu": convert_gelu, "Where": convert_where, "Cast": convert_cast, "CastLike": convert_cast,

@@ -25,10 +25,10 @@ ELEMENT = {np.dtype(np.float32): F, np.dtype(np.float16): F16, np.dtype(np.float
            np.dtype(np.uint32): TensorProto.UINT32, np.dtype(bool): TensorProto.BOOL}
 
 
-def run_imported(model, feeds: dict) -> list[np.ndarray]:
+def run_imported(model, feeds: dict, bindings=None) -> list[np.ndarray]:
     imported = import_onnx(model)
     inputs = {imported.inputs[name]: array for name, array in feeds.items()}
-    got = interpret(imported.graph, inputs, dict(imported.params))
+    got = interpret(imported.graph, inputs, dict(imported.params), bindings)
     return [got[value] for value in imported.outputs.values()]
 
 
