@@ -1,4 +1,5 @@
-"""ONNX op -> core ops: shared helpers, elementwise ops, reductions, and the table of every converter.
+"""ONNX op -> core ops: shared helpers and the ops that map onto core ops directly
+(elementwise, Clip and the simple activations, Where, Cast, Softmax, MatMul).
 
 A converter is ``convert(ctx, node, attrs) -> [result per output]``; a result is an rlx
 value name, a NumPy array (the output is static: shape arithmetic evaluated while
@@ -7,8 +8,9 @@ Shape and tensor ops (Reshape, Slice, Gather, Shape arithmetic, ...) are in
 `rlxir.importers.onnx_shape`; network ops (conv, pooling, norms, Gemm, LRN, Pad) in
 `rlxir.importers.onnx_nn` (dilated pooling in `onnx_pool_dilated`); ScatterND,
 ScatterElements, TopK and Trilu in `onnx_scatter`; Einsum in `onnx_einsum`; ConvTranspose and
-Resize in `onnx_upsample`; If in `onnx_control`.
-"""
+Resize in `onnx_upsample`; If in `onnx_control`; reductions, ArgMax/ArgMin and scans in
+`onnx_reduce`; decomposed elementwise math (trigonometry, bits, more activations) in
+`onnx_math`; the losses in `onnx_loss`."""
 
 from __future__ import annotations
 
