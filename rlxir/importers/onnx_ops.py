@@ -1,4 +1,5 @@
-"""ONNX op -> core ops: shared helpers, elementwise ops, reductions, and the table of every converter.
+"""ONNX op -> core ops: shared helpers and the ops that map onto core ops directly
+(elementwise, Clip and the simple activations, Where, Cast, Softmax, MatMul).
 
 A converter is ``convert(ctx, node, attrs) -> [result per output]``; a result is an rlx
 value name, a NumPy array (the output is static: shape arithmetic evaluated while
@@ -7,8 +8,9 @@ Shape and tensor ops (Reshape, Slice, Gather, Shape arithmetic, ...) are in
 `rlxir.importers.onnx_shape`; network ops (conv, pooling, norms, Gemm, LRN, Pad) in
 `rlxir.importers.onnx_nn` (dilated pooling in `onnx_pool_dilated`); ScatterND,
 ScatterElements, TopK and Trilu in `onnx_scatter`; Einsum in `onnx_einsum`; ConvTranspose and
-Resize in `onnx_upsample`; If in `onnx_control`.
-"""
+Resize in `onnx_upsample`; If in `onnx_control`; reductions, ArgMax/ArgMin and scans in
+`onnx_reduce`; decomposed elementwise math (trigonometry, bits, more activations) in
+`onnx_math`; the losses in `onnx_loss`."""
 
 from __future__ import annotations
 
@@ -131,6 +133,26 @@ def wrapped_index(ctx, index: str, dim, name: str) -> str:
     return ctx.builder.op("where", [negative, wrapped, index], hint=f"{name}.idx")
 
 
+class Arith:
+    """Elementwise expressions of one dtype on the import's builder.
+
+    ``arith("add", x, 1.0)`` adds the op ``add(x, c)``: an operand is a value name or a
+    Python number (made the shared scalar const of `dtype`); a result is named
+    ``{name}.{tag}`` (``tag`` defaults to the op), or `name` itself with ``final=True``.
+    """
+
+    def __init__(self, ctx, dtype: DType, name: str):
+        self.builder, self.dtype, self.name = ctx.builder, dtype, name
+
+    def const(self, value) -> str:
+        return self.builder.scalar(value, self.dtype)
+
+    def __call__(self, op: str, *operands, attrs=None, tag: str | None = None, final: bool = False) -> str:
+        values = [self.const(item) if isinstance(item, (int, float, np.number)) else item for item in operands]
+        name = self.name if final else f"{self.name}.{tag or op}"
+        return self.builder.op(op, values, attrs, hint=name)
+
+
 # --- static evaluation -----------------------------------------------------------------
 def _numeric(values: np.ndarray) -> np.ndarray:
     return concrete(values, "a static tensor")
@@ -183,31 +205,19 @@ def convert_binary(ctx, node, attrs):
 
 
 def convert_mod(ctx, node, attrs):
-    """Mod: fmod=0 (integers only in ONNX) takes the divisor's sign, fmod=1 the dividend's."""
+    """Mod: fmod=0 takes the divisor's sign (``mod``; on floats from opset 28, which
+    defines it), fmod=1 the dividend's (``fmod``)."""
     truncated = bool(attrs.get("fmod", 0))
     left, right = node.input[0], node.input[1]
     if foldable(ctx, node):
         a, b = ctx.static(left), ctx.static(right)
         return [np.fmod(_numeric(a), _numeric(b)) if truncated else np.mod(a, b)]
     dtype = first_dtype(ctx, [left, right])
-    if dtype.is_float and not truncated:
-        raise UnsupportedModel("Mod with fmod=0 on floats", expected="fmod=1 for float operands (as ONNX requires)")
+    if dtype.is_float and not truncated and ctx.opset < 28:
+        raise UnsupportedModel(f"Mod with fmod=0 on floats at opset {ctx.opset}",
+                               expected="fmod=1 for float operands before opset 28 (which defines the floored one)")
     operands = [operand(ctx, left, dtype), operand(ctx, right, dtype)]
     return [ctx.builder.op("fmod" if truncated else "mod", operands, hint=hint(node))]
-
-
-def convert_cumsum(ctx, node, attrs):
-    """CumSum onto ``cumsum``; reverse=1 is the total minus the forward sum of the other kind
-    (reverse inclusive = total - forward exclusive, and the other way round)."""
-    x = ctx.value(node.input[0])
-    rank = ctx.builder.type(x).rank
-    axis = normalize_axis(int(static_ints(ctx, node, 1, "axis")[0]), rank)
-    exclusive, reverse = bool(attrs.get("exclusive", 0)), bool(attrs.get("reverse", 0))
-    if not reverse:
-        return [ctx.builder.op("cumsum", [x], {"axis": axis, "exclusive": exclusive}, hint=hint(node))]
-    forward = ctx.builder.op("cumsum", [x], {"axis": axis, "exclusive": not exclusive}, hint=f"{hint(node)}.forward")
-    total = ctx.builder.op("reduce_sum", [x], {"axes": (axis,), "keepdims": True}, hint=f"{hint(node)}.total")
-    return [ctx.builder.op("sub", [total, forward], hint=hint(node))]
 
 
 def convert_variadic(ctx, node, attrs):
@@ -364,7 +374,7 @@ def convert_identity(ctx, node, attrs):
     return [ctx.static(x) if ctx.is_static(x) else ctx.value(x)]
 
 
-# --- softmax and reductions ------------------------------------------------------------
+# --- softmax ---------------------------------------------------------------------------
 def convert_softmax(ctx, node, attrs):
     x = ctx.value(node.input[0])
     type_ = ctx.builder.type(x)
@@ -397,23 +407,6 @@ def product(dims) -> object:
     return total
 
 
-REDUCTIONS = {"ReduceMean": ("reduce_mean", 18), "ReduceSum": ("reduce_sum", 13), "ReduceMax": ("reduce_max", 18),
-              "ReduceMin": ("reduce_min", 18)}
-
-
-def convert_reduce(ctx, node, attrs):
-    op, since = REDUCTIONS[node.op_type]
-    x = ctx.value(node.input[0])
-    rank = ctx.builder.type(x).rank
-    axes = axes_argument(ctx, node, attrs, 1, since)
-    if not axes:
-        if attrs.get("noop_with_empty_axes", 0):
-            return [x]
-        axes = list(range(rank))
-    keepdims = bool(attrs.get("keepdims", 1))
-    return [ctx.builder.op(op, [x], {"axes": tuple(axes), "keepdims": keepdims}, hint=hint(node))]
-
-
 # --- matmul ----------------------------------------------------------------------------
 def convert_matmul(ctx, node, attrs):
     dtype = first_dtype(ctx, node.input[:2])
@@ -425,9 +418,8 @@ def _converters() -> dict:
     table = {op: convert_unary for op in UNARY}
     table.update({op: convert_binary for op in BINARY})
     table.update({op: convert_variadic for op in ("Sum", "Mean")})
-    table.update({op: convert_reduce for op in REDUCTIONS})
     table.update({
-        "Mod": convert_mod, "CumSum": convert_cumsum, "Max": convert_variadic, "Min": convert_variadic, "Not": convert_not, "IsNaN": convert_isnan, "Reciprocal": convert_reciprocal,
+        "Mod": convert_mod, "Max": convert_variadic, "Min": convert_variadic, "Not": convert_not, "IsNaN": convert_isnan, "Reciprocal": convert_reciprocal,
         "Clip": convert_clip, "LeakyRelu": convert_leaky_relu, "HardSigmoid": convert_hard_sigmoid,
         "HardSwish": convert_hard_swish, "Softplus": convert_softplus, "Elu": convert_elu, "PRelu": convert_prelu,
         "Gelu": convert_gelu, "Where": convert_where, "Cast": convert_cast, "CastLike": convert_cast,

@@ -1,0 +1,416 @@
+"""ONNX op -> core ops: elementwise math the IR has no op for, decomposed.
+
+- **Activations**: Selu, Celu, ThresholdedRelu, Shrink, Softsign, Swish, Mish.
+- **Rounding and tests**: Round (half to even), Sign, IsInf.
+- **Trigonometry**: Tan, Sinh, Cosh, Asinh, Acosh, Atanh from ``exp``/``log``/``sqrt``
+  identities written the way a libm keeps them accurate (``expm1`` and ``log1p`` by Kahan's
+  correction, so small arguments keep their relative precision); Atan, Asin, Acos from one
+  range-reduced odd polynomial for atan (`ATAN_COEFFICIENTS`). f16 and bf16 inputs are
+  computed in f32 and rounded back once.
+- **Bits**: BitShift, BitwiseAnd/Or/Xor/Not on the IR's integer types, by integer
+  arithmetic: a shift multiplies or floor-divides by a power of two (wrapped to the type's
+  width), And/Or/Xor split each operand into its bits along a new last axis.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rlxir.dtypes import DType
+from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.onnx_ops import Arith, first_dtype, hint, operand
+from rlxir.importers.onnx_registry import register
+from rlxir.types import TensorType
+
+BF16_MAX = float(np.array(0x7F7F0000, dtype=np.uint32).view(np.float32))
+"""The largest finite bf16 (f32's exponent, 7 mantissa bits)."""
+
+LARGE_ARGUMENT = {DType.f32: 2.0**12, DType.f64: 2.0**28}
+"""Per compute dtype: above this, asinh(a) and acosh(a) are log(a) + log(2) to within the
+dtype's rounding (the next term, 1/(4 a^2), is below it)."""
+
+
+def _atan_coefficients(terms: int) -> tuple[float, ...]:
+    """c[k] with atan(u) ~= u + u * z * sum(c[k] z^k), z = u^2, for |u| <= tan(pi/8):
+    a least-squares fit in z on Chebyshev points of [0.0004, tan(pi/8)^2] (computed in f64,
+    once; smaller u would only add the cancellation of atan(u) - u to the fit)."""
+    low, high = 0.0004, math.tan(math.pi / 8) ** 2
+    z = low + (high - low) * (1 - np.cos(np.linspace(0, np.pi, 400))) / 2
+    u = np.sqrt(z)
+    target = (np.arctan(u) - u) / (u * z)
+    powers = np.stack([z**k for k in range(terms)], axis=1)
+    coefficients, *_ = np.linalg.lstsq(powers, target, rcond=None)
+    return tuple(float(c) for c in coefficients)
+
+
+ATAN_COEFFICIENTS = {DType.f64: _atan_coefficients(14), DType.f32: _atan_coefficients(7)}
+"""Per compute dtype: enough terms for an error below the dtype's rounding."""
+
+
+class FloatMath(Arith):
+    """Arith on a float node's input `x`, computed in f32 for f16/bf16 inputs; `result`
+    makes the last op, named after the node and cast back to the input's dtype."""
+
+    def __init__(self, ctx, node, index: int = 0):
+        value = ctx.value(node.input[index])
+        self.given = ctx.builder.type(value).dtype
+        if not self.given.is_float:
+            raise UnsupportedModel(f"{node.op_type} of a {self.given} tensor", expected="a float tensor")
+        super().__init__(ctx, DType.f32 if self.given.is_low_precision else self.given, hint(node))
+        self.x = value if self.dtype is self.given else \
+            self.builder.op("cast", [value], {"to": self.dtype}, hint=f"{self.name}.wide")
+
+    def result(self, op: str, *operands) -> str:
+        if self.dtype is self.given:
+            return self(op, *operands, final=True)
+        return self.builder.op("cast", [self(op, *operands)], {"to": self.given}, hint=self.name)
+
+
+# --- accurate building blocks -----------------------------------------------------------
+def expm1(f: Arith, x: str) -> str:
+    """exp(x) - 1 without cancellation near 0: (u - 1) * x / log(u) for u = exp(x) (Kahan),
+    x itself where u rounds to 1, plain u - 1 for |x| >= 0.5 (where it is exact enough and
+    the ratio would meet inf / inf)."""
+    u = f("exp", x, tag="exp")
+    less = f("sub", u, 1.0, tag="u_minus_1")
+    ratio = f("div", f("mul", less, x), f("log", u), tag="expm1_ratio")
+    near = f("where", f("eq", u, 1.0), x, ratio, tag="expm1_near")
+    return f("where", f("lt", f("abs", x), 0.5), near, less, tag="expm1")
+
+
+def log1p(f: Arith, y: str) -> str:
+    """log(1 + y) without losing y's precision near 0: log(u) * y / (u - 1) for u = 1 + y
+    (Kahan), y where u rounds to 1, plain log(u) for |y| >= 0.5."""
+    u = f("add", y, 1.0, tag="one_plus")
+    log_u = f("log", u, tag="log_u")
+    ratio = f("mul", log_u, f("div", y, f("sub", u, 1.0)), tag="log1p_ratio")
+    near = f("where", f("eq", u, 1.0), y, ratio, tag="log1p_near")
+    return f("where", f("lt", f("abs", y), 0.5), near, log_u, tag="log1p")
+
+
+def with_sign_of(f: Arith, x: str, magnitude: str, final: bool = False) -> str:
+    """`magnitude` (of an odd function of |x|) carrying the sign of `x`."""
+    return f("where", f("lt", x, 0.0), f("neg", magnitude), magnitude, tag="signed", final=final)
+
+
+def atan(f: Arith, x: str, final: bool = False) -> str:
+    """atan(x): |x| > 1 reduces to pi/2 - atan(1/|x|), then t > tan(pi/8) to pi/4 +
+    atan((t - 1)/(t + 1)), leaving |u| <= tan(pi/8) for the odd polynomial."""
+    magnitude = f("abs", x, tag="abs")
+    big = f("gt", magnitude, 1.0, tag="big")
+    t = f("where", big, f("div", 1.0, magnitude), magnitude, tag="t")
+    middle = f("gt", t, math.tan(math.pi / 8), tag="middle")
+    u = f("where", middle, f("div", f("sub", t, 1.0), f("add", t, 1.0)), t, tag="u")
+    z = f("mul", u, u, tag="z")
+    coefficients = ATAN_COEFFICIENTS[DType.f64 if f.dtype is DType.f64 else DType.f32]
+    series = f("mul", z, coefficients[-1], tag="series")
+    for coefficient in reversed(coefficients[:-1]):
+        series = f("mul", f("add", series, coefficient), z, tag="series")
+    small = f("add", u, f("mul", u, series), tag="atan_small")
+    reduced = f("where", middle, f("add", small, math.pi / 4), small, tag="atan_t")
+    positive = f("where", big, f("sub", math.pi / 2, reduced), reduced, tag="atan_abs")
+    return with_sign_of(f, x, positive, final)
+
+
+# --- activations ----------------------------------------------------------------------
+def convert_selu(ctx, node, attrs):
+    alpha = attrs.get("alpha", 1.67326319217681884765625)
+    gamma = attrs.get("gamma", 1.05070102214813232421875)
+    f = FloatMath(ctx, node)
+    negative = f("mul", expm1(f, f.x), alpha * gamma, tag="negative")
+    return [f.result("where", f("gt", f.x, 0.0), f("mul", f.x, gamma), negative)]
+
+
+def convert_celu(ctx, node, attrs):
+    alpha = attrs.get("alpha", 1.0)
+    f = FloatMath(ctx, node)
+    negative = f("mul", expm1(f, f("div", f.x, alpha)), alpha, tag="negative")
+    return [f.result("add", f("maximum", f.x, 0.0), f("minimum", negative, 0.0))]
+
+
+def convert_thresholded_relu(ctx, node, attrs):
+    f = FloatMath(ctx, node)
+    return [f.result("where", f("gt", f.x, attrs.get("alpha", 1.0)), f.x, 0.0)]
+
+
+def convert_shrink(ctx, node, attrs):
+    """Shrink: x + bias below -lambd, x - bias above lambd, 0 between. On integers the
+    thresholds compare as floor(lambd) does (the same for integer x); a fractional bias
+    would need a rounding ONNX leaves to the cast, so it is refused there."""
+    bias, lambd = float(attrs.get("bias", 0.0)), float(attrs.get("lambd", 0.5))
+    x = ctx.value(node.input[0])
+    dtype = ctx.builder.type(x).dtype
+    if dtype.is_integer:
+        if not bias.is_integer():
+            raise UnsupportedModel(f"Shrink of an integer tensor with the fractional bias {bias}",
+                                   expected="an integral bias for integer inputs")
+        bias, lambd = int(bias), math.floor(lambd)
+        f = Arith(ctx, dtype, hint(node))
+        below, above = f("lt", x, -lambd, tag="below"), f("gt", x, lambd, tag="above")
+        middle = f("where", above, f("sub", x, bias), 0, tag="above_or_zero")
+        return [f("where", below, f("add", x, bias), middle, final=True)]
+    f = FloatMath(ctx, node)
+    below, above = f("lt", f.x, -lambd, tag="below"), f("gt", f.x, lambd, tag="above")
+    middle = f("where", above, f("sub", f.x, bias), 0.0, tag="above_or_zero")
+    return [f.result("where", below, f("add", f.x, bias), middle)]
+
+
+def convert_softsign(ctx, node, attrs):
+    f = FloatMath(ctx, node)
+    return [f.result("div", f.x, f("add", f("abs", f.x), 1.0))]
+
+
+def convert_swish(ctx, node, attrs):
+    f = FloatMath(ctx, node)
+    alpha = attrs.get("alpha", 1.0)
+    scaled = f.x if alpha == 1.0 else f("mul", f.x, alpha)
+    return [f.result("mul", f.x, f("sigmoid", scaled))]
+
+
+def convert_mish(ctx, node, attrs):
+    """x * tanh(softplus(x)), softplus as log1p(exp(x)) so a very negative x keeps its tiny
+    (not zero) result."""
+    f = FloatMath(ctx, node)
+    softplus = log1p(f, f("exp", f.x))
+    return [f.result("mul", f.x, f("tanh", softplus))]
+
+
+# --- rounding and tests -----------------------------------------------------------------
+def convert_round(ctx, node, attrs):
+    """Round half to even: floor(x), plus 1 above the half, plus floor(x) mod 2 at exactly
+    the half (x - floor(x) is exact); inf and NaN give floor's own result."""
+    f = FloatMath(ctx, node)
+    down = f("floor", f.x)
+    fraction = f("sub", f.x, down, tag="fraction")
+    up = f("where", f("gt", fraction, 0.5), f("add", down, 1.0), down, tag="nearest")
+    even = f("add", down, f("mod", down, 2.0), tag="even")
+    return [f.result("where", f("eq", fraction, 0.5), even, up)]
+
+
+def convert_sign(ctx, node, attrs):
+    x = ctx.value(node.input[0])
+    f = Arith(ctx, ctx.builder.type(x).dtype, hint(node))
+    negative = f("where", f("lt", x, 0), -1, x, tag="negative") if f.dtype not in (DType.u8, DType.u32) else x
+    return [f("where", f("gt", x, 0), 1, negative, final=True)]  # zero (and NaN) stay themselves
+
+
+def convert_isinf(ctx, node, attrs):
+    """IsInf: x above (below) the dtype's largest finite value (no inf literal needed)."""
+    x = ctx.value(node.input[0])
+    dtype = ctx.builder.type(x).dtype
+    name = hint(node)
+    if not dtype.is_float:
+        return [ctx.builder.splat(name, False, TensorType(DType.bool, ctx.builder.type(x).shape))]
+    largest = BF16_MAX if dtype is DType.bf16 else float(np.finfo(dtype.numpy).max)
+    f = Arith(ctx, dtype, name)
+    positive, negative = bool(attrs.get("detect_positive", 1)), bool(attrs.get("detect_negative", 1))
+    if positive and negative:
+        return [f("gt", f("abs", x), largest, final=True)]
+    if positive:
+        return [f("gt", x, largest, final=True)]
+    if negative:
+        return [f("lt", x, -largest, final=True)]
+    return [ctx.builder.splat(name, False, TensorType(DType.bool, ctx.builder.type(x).shape))]
+
+
+# --- trigonometry ---------------------------------------------------------------------
+def convert_tan(ctx, node, attrs):
+    f = FloatMath(ctx, node)
+    return [f.result("div", f("sin", f.x), f("cos", f.x))]
+
+
+def convert_sinh(ctx, node, attrs):
+    """sinh(a) = (e - 1/e) / 2 for a = |x| >= 1, (m + m / (m + 1)) / 2 with m = expm1(a)
+    below (no cancellation); the sign of x restored."""
+    f = FloatMath(ctx, node)
+    magnitude = f("abs", f.x, tag="abs")
+    grown = f("exp", magnitude, tag="e")
+    large = f("mul", f("sub", grown, f("div", 1.0, grown)), 0.5, tag="large")
+    m = expm1(f, magnitude)
+    small = f("mul", f("add", m, f("div", m, f("add", m, 1.0))), 0.5, tag="small")
+    positive = f("where", f("lt", magnitude, 1.0), small, large, tag="sinh_abs")
+    return [f.result("where", f("lt", f.x, 0.0), f("neg", positive), positive)]
+
+
+def convert_cosh(ctx, node, attrs):
+    f = FloatMath(ctx, node)
+    grown = f("exp", f("abs", f.x), tag="e")
+    return [f.result("mul", f("add", grown, f("div", 1.0, grown)), 0.5)]
+
+
+def convert_asinh(ctx, node, attrs):
+    """asinh(a) = log1p(a + a^2 / (1 + sqrt(1 + a^2))) for a = |x|, log(a) + log 2 for huge a."""
+    f = FloatMath(ctx, node)
+    a = f("abs", f.x, tag="abs")
+    square = f("mul", a, a, tag="square")
+    inner = f("add", a, f("div", square, f("add", f("sqrt", f("add", square, 1.0)), 1.0)), tag="inner")
+    huge = f("add", f("log", a), math.log(2.0), tag="huge")
+    positive = f("where", f("gt", a, LARGE_ARGUMENT[f.dtype]), huge, log1p(f, inner), tag="asinh_abs")
+    return [f.result("where", f("lt", f.x, 0.0), f("neg", positive), positive)]
+
+
+def convert_acosh(ctx, node, attrs):
+    """acosh(x) = log1p(t + sqrt(t (t + 2))) with t = x - 1 (exact near 1), log(x) + log 2
+    for huge x; NaN below 1 (the sqrt of a negative)."""
+    f = FloatMath(ctx, node)
+    t = f("sub", f.x, 1.0, tag="t")
+    inner = f("add", t, f("sqrt", f("mul", t, f("add", t, 2.0))), tag="inner")
+    huge = f("add", f("log", f.x), math.log(2.0), tag="huge")
+    return [f.result("where", f("gt", f.x, LARGE_ARGUMENT[f.dtype]), huge, log1p(f, inner))]
+
+
+def convert_atanh(ctx, node, attrs):
+    """atanh(a) = log1p(2a / (1 - a)) / 2 for a = |x|, the sign of x restored."""
+    f = FloatMath(ctx, node)
+    a = f("abs", f.x, tag="abs")
+    positive = f("mul", log1p(f, f("div", f("mul", a, 2.0), f("sub", 1.0, a), tag="ratio")), 0.5, tag="atanh_abs")
+    return [f.result("where", f("lt", f.x, 0.0), f("neg", positive), positive)]
+
+
+def convert_atan(ctx, node, attrs):
+    f = FloatMath(ctx, node)
+    return [_narrowed(f, atan(f, f.x, final=f.dtype is f.given))]
+
+
+def convert_asin(ctx, node, attrs):
+    """asin(x) = atan(x / sqrt((1 - x)(1 + x))): +-inf at +-1 gives +-pi/2."""
+    f = FloatMath(ctx, node)
+    cosine = f("sqrt", f("mul", f("sub", 1.0, f.x), f("add", f.x, 1.0)), tag="cosine")
+    return [_narrowed(f, atan(f, f("div", f.x, cosine, tag="tangent"), final=f.dtype is f.given))]
+
+
+def convert_acos(ctx, node, attrs):
+    """acos(x) = 2 atan(sqrt((1 - x) / (1 + x))): accurate near 1, pi at -1."""
+    f = FloatMath(ctx, node)
+    half = f("sqrt", f("div", f("sub", 1.0, f.x), f("add", f.x, 1.0)), tag="half_tangent")
+    return [f.result("mul", atan(f, half), 2.0)]
+
+
+def _narrowed(f: FloatMath, value: str) -> str:
+    """`value`, computed wide for an f16/bf16 input, cast back (as the node's result)."""
+    if f.dtype is f.given:
+        return value
+    return f.builder.op("cast", [value], {"to": f.given}, hint=f.name)
+
+
+# --- bits -------------------------------------------------------------------------------
+BITS = {DType.i8: 8, DType.u8: 8, DType.i16: 16, DType.i32: 32, DType.u32: 32, DType.i64: 64}
+SIGNED = {DType.i8, DType.i16, DType.i32, DType.i64}
+
+
+def _integer_operands(ctx, node) -> tuple[list[str], DType]:
+    names = [name for name in node.input if name]
+    dtype = first_dtype(ctx, names)
+    if dtype not in BITS:
+        raise UnsupportedModel(f"{node.op_type} of {dtype} tensors", expected="integer tensors")
+    return [operand(ctx, name, dtype) for name in names], dtype
+
+
+def floor_divide(f: Arith, a: str, divisor: str) -> str:
+    """floor(a / divisor) for a positive integer divisor: (a - a mod divisor) / divisor is
+    exact, so the truncating ``div`` gives the floor."""
+    return f("div", f("sub", a, f("mod", a, divisor)), divisor, tag="floor_div")
+
+
+def wrap_bits(f: Arith, value: str, dtype: DType) -> str:
+    """An i64 `value` reduced to `dtype`'s width in two's complement, then cast to it (i64
+    itself wraps in its own arithmetic)."""
+    width = BITS[dtype]
+    if width < 64:
+        value = f("mod", value, 1 << width, tag="wrapped")
+        if dtype in SIGNED:
+            value = f("where", f("ge", value, 1 << (width - 1)), f("sub", value, 1 << width), value, tag="signed")
+    return value if dtype is DType.i64 else f.builder.op("cast", [value], {"to": dtype}, hint=f.name)
+
+
+def _powers_of_two(f: Arith, shift: str, top: int) -> str:
+    """2 ** shift for shift in [0, top] (clamped there), as i64 picked from a table (the
+    IR's pow goes through floats; 2 ** 63 is the table's wrapped -2 ** 63)."""
+    table = np.array([1 << k if k < 63 else -(1 << 63) for k in range(top + 1)], dtype=np.int64)
+    clamped = f("minimum", f("maximum", shift, 0), top, tag="clamped_shift")
+    return f.builder.op("gather", [f.builder.literal(f"{f.name}.powers", table), clamped], {"axis": 0},
+                        hint=f"{f.name}.power")
+
+
+def convert_bit_shift(ctx, node, attrs):
+    """BitShift as ONNX's reference defines it for every integer type: LEFT multiplies by
+    2^shift wrapped to the width, RIGHT floor-divides (an arithmetic shift on signed types);
+    a shift outside [0, width) gives 0 (or -1 for a negative value shifted right)."""
+    direction = attrs.get("direction", "")
+    if direction not in ("LEFT", "RIGHT"):
+        raise UnsupportedModel(f"BitShift direction {direction!r}", expected="LEFT or RIGHT")
+    (a, shift), dtype = _integer_operands(ctx, node)
+    width, signed = BITS[dtype], dtype in SIGNED
+    f = Arith(ctx, DType.i64, hint(node))
+    if dtype is not DType.i64:
+        a = f("cast", a, attrs={"to": DType.i64}, tag="a")
+        shift = f("cast", shift, attrs={"to": DType.i64}, tag="shift")
+    in_range = f("minimum", f("ge", shift, 0), f("lt", shift, width), tag="in_range")
+    if direction == "LEFT":
+        moved = wrap_bits(f, f("mul", a, _powers_of_two(f, shift, width - 1), tag="moved"), dtype)
+        return [ctx.builder.op("where", [in_range, moved, ctx.builder.scalar(0, dtype)], hint=hint(node))]
+    top = width - 2 if signed else width - 1  # a signed shift by width - 1 is the sign, as out of range
+    moved = floor_divide(f, a, _powers_of_two(f, shift, top))
+    in_range = f("minimum", in_range, f("le", shift, top), tag="in_range") if signed else in_range
+    beyond = f("where", f("lt", a, 0), -1, 0, tag="beyond") if signed else f.const(0)
+    shifted = f("where", in_range, moved, beyond, tag="shifted", final=dtype is DType.i64)
+    return [shifted if dtype is DType.i64 else ctx.builder.op("cast", [shifted], {"to": dtype}, hint=hint(node))]
+
+
+def bits_of(f: Arith, a: str, width: int) -> str:
+    """The `width` bits of an i64 `a` (a value of a type that wide), least significant
+    first, along a new last axis: floor(a / 2^k) mod 2; the top bit of a 64-bit value is
+    its sign."""
+    low = min(width, 63)
+    powers = f.builder.literal(f"{f.name}.bit_weights", np.array([1 << k for k in range(low)], dtype=np.int64))
+    column = f.builder.op("reshape", [a], {"shape": (*f.builder.type(a).shape, 1)}, hint=f"{f.name}.column")
+    bits = f("mod", floor_divide(f, column, powers), 2, tag="bits")
+    if width == 64:
+        sign = f("cast", f("lt", column, 0), attrs={"to": DType.i64}, tag="sign_bit")
+        bits = f.builder.op("concat", [bits, sign], {"axis": -1}, hint=f"{f.name}.bits")
+    return bits
+
+
+def convert_bitwise(ctx, node, attrs):
+    """BitwiseAnd/Or/Xor: both operands split into bits (`bits_of`, broadcast against each
+    other), combined per bit (min, max, not-equal), and summed back with the weights of a
+    two's complement number of the type's width."""
+    (a, b), dtype = _integer_operands(ctx, node)
+    width = BITS[dtype]
+    f = Arith(ctx, DType.i64, hint(node))
+    wide = [value if dtype is DType.i64 else f("cast", value, attrs={"to": DType.i64}, tag="wide") for value in (a, b)]
+    bits_a, bits_b = (bits_of(f, value, width) for value in wide)
+    if node.op_type == "BitwiseAnd":
+        combined = f("minimum", bits_a, bits_b, tag="combined")
+    elif node.op_type == "BitwiseOr":
+        combined = f("maximum", bits_a, bits_b, tag="combined")
+    else:
+        combined = f("cast", f("ne", bits_a, bits_b), attrs={"to": DType.i64}, tag="combined")
+    weights = [1 << k for k in range(width)]
+    if dtype in SIGNED:
+        weights[-1] = -(1 << (width - 1))
+    weight = f.builder.literal(f"{f.name}.weights", np.array(weights, dtype=np.int64))
+    total = f("reduce_sum", f("mul", combined, weight), attrs={"axes": (-1,), "keepdims": False}, tag="total",
+              final=dtype is DType.i64)
+    return [total if dtype is DType.i64 else ctx.builder.op("cast", [total], {"to": dtype}, hint=hint(node))]
+
+
+def convert_bitwise_not(ctx, node, attrs):
+    """~a is -a - 1 on signed types and (2^width - 1) - a on unsigned ones."""
+    (a,), dtype = _integer_operands(ctx, node)
+    f = Arith(ctx, dtype, hint(node))
+    if dtype in SIGNED:
+        return [f("sub", f("neg", a), 1, final=True)]
+    return [f("sub", (1 << BITS[dtype]) - 1, a, final=True)]
+
+
+register({
+    "Selu": convert_selu, "Celu": convert_celu, "ThresholdedRelu": convert_thresholded_relu, "Shrink": convert_shrink,
+    "Softsign": convert_softsign, "Swish": convert_swish, "Mish": convert_mish, "Round": convert_round,
+    "Sign": convert_sign, "IsInf": convert_isinf, "Tan": convert_tan, "Sinh": convert_sinh, "Cosh": convert_cosh,
+    "Asinh": convert_asinh, "Acosh": convert_acosh, "Atanh": convert_atanh, "Atan": convert_atan,
+    "Asin": convert_asin, "Acos": convert_acos, "BitShift": convert_bit_shift, "BitwiseAnd": convert_bitwise,
+    "BitwiseOr": convert_bitwise, "BitwiseXor": convert_bitwise, "BitwiseNot": convert_bitwise_not,
+})
