@@ -1,4 +1,5 @@
-"""ONNX op -> core ops: convolution, pooling, normalisation, Gemm, LRN and Pad.
+"""ONNX op -> core ops: convolution, normalisation, Gemm, LRN and Pad (pooling is in
+`rlxir.importers.onnx_pool`).
 
 Padding: ONNX writes 2-D pads as ``[x1_begin, x2_begin, x1_end, x2_end]``, which for NCHW
 is ``[top, left, bottom, right]``, the order of the IR's ``padding``. A constant zero Pad
@@ -15,7 +16,6 @@ import numpy as np
 from rlxir.importers.builder import UnsupportedModel
 from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_ops import hint, operand, optional_input, product, refuse_used_outputs, static_ints
-from rlxir.importers.pooling import ceil_mode_padding
 from rlxir.types import TensorType
 
 
@@ -160,66 +160,6 @@ def _conv1d(ctx, node, x, w, bias, stride, pads, dilation, groups) -> str:
     return ctx.builder.op("reshape", [y4], {"shape": (batch, out_channels, out_length)}, hint=hint(node))
 
 
-# --- pooling ---------------------------------------------------------------------------
-def convert_pool(ctx, node, attrs):
-    refuse_used_outputs(ctx, node, 1, "the max indices")
-    source, extra = take_pending_pad(ctx, node.input[0])
-    x = ctx.value(source)
-    shape = ctx.builder.type(x).shape
-    if len(shape) != 4:
-        raise UnsupportedModel(f"a {len(shape) - 2}-D {node.op_type}", expected="pooling over 2 spatial dims (NCHW)")
-    kernel = [int(k) for k in attrs["kernel_shape"]]
-    strides = [int(s) for s in attrs.get("strides", [1, 1])]
-    dilations = [int(d) for d in attrs.get("dilations", [1, 1])]
-    declared = resolve_pads(attrs, shape[2:], kernel, strides, dilations)
-    pads = _combined(declared, extra)
-    if dilations != [1, 1]:
-        from rlxir.importers.onnx_pool_dilated import convert_dilated_pool
-
-        return [convert_dilated_pool(ctx, node, x, kernel, strides, dilations, pads, attrs)]
-    if attrs.get("ceil_mode", 0):
-        pads = list(ceil_mode_padding(shape[2:], kernel, strides, pads, "ceil_mode"))
-    op = "max_pool2d" if node.op_type == "MaxPool" else "avg_pool2d"
-    attributes = {"kernel": tuple(kernel), "stride": tuple(strides), "padding": tuple(pads)}
-    if op == "max_pool2d":
-        return [ctx.builder.op(op, [x], attributes, hint=hint(node))]
-    include_pad = bool(attrs.get("count_include_pad", 0))
-    counted = _combined(declared, extra)
-    factor = _average_correction(shape[2:], kernel, strides, pads, counted, include_pad)
-    if factor is None:
-        return [ctx.builder.op(op, [x], attributes, hint=hint(node))]
-    pooled = ctx.builder.op(op, [x], attributes, hint=f"{hint(node)}.padded_mean")
-    correction = ctx.builder.literal(f"{hint(node)}.count_correction", factor.astype(np.float32),
-                                     ctx.builder.type(x).dtype)
-    return [ctx.builder.op("mul", [pooled, correction], hint=hint(node))]
-
-
-def _average_correction(spatial, kernel, strides, pads, counted, include_pad) -> np.ndarray | None:
-    """[OH, OW] factors turning avg_pool2d's mean over the whole kernel (padding included,
-    the IR's semantics) into ONNX's: over the cells inside the input (count_include_pad=0)
-    or inside the declared padding (=1). None when every factor is 1."""
-    count = len(kernel)
-    per_axis = []
-    for index, (size, window, stride) in enumerate(zip(spatial, kernel, strides)):
-        if not isinstance(size, int):
-            raise UnsupportedModel(f"AveragePool over the symbolic dim {size}", expected="static spatial dims")
-        begin, end = pads[index], pads[count + index]
-        low, high = (-counted[index], size + counted[count + index]) if include_pad else (0, size)
-        outputs = (size + begin + end - window) // stride + 1
-        starts = np.arange(outputs) * stride - begin
-        cells = np.minimum(starts + window, high) - np.maximum(starts, low)
-        per_axis.append(window / np.maximum(cells, 1))
-    factor = np.multiply.outer(per_axis[0], per_axis[1])
-    return None if np.all(factor == 1.0) else factor
-
-
-def convert_global_pool(ctx, node, attrs):
-    x = ctx.value(node.input[0])
-    rank = ctx.builder.type(x).rank
-    op = "reduce_mean" if node.op_type == "GlobalAveragePool" else "reduce_max"
-    return [ctx.builder.op(op, [x], {"axes": tuple(range(2, rank)), "keepdims": True}, hint=hint(node))]
-
-
 # --- normalisation ---------------------------------------------------------------------
 def convert_batchnorm(ctx, node, attrs):
     if attrs.get("training_mode", 0):
@@ -343,8 +283,6 @@ def convert_gemm(ctx, node, attrs):
 
 
 register({
-    "Conv": convert_conv, "MaxPool": convert_pool, "AveragePool": convert_pool,
-    "GlobalAveragePool": convert_global_pool, "GlobalMaxPool": convert_global_pool,
-    "BatchNormalization": convert_batchnorm, "LayerNormalization": convert_layernorm, "LRN": convert_lrn,
+    "Conv": convert_conv, "BatchNormalization": convert_batchnorm, "LayerNormalization": convert_layernorm, "LRN": convert_lrn,
     "Gemm": convert_gemm, "Pad": convert_pad, "InstanceNormalization": convert_instance_norm,
 })
