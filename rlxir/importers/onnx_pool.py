@@ -244,7 +244,7 @@ def max_pool_with_indices(ctx, x: str, window: Window, storage_order: int, name:
     rows = b.op("reshape", [x], {"shape": (batch, channels, cells)}, hint=f"{name}.cells")
     gathered = b.op("gather", [rows, b.literal(f"{name}.taps", flat.reshape(-1))], {"axis": 2}, hint=f"{name}.taken")
     grouped = b.op("reshape", [gathered], {"shape": (batch, channels, windows, taps)}, hint=f"{name}.windows")
-    lowest = -math.inf if type_.dtype.is_float else int(np.iinfo(type_.dtype.numpy()).min)
+    lowest = -math.inf if type_.dtype.is_float else int(np.iinfo(type_.dtype.numpy).min)
     masked = b.op("where", [b.literal(f"{name}.inside", inside), grouped, b.scalar(lowest, type_.dtype)],
                   hint=f"{name}.masked")
     peak = b.op("reduce_max", [masked], {"axes": (3,), "keepdims": True}, hint=f"{name}.peak")
