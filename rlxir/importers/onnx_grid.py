@@ -37,8 +37,8 @@ def base_positions(sizes: list[int], align_corners: bool) -> np.ndarray:
     last dim), row-major over `sizes`."""
     axes = []
     for size in sizes:
-        if align_corners:  # a single cell sits at 0, as in PyTorch's affine_grid and onnxruntime
-            axes.append(np.linspace(-1.0, 1.0, size) if size > 1 else np.zeros(1))
+        if align_corners:  # a single cell sits at -1, as in ONNX's reference
+            axes.append(np.linspace(-1.0, 1.0, size))
         else:
             axes.append((2 * np.arange(size) + 1) / size - 1)
     mesh = np.meshgrid(*axes, indexing="ij")
