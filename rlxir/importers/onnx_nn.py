@@ -15,7 +15,8 @@ import numpy as np
 
 from rlxir.importers.builder import UnsupportedModel
 from rlxir.importers.onnx_registry import register
-from rlxir.importers.onnx_ops import hint, operand, optional_input, product, refuse_used_outputs, static_ints
+from rlxir.importers.onnx_ops import (hint, operand, optional_input, product, refuse_used_outputs, static_input,
+                                     static_ints)
 from rlxir.types import TensorType
 
 
@@ -63,30 +64,89 @@ def _combined(pads: list[int], extra: list[int] | None) -> list[int]:
     return pads if extra is None else [a + b for a, b in zip(pads, extra)]
 
 
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
+
+
 def convert_pad(ctx, node, attrs):
+    """Pad: constant pads are concatenated splats (or folded into the reading Conv / pool);
+    reflect, edge and wrap are a ``gather`` per padded axis of a static index list (the
+    source cell of each output cell); negative pads (constant mode) crop with a ``slice``."""
     mode = attrs.get("mode", "constant")
-    if mode != "constant":
-        raise UnsupportedModel(f"Pad in mode {mode!r}", expected="mode constant")
+    if mode not in PAD_MODES:
+        raise UnsupportedModel(f"Pad in mode {mode!r}", expected="one of " + ", ".join(PAD_MODES))
     x = node.input[0]
     rank = len(ctx.shape(x))
-    if ctx.opset < 11:
-        pads = [int(pad) for pad in attrs.get("pads", attrs.get("paddings", []))]
-        fill = float(attrs.get("value", 0.0))
-    else:
-        pads = static_ints(ctx, node, 1, "pads")
-        fill = float(ctx.static(node.input[2]).reshape(())) if optional_input(node, 2) else 0.0
-        if optional_input(node, 3):
-            axes = [axis % rank for axis in static_ints(ctx, node, 3, "axes")]
-            full = [0] * (2 * rank)
-            for index, axis in enumerate(axes):
-                full[axis], full[rank + axis] = pads[index], pads[len(axes) + index]
-            pads = full
-    if any(not isinstance(pad, int) or pad < 0 for pad in pads):
-        raise UnsupportedModel(f"Pad with pads {pads}", expected="non-negative static pads")
-    if _foldable_pad(ctx, node, rank, pads, fill):
+    pads, fill = _pad_arguments(ctx, node, attrs, rank)
+    if any(not isinstance(pad, int) for pad in pads):
+        raise UnsupportedModel(f"Pad with pads {pads}", expected="static pads")
+    if mode != "constant" and any(pad < 0 for pad in pads):
+        raise UnsupportedModel(f"Pad in mode {mode!r} with negative pads {pads}",
+                               expected="negative pads (a crop) in constant mode only")
+    if min(pads, default=0) >= 0 and _foldable_pad(ctx, node, rank, pads, fill):
         ctx.pending_pads[node.output[0]] = (x, _spatial_pads(pads, rank))
         return [None]
-    return [_pad_with_concat(ctx, node, ctx.value(x), pads, fill)]
+    value = _crop(ctx, node, ctx.value(x), pads)
+    if mode == "constant":
+        return [_pad_with_concat(ctx, node, value, [max(pad, 0) for pad in pads], fill)]
+    return [_pad_with_gathers(ctx, node, value, pads, mode)]
+
+
+def _pad_arguments(ctx, node, attrs, rank: int) -> tuple[list, float]:
+    """(pads ``[begin x rank, end x rank]``, the constant) from attributes (before opset 11)
+    or inputs (with axes from opset 18)."""
+    if ctx.opset < 11:
+        return [int(pad) for pad in attrs.get("pads", attrs.get("paddings", []))], float(attrs.get("value", 0.0))
+    pads = static_ints(ctx, node, 1, "pads")
+    fill = float(np.asarray(static_input(ctx, node, 2, "constant_value")).reshape(())) \
+        if optional_input(node, 2) else 0.0
+    if not optional_input(node, 3):
+        return pads, fill
+    axes = [axis % rank for axis in static_ints(ctx, node, 3, "axes")]
+    full = [0] * (2 * rank)
+    for index, axis in enumerate(axes):
+        full[axis], full[rank + axis] = pads[index], pads[len(axes) + index]
+    return full, fill
+
+
+def _crop(ctx, node, value: str, pads: list[int]) -> str:
+    rank = len(pads) // 2
+    for axis in range(rank):
+        begin, end = min(pads[axis], 0), min(pads[rank + axis], 0)
+        if not begin and not end:
+            continue
+        size = ctx.builder.type(value).shape[axis]
+        value = ctx.builder.op("slice", [value], {"axis": axis, "start": -begin, "len": size + begin + end},
+                               hint=f"{hint(node)}.crop{axis}")
+    return value
+
+
+def pad_source_indices(size: int, begin: int, end: int, mode: str) -> np.ndarray:
+    """The input cell each of the ``begin + size + end`` output cells reads (NumPy's pad
+    modes, which ONNX follows: reflect without repeating the edge, edge, wrap)."""
+    cells = np.arange(-begin, size + end)
+    if mode == "edge":
+        return np.clip(cells, 0, size - 1)
+    if mode == "wrap":
+        return np.mod(cells, size)
+    if size == 1:
+        return np.zeros_like(cells)
+    period = 2 * (size - 1)
+    folded = np.mod(cells, period)
+    return np.where(folded < size, folded, period - folded)
+
+
+def _pad_with_gathers(ctx, node, value: str, pads: list[int], mode: str) -> str:
+    rank = len(pads) // 2
+    for axis in range(rank):
+        begin, end = pads[axis], pads[rank + axis]
+        if not begin and not end:
+            continue
+        size = ctx.builder.type(value).shape[axis]
+        if not isinstance(size, int):
+            raise UnsupportedModel(f"Pad in mode {mode!r} of the symbolic dim {size}", expected="static padded dims")
+        rows = ctx.builder.literal(f"{hint(node)}.rows{axis}", pad_source_indices(size, begin, end, mode))
+        value = ctx.builder.op("gather", [value, rows], {"axis": axis}, hint=hint(node))
+    return value
 
 
 def _foldable_pad(ctx, node, rank: int, pads: list[int], fill: float) -> bool:

@@ -166,7 +166,7 @@ def _resize_options(ctx, attrs) -> dict:
     return options
 
 
-def _same_size(ctx, dim, size) -> bool:
+def same_size(ctx, dim, size) -> bool:
     """`size` is `dim`, counting the batch symbol as the model's static batch."""
     if dim == size:
         return True
@@ -211,7 +211,7 @@ def _resize_plan(ctx, node, attrs, shape, options) -> list[tuple[int, int, float
                 for axis, scale in enumerate(full_scales)]
     resized = []
     for axis, out, scale in plan:
-        if (scale is None or math.isclose(scale, 1.0)) and _same_size(ctx, shape[axis], out) \
+        if (scale is None or math.isclose(scale, 1.0)) and same_size(ctx, shape[axis], out) \
                 and roi[axis] == (0.0, 1.0):
             continue  # ONNX leaves such an axis as it is
         size = _static_dim(shape[axis], axis)
