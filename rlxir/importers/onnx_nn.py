@@ -1,4 +1,5 @@
-"""ONNX op -> core ops: convolution, pooling, normalisation, Gemm, LRN and Pad.
+"""ONNX op -> core ops: convolution, normalisation, Gemm, LRN and Pad (pooling is in
+`rlxir.importers.onnx_pool`).
 
 Padding: ONNX writes 2-D pads as ``[x1_begin, x2_begin, x1_end, x2_end]``, which for NCHW
 is ``[top, left, bottom, right]``, the order of the IR's ``padding``. A constant zero Pad
@@ -14,8 +15,8 @@ import numpy as np
 
 from rlxir.importers.builder import UnsupportedModel
 from rlxir.importers.onnx_registry import register
-from rlxir.importers.onnx_ops import hint, operand, optional_input, product, refuse_used_outputs, static_ints
-from rlxir.importers.pooling import ceil_mode_padding
+from rlxir.importers.onnx_ops import (hint, operand, optional_input, product, refuse_used_outputs, static_input,
+                                     static_ints)
 from rlxir.types import TensorType
 
 
@@ -63,30 +64,89 @@ def _combined(pads: list[int], extra: list[int] | None) -> list[int]:
     return pads if extra is None else [a + b for a, b in zip(pads, extra)]
 
 
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
+
+
 def convert_pad(ctx, node, attrs):
+    """Pad: constant pads are concatenated splats (or folded into the reading Conv / pool);
+    reflect, edge and wrap are a ``gather`` per padded axis of a static index list (the
+    source cell of each output cell); negative pads (constant mode) crop with a ``slice``."""
     mode = attrs.get("mode", "constant")
-    if mode != "constant":
-        raise UnsupportedModel(f"Pad in mode {mode!r}", expected="mode constant")
+    if mode not in PAD_MODES:
+        raise UnsupportedModel(f"Pad in mode {mode!r}", expected="one of " + ", ".join(PAD_MODES))
     x = node.input[0]
     rank = len(ctx.shape(x))
-    if ctx.opset < 11:
-        pads = [int(pad) for pad in attrs.get("pads", attrs.get("paddings", []))]
-        fill = float(attrs.get("value", 0.0))
-    else:
-        pads = static_ints(ctx, node, 1, "pads")
-        fill = float(ctx.static(node.input[2]).reshape(())) if optional_input(node, 2) else 0.0
-        if optional_input(node, 3):
-            axes = [axis % rank for axis in static_ints(ctx, node, 3, "axes")]
-            full = [0] * (2 * rank)
-            for index, axis in enumerate(axes):
-                full[axis], full[rank + axis] = pads[index], pads[len(axes) + index]
-            pads = full
-    if any(not isinstance(pad, int) or pad < 0 for pad in pads):
-        raise UnsupportedModel(f"Pad with pads {pads}", expected="non-negative static pads")
-    if _foldable_pad(ctx, node, rank, pads, fill):
+    pads, fill = _pad_arguments(ctx, node, attrs, rank)
+    if any(not isinstance(pad, int) for pad in pads):
+        raise UnsupportedModel(f"Pad with pads {pads}", expected="static pads")
+    if mode != "constant" and any(pad < 0 for pad in pads):
+        raise UnsupportedModel(f"Pad in mode {mode!r} with negative pads {pads}",
+                               expected="negative pads (a crop) in constant mode only")
+    if min(pads, default=0) >= 0 and _foldable_pad(ctx, node, rank, pads, fill):
         ctx.pending_pads[node.output[0]] = (x, _spatial_pads(pads, rank))
         return [None]
-    return [_pad_with_concat(ctx, node, ctx.value(x), pads, fill)]
+    value = _crop(ctx, node, ctx.value(x), pads)
+    if mode == "constant":
+        return [_pad_with_concat(ctx, node, value, [max(pad, 0) for pad in pads], fill)]
+    return [_pad_with_gathers(ctx, node, value, pads, mode)]
+
+
+def _pad_arguments(ctx, node, attrs, rank: int) -> tuple[list, float]:
+    """(pads ``[begin x rank, end x rank]``, the constant) from attributes (before opset 11)
+    or inputs (with axes from opset 18)."""
+    if ctx.opset < 11:
+        return [int(pad) for pad in attrs.get("pads", attrs.get("paddings", []))], float(attrs.get("value", 0.0))
+    pads = static_ints(ctx, node, 1, "pads")
+    fill = float(np.asarray(static_input(ctx, node, 2, "constant_value")).reshape(())) \
+        if optional_input(node, 2) else 0.0
+    if not optional_input(node, 3):
+        return pads, fill
+    axes = [axis % rank for axis in static_ints(ctx, node, 3, "axes")]
+    full = [0] * (2 * rank)
+    for index, axis in enumerate(axes):
+        full[axis], full[rank + axis] = pads[index], pads[len(axes) + index]
+    return full, fill
+
+
+def _crop(ctx, node, value: str, pads: list[int]) -> str:
+    rank = len(pads) // 2
+    for axis in range(rank):
+        begin, end = min(pads[axis], 0), min(pads[rank + axis], 0)
+        if not begin and not end:
+            continue
+        size = ctx.builder.type(value).shape[axis]
+        value = ctx.builder.op("slice", [value], {"axis": axis, "start": -begin, "len": size + begin + end},
+                               hint=f"{hint(node)}.crop{axis}")
+    return value
+
+
+def pad_source_indices(size: int, begin: int, end: int, mode: str) -> np.ndarray:
+    """The input cell each of the ``begin + size + end`` output cells reads (NumPy's pad
+    modes, which ONNX follows: reflect without repeating the edge, edge, wrap)."""
+    cells = np.arange(-begin, size + end)
+    if mode == "edge":
+        return np.clip(cells, 0, size - 1)
+    if mode == "wrap":
+        return np.mod(cells, size)
+    if size == 1:
+        return np.zeros_like(cells)
+    period = 2 * (size - 1)
+    folded = np.mod(cells, period)
+    return np.where(folded < size, folded, period - folded)
+
+
+def _pad_with_gathers(ctx, node, value: str, pads: list[int], mode: str) -> str:
+    rank = len(pads) // 2
+    for axis in range(rank):
+        begin, end = pads[axis], pads[rank + axis]
+        if not begin and not end:
+            continue
+        size = ctx.builder.type(value).shape[axis]
+        if not isinstance(size, int):
+            raise UnsupportedModel(f"Pad in mode {mode!r} of the symbolic dim {size}", expected="static padded dims")
+        rows = ctx.builder.literal(f"{hint(node)}.rows{axis}", pad_source_indices(size, begin, end, mode))
+        value = ctx.builder.op("gather", [value, rows], {"axis": axis}, hint=hint(node))
+    return value
 
 
 def _foldable_pad(ctx, node, rank: int, pads: list[int], fill: float) -> bool:
@@ -158,66 +218,6 @@ def _conv1d(ctx, node, x, w, bias, stride, pads, dilation, groups) -> str:
     y4 = ctx.builder.op("conv2d", [x4, w4] + ([bias] if bias else []), attributes, hint=f"{hint(node)}.2d")
     _, _, _, out_length = ctx.builder.type(y4).shape
     return ctx.builder.op("reshape", [y4], {"shape": (batch, out_channels, out_length)}, hint=hint(node))
-
-
-# --- pooling ---------------------------------------------------------------------------
-def convert_pool(ctx, node, attrs):
-    refuse_used_outputs(ctx, node, 1, "the max indices")
-    source, extra = take_pending_pad(ctx, node.input[0])
-    x = ctx.value(source)
-    shape = ctx.builder.type(x).shape
-    if len(shape) != 4:
-        raise UnsupportedModel(f"a {len(shape) - 2}-D {node.op_type}", expected="pooling over 2 spatial dims (NCHW)")
-    kernel = [int(k) for k in attrs["kernel_shape"]]
-    strides = [int(s) for s in attrs.get("strides", [1, 1])]
-    dilations = [int(d) for d in attrs.get("dilations", [1, 1])]
-    declared = resolve_pads(attrs, shape[2:], kernel, strides, dilations)
-    pads = _combined(declared, extra)
-    if dilations != [1, 1]:
-        from rlxir.importers.onnx_pool_dilated import convert_dilated_pool
-
-        return [convert_dilated_pool(ctx, node, x, kernel, strides, dilations, pads, attrs)]
-    if attrs.get("ceil_mode", 0):
-        pads = list(ceil_mode_padding(shape[2:], kernel, strides, pads, "ceil_mode"))
-    op = "max_pool2d" if node.op_type == "MaxPool" else "avg_pool2d"
-    attributes = {"kernel": tuple(kernel), "stride": tuple(strides), "padding": tuple(pads)}
-    if op == "max_pool2d":
-        return [ctx.builder.op(op, [x], attributes, hint=hint(node))]
-    include_pad = bool(attrs.get("count_include_pad", 0))
-    counted = _combined(declared, extra)
-    factor = _average_correction(shape[2:], kernel, strides, pads, counted, include_pad)
-    if factor is None:
-        return [ctx.builder.op(op, [x], attributes, hint=hint(node))]
-    pooled = ctx.builder.op(op, [x], attributes, hint=f"{hint(node)}.padded_mean")
-    correction = ctx.builder.literal(f"{hint(node)}.count_correction", factor.astype(np.float32),
-                                     ctx.builder.type(x).dtype)
-    return [ctx.builder.op("mul", [pooled, correction], hint=hint(node))]
-
-
-def _average_correction(spatial, kernel, strides, pads, counted, include_pad) -> np.ndarray | None:
-    """[OH, OW] factors turning avg_pool2d's mean over the whole kernel (padding included,
-    the IR's semantics) into ONNX's: over the cells inside the input (count_include_pad=0)
-    or inside the declared padding (=1). None when every factor is 1."""
-    count = len(kernel)
-    per_axis = []
-    for index, (size, window, stride) in enumerate(zip(spatial, kernel, strides)):
-        if not isinstance(size, int):
-            raise UnsupportedModel(f"AveragePool over the symbolic dim {size}", expected="static spatial dims")
-        begin, end = pads[index], pads[count + index]
-        low, high = (-counted[index], size + counted[count + index]) if include_pad else (0, size)
-        outputs = (size + begin + end - window) // stride + 1
-        starts = np.arange(outputs) * stride - begin
-        cells = np.minimum(starts + window, high) - np.maximum(starts, low)
-        per_axis.append(window / np.maximum(cells, 1))
-    factor = np.multiply.outer(per_axis[0], per_axis[1])
-    return None if np.all(factor == 1.0) else factor
-
-
-def convert_global_pool(ctx, node, attrs):
-    x = ctx.value(node.input[0])
-    rank = ctx.builder.type(x).rank
-    op = "reduce_mean" if node.op_type == "GlobalAveragePool" else "reduce_max"
-    return [ctx.builder.op(op, [x], {"axes": tuple(range(2, rank)), "keepdims": True}, hint=hint(node))]
 
 
 # --- normalisation ---------------------------------------------------------------------
@@ -330,8 +330,6 @@ def convert_gemm(ctx, node, attrs):
 
 
 register({
-    "Conv": convert_conv, "MaxPool": convert_pool, "AveragePool": convert_pool,
-    "GlobalAveragePool": convert_global_pool, "GlobalMaxPool": convert_global_pool,
-    "BatchNormalization": convert_batchnorm, "LRN": convert_lrn,
+    "Conv": convert_conv, "BatchNormalization": convert_batchnorm, "LRN": convert_lrn,
     "Gemm": convert_gemm, "Pad": convert_pad, "InstanceNormalization": convert_instance_norm,
 })

@@ -17,7 +17,6 @@ import math
 import numpy as np
 
 from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx_ops import hint
 from rlxir.types import TensorType
 
 
@@ -33,27 +32,27 @@ def pooled_size(size: int, kernel: int, stride: int, dilation: int, begin: int, 
     return out
 
 
-def convert_dilated_pool(ctx, node, x: str, kernel, strides, dilations, pads, attrs) -> str:
+def convert_dilated_pool(ctx, name: str, x: str, kind: str, kernel, strides, dilations, pads, ceil_mode: bool,
+                         include_pad: bool) -> str:
+    """`kind` ("max", "average" or "sum") over the dilated windows of the [N, C, H, W] `x`;
+    `pads` is ``[top, left, bottom, right]``."""
     shape = ctx.builder.type(x).shape
-    ceil_mode = bool(attrs.get("ceil_mode", 0))
-    is_max = node.op_type == "MaxPool"
-    name = hint(node)
+    is_max = kind == "max"
     result, outs = x, []
     for index, axis in enumerate((2, 3)):
         size = shape[axis]
         if not isinstance(size, int):
-            raise UnsupportedModel(f"a dilated {node.op_type} over the symbolic dim {size}",
-                                   expected="static spatial dims")
+            raise UnsupportedModel(f"a dilated pool over the symbolic dim {size}", expected="static spatial dims")
         begin, end = pads[index], pads[2 + index]
         out = pooled_size(size, kernel[index], strides[index], dilations[index], begin, end, ceil_mode)
         outs.append(out)
-        last = name if is_max else f"{name}.sum"
+        last = name if kind != "average" else f"{name}.sum"
         result = _pool_axis(ctx, result, axis, kernel[index], strides[index], dilations[index], begin, out,
                             is_max, f"{name}.{'hw'[index]}", last if index == 1 else f"{name}.rows")
-    if is_max:
+    if kind != "average":
         return result
     counts = [_tap_counts(shape[2 + index], kernel[index], strides[index], dilations[index], pads[index],
-                          pads[2 + index], outs[index], bool(attrs.get("count_include_pad", 0))) for index in range(2)]
+                          pads[2 + index], outs[index], include_pad) for index in range(2)]
     factor = 1.0 / np.multiply.outer(counts[0], counts[1])
     dtype = ctx.builder.type(result).dtype
     divisor = ctx.builder.literal(f"{name}.inverse_count", factor.astype(np.float32), dtype) \

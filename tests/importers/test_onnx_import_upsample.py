@@ -1,9 +1,8 @@
-"""ONNX ConvTranspose, Resize and InstanceNormalization, against onnxruntime and compiled on
+"""ONNX ConvTranspose, InstanceNormalization and dilated pooling, against onnxruntime and compiled on
 the six targets."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
@@ -55,73 +54,6 @@ def test_instance_norm(shape):
                        [("scale", weights(3) + 1), ("bias", weights(3, seed=1))])
     imported = check_everywhere(model, {"B": 2})
     assert "layernorm" in ops_of(imported)
-
-
-# --- Resize ----------------------------------------------------------------------------
-def _resize_model(mode, transform, nearest_mode, scales=None, sizes=None, shape=(2, 3, 5, 6), opset=13):
-    """A Resize by constant `scales`, or to `sizes` (the spatial ones) after the input's own
-    batch and channels, computed from Shape(x) as exporters write it."""
-    options = {"mode": mode, "coordinate_transformation_mode": transform}
-    if nearest_mode:
-        options["nearest_mode"] = nearest_mode
-    if scales is not None:
-        nodes = [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="r0", **options)]
-        initializers = [("scales", np.array(scales, np.float32))]
-    else:
-        nodes = [helper.make_node("Shape", ["x"], ["shape"], end=2),
-                 helper.make_node("Concat", ["shape", "spatial"], ["sizes"], axis=0),
-                 helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="r0", **options)]
-        initializers = [("spatial", np.array(sizes, np.int64))]
-        opset = max(opset, 15)  # Shape's end attribute
-    return make_model(nodes, [("x", F, ["N", *shape[1:]])], [("y", F, None)], initializers, opset=opset)
-
-
-@pytest.mark.parametrize("transform, nearest_mode", [
-    ("asymmetric", "floor"),             # F.interpolate(mode="nearest")
-    ("half_pixel", "round_prefer_floor"),  # the ONNX defaults
-    ("pytorch_half_pixel", "round_prefer_ceil"),
-    ("align_corners", "round_prefer_floor"),
-    ("asymmetric", "ceil"),
-])
-@pytest.mark.parametrize("scales", [[1, 1, 2, 2], [1, 1, 1.5, 0.5], [1, 1, 3, 1]])
-def test_resize_nearest(transform, nearest_mode, scales):
-    imported = check_everywhere(_resize_model("nearest", transform, nearest_mode, scales=scales), {"B": 2})
-    assert {"gather", "expand"} & set(ops_of(imported))
-    assert not imported.params  # the picked rows are literals, not params `rlxir run` would fill
-
-
-def test_resize_nearest_by_a_whole_factor_is_a_broadcast():
-    imported = check_everywhere(_resize_model("nearest", "asymmetric", "floor", scales=[1, 1, 2, 2]), {"B": 2})
-    assert set(ops_of(imported)) == {"reshape", "expand"}
-
-
-@pytest.mark.parametrize("transform", ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"])
-@pytest.mark.parametrize("target", [{"scales": [1, 1, 2, 2]}, {"sizes": [8, 4]}, {"sizes": [1, 9]}])
-def test_resize_bilinear(transform, target):
-    imported = check_everywhere(_resize_model("linear", transform, None, **target), {"B": 2})
-    assert "gather" in ops_of(imported)
-    assert not imported.params
-
-
-def test_resize_linear_of_a_sequence():
-    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear")
-    model = make_model([node], [("x", F, ["N", 3, 7])], [("y", F, None)],
-                       [("scales", np.array([1, 1, 2.5], np.float32))])
-    check_everywhere(model, {"B": 2})
-
-
-@pytest.mark.parametrize("attrs, scales, why", [
-    ({"mode": "cubic"}, [1, 1, 2, 2], "mode 'cubic'"),
-    ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}, [1, 1, 2, 2], "tf_crop_and_resize"),
-    ({"mode": "nearest", "antialias": 1}, [1, 1, 2, 2], "antialias"),
-    ({"mode": "nearest"}, [1, 1, 0.1, 1], "from 4 to 0"),
-])
-def test_unsupported_resize_modes_are_located_errors(attrs, scales, why):
-    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="r1", **attrs)
-    model = make_model([node], [("x", F, [1, 3, 4, 4])], [("y", F, None)],
-                       [("scales", np.array(scales, np.float32))], opset=18)
-    with pytest.raises(UnsupportedModel, match=rf"ONNX node 'r1' \(Resize\).*{why}"):
-        import_onnx(model)
 
 
 # --- dilated and ceil-mode pooling -----------------------------------------------------
