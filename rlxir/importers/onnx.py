@@ -41,7 +41,7 @@ import attrs
 import onnx
 
 # Each converter module registers its op types in the table when imported.
-from rlxir.importers import (onnx_control, onnx_einsum, onnx_nn, onnx_ops, onnx_pool_dilated,  # noqa: F401
+from rlxir.importers import (onnx_control, onnx_einsum, onnx_nn, onnx_ops, onnx_pool_dilated, onnx_recurrent,  # noqa: F401
                              onnx_scatter, onnx_shape, onnx_upsample)
 from rlxir.errors import RlxError
 from rlxir.importers.builder import ImportedGraph, UnsupportedModel
