@@ -77,7 +77,17 @@ def _check_count(count, what: str) -> int:
 
 
 # --- Scan ------------------------------------------------------------------------------
+SCAN_ATTRIBUTES = {8: {"body", "num_scan_inputs", "directions"},
+                   9: {"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes",
+                       "scan_output_directions"}}
+
+
 def convert_scan(ctx, node, attrs):
+    known = SCAN_ATTRIBUTES[8 if ctx.opset < 9 else 9]
+    unknown = sorted(set(attrs) - known)
+    if unknown:
+        raise UnsupportedModel(f"Scan attribute(s) {', '.join(unknown)}, which Scan {'8' if ctx.opset < 9 else '9+'} "
+                               "does not define", expected=", ".join(sorted(known)))
     body = attrs["body"]
     refuse_missing_ops(body, "body")
     scanned_count = int(attrs["num_scan_inputs"])
@@ -86,12 +96,12 @@ def convert_scan(ctx, node, attrs):
     items = [result(ctx, name) for name in node.input]
     states, scanned = items[:len(items) - scanned_count], items[len(items) - scanned_count:]
     output_count = len(body.output) - len(states)
-    finals, outputs = scan(ctx, node, body, states, scanned, _scan_layout(ctx, attrs, scanned, output_count, body))
+    finals, outputs = scan(ctx, node, body, states, scanned, _scan_layout(ctx, attrs, scanned, output_count))
     return finals + outputs
 
 
-def _scan_layout(ctx, attrs, scanned: list, output_count: int, body) -> tuple:
-    """(input axes, input reversed?, output axes, output reversed?), axes normalized."""
+def _scan_layout(ctx, attrs, scanned: list, output_count: int) -> tuple:
+    """(input axes (normalized), input reversed?, output axes, output reversed?)."""
     input_axes = list(attrs.get("scan_input_axes", [0] * len(scanned)))
     input_directions = list(attrs.get("scan_input_directions", [0] * len(scanned)))
     output_axes = list(attrs.get("scan_output_axes", [0] * output_count))
@@ -101,15 +111,8 @@ def _scan_layout(ctx, attrs, scanned: list, output_count: int, body) -> tuple:
         raise UnsupportedModel("scan axes or directions whose count differs from the scanned inputs/outputs",
                                expected="one entry per scanned input (output)")
     input_axes = [normalize_axis(int(axis), _rank(ctx, item)) for axis, item in zip(input_axes, scanned)]
-    output_ranks = [_body_output_rank(info) for info in body.output[len(body.output) - output_count:]]
-    output_axes = [int(axis) if rank is None or axis >= 0 else normalize_axis(int(axis), rank + 1)
-                   for axis, rank in zip(output_axes, output_ranks)]
-    return input_axes, [bool(d) for d in input_directions], output_axes, [bool(d) for d in output_directions]
-
-
-def _body_output_rank(info) -> int | None:
-    tensor_type = info.type.tensor_type
-    return len(tensor_type.shape.dim) if tensor_type.HasField("shape") else None
+    return input_axes, [bool(d) for d in input_directions], [int(a) for a in output_axes], \
+        [bool(d) for d in output_directions]
 
 
 def scan(ctx, node, body, states: list, scanned: list, layout: tuple) -> tuple[list, list]:
@@ -188,6 +191,9 @@ def convert_loop(ctx, node, attrs):
         condition, new_carried = outputs[0], outputs[1:1 + len(carried)]
         if _is_static(running):
             carried, running = new_carried, _condition_item(condition)
+            if trip_count is None and not _is_static(running):
+                raise UnsupportedModel("a Loop without a trip count whose body computes its condition at run time",
+                                       expected="a static trip count, or a condition known while importing")
         else:
             carried = [_keep_when(ctx, node, running, new, old, index) for index, (new, old)
                        in enumerate(zip(new_carried, carried))]

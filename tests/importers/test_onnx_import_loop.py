@@ -162,3 +162,12 @@ def test_reading_the_scan_output_of_a_loop_with_a_run_time_condition_is_a_locate
     with pytest.raises(UnsupportedModel, match=r"ONNX node 'loop0' \(Loop\): its scan output 0 is read, and its "
                                                r"length depends on a condition computed at run time"):
         import_onnx(model)
+
+
+def test_loop_without_a_trip_count_runs_until_its_static_condition_turns_false():
+    node = helper.make_node("Loop", ["", "cond", "y0"], ["y", "steps"], body=_loop_body(FIRST_TWO))
+    model = make_model([node], [("y0", F, ["N", 3])], [("y", F, None), ("steps", F, None)],
+                       [("table", weights(5, 3)), ("one", np.array(1, np.int64)), ("zero", np.array([0], np.int64)),
+                        ("cond", np.array(True))], opset=13)
+    imported = compare_on(model, _feeds(("y0", (N, 3))), {"B": N})
+    assert ops_of(imported).count("add") == 2
