@@ -42,7 +42,7 @@ import onnx
 
 # Each converter module registers its op types in the table when imported.
 from rlxir.importers import (onnx_control, onnx_einsum, onnx_loop, onnx_nn, onnx_ops, onnx_pool_dilated,  # noqa: F401
-                             onnx_recurrent, onnx_scatter, onnx_shape, onnx_upsample)
+                             onnx_recurrent, onnx_scatter, onnx_sequence, onnx_shape, onnx_upsample)
 from rlxir.errors import RlxError
 from rlxir.importers.builder import ImportedGraph, UnsupportedModel
 from rlxir.importers.onnx_context import (ONNX_DTYPES, OnnxContext, concrete, load_model, node_attributes,  # noqa: F401

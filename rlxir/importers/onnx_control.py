@@ -8,7 +8,7 @@
   have no side effects) and each output is ``where(cond, then, else)``; an output whose
   two branches differ in dtype or shape is refused naming both types.
 - **Optional** of a tensor is that tensor; an Optional with no input is *absent* (a static
-  marker no tensor op reads). **OptionalHasElement** is a static True or False, and
+  marker no tensor op reads; sequences, `StaticSequence`, are held the same way). **OptionalHasElement** is a static True or False, and
   **OptionalGetElement** of a present optional (or of a plain tensor) is the tensor; of an
   absent one, an error.
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import attrs
 import numpy as np
 import onnx
 
@@ -32,6 +33,21 @@ from rlxir.importers.onnx_registry import CONVERTERS, register
 
 ABSENT = np.array(None, dtype=object)
 """The static value of an absent optional (``Optional()`` without an input)."""
+
+
+@attrs.frozen(eq=False)
+class StaticSequence:
+    """A sequence known while importing (`rlxir.importers.onnx_sequence`): its tensors, each
+    an rlx value or a static array."""
+
+    items: tuple
+
+
+def holding(sequence: StaticSequence) -> np.ndarray:
+    """The static value that stands for `sequence` in the import (a 0-d object array)."""
+    holder = np.empty((), dtype=object)
+    holder[()] = sequence
+    return holder
 
 
 # --- subgraphs -------------------------------------------------------------------------
@@ -80,9 +96,16 @@ def as_value(ctx, item, name: str) -> str:
     """A subgraph result (an rlx value or a static array) as an rlx value."""
     if isinstance(item, str):
         return item
-    if item is ABSENT:
-        raise UnsupportedModel(f"{name!r} is an absent optional, which has no tensor value")
+    if is_marker(item):
+        raise UnsupportedModel(f"{name!r} is an absent optional or a sequence, which the IR has no tensor for",
+                               expected="a tensor")
     return ctx.builder.tensor(name, concrete(item, f"ONNX value {name!r}"))
+
+
+def is_marker(item) -> bool:
+    """A static value that stands for no tensor: an absent optional or a sequence."""
+    return (not isinstance(item, str) and item.dtype == object and item.shape == ()
+            and (item.item() is None or isinstance(item.item(), StaticSequence)))
 
 
 # --- If --------------------------------------------------------------------------------
@@ -117,7 +140,7 @@ def _if_at_run_time(ctx, node, attrs):
 
 def _select(ctx, node, index: int, condition: str, first, second):
     label = hint(node, index)
-    if not isinstance(first, str) and not isinstance(second, str) and first is not ABSENT and second is not ABSENT:
+    if not isinstance(first, str) and not isinstance(second, str) and first.dtype != object:
         if first.dtype == second.dtype and first.shape == second.shape and np.array_equal(first, second):
             return first
     first, second = as_value(ctx, first, f"{label}.then"), as_value(ctx, second, f"{label}.else")
@@ -133,14 +156,16 @@ def _select(ctx, node, index: int, condition: str, first, second):
 # --- optionals -------------------------------------------------------------------------
 def convert_optional(ctx, node, attrs):
     name = optional_input(node, 0)
-    if name is None:
-        return [ABSENT]
-    return [result(ctx, name)]
+    if name is not None:
+        return [result(ctx, name)]
+    if node.output[0] in ctx.graph_outputs:
+        raise UnsupportedModel(f"the absent optional {node.output[0]!r} is a graph output, and the IR has no "
+                               "optional type", expected="graph outputs that are tensors")
+    return [ABSENT]
 
 
 def is_absent(ctx, name: str | None) -> bool:
-    return name is None or (ctx.is_static(name) and ctx.static(name).dtype == object and
-                            ctx.static(name).shape == () and ctx.static(name).item() is None)
+    return name is None or (ctx.is_static(name) and is_marker(ctx.static(name)) and ctx.static(name).item() is None)
 
 
 def convert_optional_has_element(ctx, node, attrs):

@@ -26,7 +26,7 @@ import numpy as np
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
 from rlxir.importers.onnx_context import concrete
-from rlxir.importers.onnx_control import ABSENT, as_value, refuse_missing_ops, result, run_subgraph
+from rlxir.importers.onnx_control import as_value, is_marker, refuse_missing_ops, result, run_subgraph
 from rlxir.importers.onnx_ops import hint, optional_input, unused
 from rlxir.importers.onnx_registry import register
 from rlxir.ops import normalize_axis
@@ -48,7 +48,7 @@ def take(ctx, item, axis: int, index: int, name: str):
 
 def stack(ctx, items: list, axis: int, name: str):
     """`items` (each an rlx value or a static array, of one shape) stacked on a new `axis`."""
-    if all(not isinstance(item, str) and item is not ABSENT for item in items):
+    if all(not isinstance(item, str) and not is_marker(item) for item in items):
         return np.stack(items, axis=axis)
     values = [as_value(ctx, item, f"{name}.{index}") for index, item in enumerate(items)]
     rows = []
