@@ -121,6 +121,11 @@ def test_gru_linear_before_reset(linear_before_reset):
     _check("GRU", direction="reverse", linear_before_reset=linear_before_reset)
 
 
+@pytest.mark.parametrize("op", ["RNN", "GRU"])
+def test_clip_bounds_every_gate_input(op):
+    _check(op, direction="bidirectional", clip=0.3)
+
+
 @pytest.mark.parametrize("op, activations, alpha, beta", [
     ("RNN", ["LeakyRelu", "Affine"], [0.3, 0.7], [0.2]),
     ("RNN", ["Relu", "ThresholdedRelu"], [0.1], []),
