@@ -73,8 +73,7 @@ def convert_recurrent(ctx, node, attrs):
                                "sequence axis is the leading one)")
     hidden = _hidden_size(ctx, node, attrs)
     functions = _activations(attrs, defaults, len(directions))
-    cell = Cell(ctx, node, dtype, gates, hidden, batch, attrs)
-    cell.lengths = _sequence_lengths(ctx, node, steps)
+    cell = Cell(ctx, node, dtype, gates, hidden, batch, attrs, _sequence_lengths(ctx, node, steps))
     per_direction = [cell.run(x, index, reverse, functions[index], layout)
                      for index, reverse in enumerate(directions)]
     return _outputs(ctx, node, per_direction, layout, steps, batch, hidden)
@@ -189,14 +188,14 @@ def activation(builder, function: tuple, x: str, name: str) -> str:
 class Cell:
     """The weights and equations of one RNN/GRU/LSTM node, unrolled one direction at a time."""
 
-    def __init__(self, ctx, node, dtype, gates: int, hidden: int, batch, attrs):
+    def __init__(self, ctx, node, dtype, gates: int, hidden: int, batch, attrs, lengths: str | None):
         self.ctx, self.node, self.dtype, self.gates, self.hidden, self.batch = ctx, node, dtype, gates, hidden, batch
         self.builder = ctx.builder
         self.kind = node.op_type
         self.clip = attrs.get("clip")
         self.input_forget = bool(attrs.get("input_forget", 0))
         self.linear_before_reset = bool(attrs.get("linear_before_reset", 0))
-        self.lengths: str | None = None
+        self.lengths = lengths  # sequence_lens to mask with, or None
         self.name = next((output for output in node.output if output), node.op_type.lower())
 
     # --- weights ------------------------------------------------------------------------
