@@ -171,3 +171,11 @@ def test_loop_without_a_trip_count_runs_until_its_static_condition_turns_false()
                         ("cond", np.array(True))], opset=13)
     imported = compare_on(model, _feeds(("y0", (N, 3))), {"B": N})
     assert ops_of(imported).count("add") == 2
+
+
+def test_a_loop_with_a_run_time_condition_compiles_on_every_target():
+    node = helper.make_node("Loop", ["trip", "cond", "y0"], ["y", "unread_steps"], body=_loop_body(KEEP_GOING))
+    model = make_model([node], [("y0", F, ["N", 3]), ("cond", BOOL, [])], [("y", F, None)],
+                       [("table", weights(5, 3)), ("one", np.array(1, np.int64)), ("zero", np.array([0], np.int64)),
+                        ("trip", np.array(3, np.int64))], opset=13)
+    assert "where" in ops_of(check_everywhere(model, {"B": N}))
