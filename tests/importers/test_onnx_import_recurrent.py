@@ -159,3 +159,25 @@ def test_an_unknown_activation_is_a_located_error():
     model = _model("RNN", activations=["Gelu"])
     with pytest.raises(UnsupportedModel, match=r"ONNX node 'cell' \(RNN\): activation 'gelu'"):
         import_onnx(model, batch_size=STEPS)
+
+
+@pytest.mark.parametrize("kind", ["RNN", "GRU", "LSTM"])
+def test_a_torch_export_of_a_stacked_bidirectional_batch_first_network_matches_torch(kind):
+    """torch.onnx.export of two bidirectional layers, batch first with a dynamic batch: the
+    sequence axis is static after the exporter's transpose."""
+    import io
+
+    torch = pytest.importorskip("torch")
+    from rlxir.interpreter import interpret
+
+    torch.manual_seed(0)
+    network = getattr(torch.nn, kind)(INPUT, HIDDEN, num_layers=2, batch_first=True, bidirectional=True).eval()
+    x = torch.randn(BATCH, STEPS, INPUT)
+    buffer = io.BytesIO()
+    torch.onnx.export(network, (x,), buffer, opset_version=17, dynamo=False, input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "batch"}})
+    imported = import_onnx(onnx.load_from_string(buffer.getvalue()))
+    got = interpret(imported.graph, {imported.inputs["x"]: x.numpy()}, dict(imported.params), {"B": BATCH})
+    with torch.no_grad():
+        want = network(x)[0].numpy()
+    np.testing.assert_allclose(got[imported.outputs["y"]], want, rtol=1e-4, atol=1e-5)
