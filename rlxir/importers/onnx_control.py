@@ -8,9 +8,9 @@
   have no side effects) and each output is ``where(cond, then, else)``; an output whose
   two branches differ in dtype or shape is refused naming both types.
 - **Optional** of a tensor is that tensor; an Optional with no input is *absent* (a static
-  marker no tensor op reads; sequences, `StaticSequence`, are held the same way). **OptionalHasElement** is a static True or False, and
-  **OptionalGetElement** of a present optional (or of a plain tensor) is the tensor; of an
-  absent one, an error.
+  marker no tensor op reads; a sequence, `StaticSequence`, is held the same way).
+  **OptionalHasElement** is a static True or False, and **OptionalGetElement** of a present
+  optional (or of a plain tensor) is the tensor; of an absent one, an error.
 
 A branch or body reads outer values by name, as ONNX scoping allows, and its outputs are
 static or built as they come out. An op type a subgraph has and the importer lacks is
@@ -52,8 +52,9 @@ def holding(sequence: StaticSequence) -> np.ndarray:
 
 # --- subgraphs -------------------------------------------------------------------------
 def refuse_missing_ops(graph: onnx.GraphProto, what: str) -> None:
-    """An error listing every op type of `graph` (nested subgraphs too) without a converter."""
-    missing = Counter(op_key(inner) for inner in _nodes(graph) if op_key(inner) not in CONVERTERS)
+    """An error listing every op type of `graph`'s nodes without a converter (a nested
+    subgraph is checked when its node is converted: a branch not taken may hold anything)."""
+    missing = Counter(op_key(inner) for inner in graph.node if op_key(inner) not in CONVERTERS)
     if missing:
         listed = ", ".join(f"{op} x{count}" for op, count in sorted(missing.items()))
         raise UnsupportedModel(f"its {what} {graph.name!r} has ops with no rlx mapping: {listed}")
