@@ -72,6 +72,19 @@ def test_the_branch_not_taken_may_hold_anything():
     assert ops_of(check_everywhere(model, {"B": 2})) == ["neg", "add"]
 
 
+def test_a_nested_branch_not_taken_may_hold_anything():
+    """An If in the taken branch whose own condition is false never converts its then branch."""
+    inner = helper.make_node("If", ["no"], ["inner_out"], then_branch=_branch("inner_then", "Hardmax", "t_out"),
+                             else_branch=_branch("inner_else", "Relu", "e_out"))
+    outer_then = helper.make_graph([inner], "outer_then", [], [helper.make_tensor_value_info("inner_out", F, None)])
+    nodes = [helper.make_node("If", ["yes"], ["picked"], then_branch=outer_then,
+                              else_branch=_branch("outer_else", "Neg", "neg_out")),
+             helper.make_node("Add", ["picked", "x"], ["y"])]
+    model = make_model(nodes, [("x", F, ["N", 3, 4])], [("y", F, ["N", 3, 4])],
+                       [("yes", np.array(True)), ("no", np.array(False))])
+    assert ops_of(check_everywhere(model, {"B": 2})) == ["relu", "add"]
+
+
 def test_if_on_a_run_time_condition_builds_both_branches_and_selects():
     """cond = sum(x) > 0, known only at run time: relu(x) or -x, chosen by where."""
     nodes = [helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
