@@ -109,6 +109,8 @@ def literal_of(array: np.ndarray, dtype: DType):
 
 
 def _is_splat(flat: np.ndarray) -> bool:
+    if flat.size and flat.strides == (0,):  # a broadcast view of one element (a splat made lazily)
+        return True
     first = flat[:1]
     if flat.dtype.kind == "f":
         return bool(np.all(flat.view(np.uint8).reshape(flat.size, -1) == first.view(np.uint8)))

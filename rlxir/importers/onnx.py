@@ -46,8 +46,10 @@ import onnx
 from rlxir.importers import (  # noqa: F401  (each converter module registers its op types)
     onnx_attention,
     onnx_control,
+    onnx_decoder,
     onnx_einsum,
     onnx_grid,
+    onnx_loop,
     onnx_loss,
     onnx_math,
     onnx_nn,
@@ -56,6 +58,7 @@ from rlxir.importers import (  # noqa: F401  (each converter module registers it
     onnx_pool,
     onnx_pool_dilated,
     onnx_rearrange,
+    onnx_recurrent,
     onnx_reduce,
     onnx_resize,
     onnx_scatter,

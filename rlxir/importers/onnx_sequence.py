@@ -1,312 +1,186 @@
-"""ONNX op -> core ops: the sequence ops of recent language models around attention.
+"""ONNX sequence ops on sequences known while importing: the IR has no sequence type, so a
+sequence is a static list of tensors (each an rlx value or a static array) held by the
+import, and only the tensors taken out of it (SequenceAt, ConcatFromSequence) or its length
+(SequenceLength, a static int64) reach the graph.
 
-- RotaryEmbedding (opset 23): the cos / sin rows (gathered by ``position_ids`` when given)
-  rotate the first ``rotary_embedding_dim`` features of each head, as two halves or as
-  interleaved pairs; the other features pass through.
-- SwiGLU (opset 28): ``A * sigmoid(alpha * A) * B`` (``silu`` when alpha is 1).
-- CausalConvWithState (opset 27): the past state (zeros when absent) joined in front of the
-  input, a depthwise ``conv2d`` over a unit height (summed in f32 for f16 / bf16 inputs, as
-  ONNX does), the optional SiLU (in f32); the present state is the joined sequence's last
-  k - 1 positions.
-- LinearAttention (opset 27): the recurrence of its ``update_rule`` unrolled over the static
-  sequence length, in f32 as ONNX specifies (see `convert_linear_attention`).
+SequenceEmpty, SequenceConstruct, SequenceInsert, SequenceErase, SequenceAt,
+SequenceLength, ConcatFromSequence (``axis``, ``new_axis``), SplitToSequence (``split``
+absent, a scalar chunk size or sizes; ``axis``; ``keepdims``) and SequenceMap (its body
+unrolled once per element). Positions must be known while importing (negative ones count
+from the end), and a split axis must be static. A sequence that is a graph output, or that
+an op needs as a tensor, is refused: the IR has no sequence type.
 """
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
-from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx_attention import shape_text, split_heads
-from rlxir.importers.onnx_norm import cast_to
-from rlxir.importers.onnx_ops import hint, operand, optional_input
+from rlxir.importers.onnx_control import StaticSequence, as_value, holding, refuse_missing_ops, result, run_subgraph
+from rlxir.importers.onnx_loop import stack
+from rlxir.importers.onnx_ops import hint, optional_input, static_input, static_ints
 from rlxir.importers.onnx_registry import register
-from rlxir.types import TensorType
-
-UNROLL_LIMIT = 512
-"""LinearAttention's recurrence is unrolled up to this many steps (a few ops each)."""
+from rlxir.ops import normalize_axis
 
 
-def _slice(ctx, value: str, axis: int, start: int, length: int, name: str) -> str:
-    return ctx.builder.op("slice", [value], {"axis": axis, "start": start, "len": length}, hint=name)
+def sequence_of(ctx, node, index: int) -> StaticSequence:
+    name = optional_input(node, index)
+    static = ctx.static(name) if name is not None else None
+    if static is None or static.dtype != object or static.shape != () or not isinstance(static.item(),
+                                                                                          StaticSequence):
+        raise UnsupportedModel(f"its input {index} is not a sequence known while importing",
+                               expected="a sequence built by sequence ops from tensors")
+    return static.item()
 
 
-# --- RotaryEmbedding -------------------------------------------------------------------
-def convert_rotary(ctx, node, attrs):
-    """Heads stay where they are: a 4-D input is [B, H, S, D] and the cos / sin rows are
-    [B, 1, S, R/2]; a 3-D input [B, S, H*D] is viewed as [B, S, H, D] with rows [B, S, 1, R/2]."""
-    builder, name = ctx.builder, hint(node)
-    x = ctx.value(node.input[0])
-    type_ = builder.type(x)
-    if type_.rank == 3:
-        heads = int(attrs.get("num_heads", 0))
-        batch, length, hidden = type_.shape
-        if heads < 1 or not isinstance(hidden, int) or hidden % heads:
-            raise UnsupportedModel(f"a 3-D RotaryEmbedding input of hidden size {hidden} with num_heads={heads}",
-                                   expected="num_heads dividing the hidden size")
-        x = builder.op("reshape", [x], {"shape": (batch, length, heads, hidden // heads)}, hint=f"{name}.heads")
-        row_axis = 2
-    elif type_.rank == 4:
-        row_axis = 1
-    else:
-        raise UnsupportedModel(f"RotaryEmbedding of a rank-{type_.rank} input", expected="rank 3 or 4")
-    head_size = builder.type(x).shape[-1]
-    rotated = int(attrs.get("rotary_embedding_dim", 0)) or head_size
-    if rotated % 2 or rotated > head_size:
-        raise UnsupportedModel(f"rotary_embedding_dim {rotated} for heads of {head_size}",
-                               expected="an even size of at most the head size")
-    cos, sin = (_rotation_rows(ctx, node, index, type_.dtype, rotated // 2, row_axis, f"{name}.{part}")
-                for index, part in ((1, "cos"), (2, "sin")))
-    part = x if rotated == head_size else _slice(ctx, x, -1, 0, rotated, f"{name}.rotated_part")
-    if attrs.get("interleaved", 0):
-        result = _rotate_interleaved(ctx, part, cos, sin, name)
-    else:
-        first, second = (_slice(ctx, part, -1, start, rotated // 2, f"{name}.half{start}")
-                         for start in (0, rotated // 2))
-        real, imaginary = _rotate(ctx, first, second, cos, sin, name)
-        result = builder.op("concat", [real, imaginary], {"axis": -1}, hint=f"{name}.rotated")
-    if rotated != head_size:
-        rest = _slice(ctx, x, -1, rotated, head_size - rotated, f"{name}.passed")
-        result = builder.op("concat", [result, rest], {"axis": -1}, hint=f"{name}.joined")
-    return [builder.op("reshape", [result], {"shape": tuple(type_.shape)}, hint=name)
-            if type_.rank == 3 else result]
+def _made(ctx, name: str, items) -> np.ndarray:
+    """The sequence of `items` as output `name`; a graph output cannot be a sequence."""
+    if name in ctx.graph_outputs:
+        raise UnsupportedModel(f"the sequence {name!r} is a graph output, and the IR has no sequence type",
+                               expected="graph outputs that are tensors")
+    return holding(StaticSequence(tuple(items)))
 
 
-def _rotation_rows(ctx, node, index: int, dtype: DType, half: int, row_axis: int, name: str) -> str:
-    """cos_cache / sin_cache as [B, S, R/2] rows (gathered at position_ids when given), with a
-    unit axis at `row_axis` for the heads."""
-    builder = ctx.builder
-    cache = operand(ctx, node.input[index], dtype)
-    positions = optional_input(node, 3)
-    rows = cache if positions is None else builder.op("gather", [cache, ctx.value(positions)], {"axis": 0},
-                                                       hint=f"{name}.rows")
-    shape = builder.type(rows).shape
-    if len(shape) != 3 or shape[-1] != half:
-        raise UnsupportedModel(f"cos / sin rows of shape {shape_text(shape)}",
-                               expected=f"[batch, sequence, {half}] (rotary_embedding_dim / 2 wide)")
-    target = list(shape)
-    target.insert(row_axis, 1)
-    return builder.op("reshape", [rows], {"shape": tuple(target)}, hint=name)
+def _position(ctx, node, index: int, count: int, default: int, inserting: bool = False) -> int:
+    """The static position input `index` (or `default` when absent) in 0..count-1 (0..count
+    when inserting), negative counted from the end."""
+    if optional_input(node, index) is None:
+        return default
+    position = static_ints(ctx, node, index, "position")[0]
+    if not isinstance(position, int):
+        raise UnsupportedModel(f"a symbolic position {position}", expected="a static position")
+    upper = count + 1 if inserting else count
+    wrapped = position + count if position < 0 else position
+    if not 0 <= wrapped < upper:
+        raise UnsupportedModel(f"position {position} in a sequence of {count} tensor(s)",
+                               expected=f"a position in [-{count}, {upper - 1}]")
+    return wrapped
 
 
-def _rotate(ctx, first: str, second: str, cos: str, sin: str, name: str) -> tuple[str, str]:
-    """(cos x1 - sin x2, sin x1 + cos x2)."""
-    builder = ctx.builder
-    real = builder.op("sub", [builder.op("mul", [cos, first], hint=f"{name}.cos_x1"),
-                              builder.op("mul", [sin, second], hint=f"{name}.sin_x2")], hint=f"{name}.real")
-    imaginary = builder.op("add", [builder.op("mul", [sin, first], hint=f"{name}.sin_x1"),
-                                   builder.op("mul", [cos, second], hint=f"{name}.cos_x2")], hint=f"{name}.imag")
-    return real, imaginary
+# --- building and reading --------------------------------------------------------------
+def convert_sequence_empty(ctx, node, attrs):
+    return [_made(ctx, node.output[0], ())]
 
 
-def _rotate_interleaved(ctx, part: str, cos: str, sin: str, name: str) -> str:
-    """Pairs (x[2i], x[2i+1]) rotated: the features viewed as [..., R/2, 2]."""
-    builder = ctx.builder
-    shape = builder.type(part).shape
-    half = shape[-1] // 2
-    pairs = builder.op("reshape", [part], {"shape": (*shape[:-1], half, 2)}, hint=f"{name}.pairs")
-    even, odd = (builder.op("reshape", [_slice(ctx, pairs, -1, start, 1, f"{name}.pair{start}")],
-                            {"shape": (*shape[:-1], half)}, hint=f"{name}.lane{start}") for start in (0, 1))
-    real, imaginary = _rotate(ctx, even, odd, cos, sin, name)
-    columns = [builder.op("reshape", [value], {"shape": (*shape[:-1], half, 1)}, hint=f"{name}.column")
-               for value in (real, imaginary)]
-    joined = builder.op("concat", columns, {"axis": -1}, hint=f"{name}.rotated_pairs")
-    return builder.op("reshape", [joined], {"shape": tuple(shape)}, hint=f"{name}.rotated")
+def convert_sequence_construct(ctx, node, attrs):
+    return [_made(ctx, node.output[0], [result(ctx, name) for name in node.input if name])]
 
 
-# --- SwiGLU ----------------------------------------------------------------------------
-def convert_swiglu(ctx, node, attrs):
-    builder, name = ctx.builder, hint(node)
-    gate = ctx.value(node.input[0])
-    dtype = builder.type(gate).dtype
-    value = operand(ctx, node.input[1], dtype)
-    if builder.type(value).shape != builder.type(gate).shape:
-        raise UnsupportedModel(f"SwiGLU of {builder.type(gate)} and {builder.type(value)}",
-                               expected="inputs of one shape (SwiGLU does not broadcast)")
-    alpha = float(attrs.get("alpha", 1.0))
-    if alpha == 1.0:
-        swish = builder.op("silu", [gate], hint=f"{name}.swish")
-    else:
-        scaled = builder.op("mul", [gate, builder.scalar(alpha, dtype)], hint=f"{name}.alpha_gate")
-        swish = builder.op("mul", [gate, builder.op("sigmoid", [scaled], hint=f"{name}.sigmoid")],
-                           hint=f"{name}.swish")
-    return [builder.op("mul", [swish, value], hint=name)]
+def convert_sequence_insert(ctx, node, attrs):
+    items = list(sequence_of(ctx, node, 0).items)
+    position = _position(ctx, node, 2, len(items), len(items), inserting=True)
+    items.insert(position, result(ctx, node.input[1]))
+    return [_made(ctx, node.output[0], items)]
 
 
-# --- CausalConvWithState ---------------------------------------------------------------
-def convert_causal_conv(ctx, node, attrs):
-    builder, name = ctx.builder, hint(node)
-    x = ctx.value(node.input[0])
-    type_ = builder.type(x)
-    activation = attrs.get("activation", "none")
-    activation = activation.decode() if isinstance(activation, bytes) else activation
-    if activation not in ("none", "silu", "swish"):
-        raise UnsupportedModel(f"activation {activation!r}", expected="none, silu or swish")
-    weight = operand(ctx, node.input[1], type_.dtype)
-    if type_.rank != 3 or builder.type(weight).rank != 3:
-        raise UnsupportedModel("CausalConvWithState of other ranks", expected="input [B, C, L] and weight [C, 1, k]")
-    batch, channels, length = type_.shape
-    kernel = builder.type(weight).shape[2]
-    if not isinstance(kernel, int) or not isinstance(length, int) or builder.type(weight).shape[:2] != (channels, 1):
-        raise UnsupportedModel(f"a weight of shape {builder.type(weight)}",
-                               expected=f"[{channels}, 1, k] with a static k and a static length")
-    if optional_input(node, 3) is not None:
-        past = operand(ctx, node.input[3], type_.dtype)
-    elif kernel > 1:
-        past = builder.splat(f"{name}.no_past", 0, TensorType(type_.dtype, (batch, channels, kernel - 1)))
-    else:
-        past = None
-    joined = x if past is None else builder.op("concat", [past, x], {"axis": 2}, hint=f"{name}.joined")
-    wide = DType.f32 if type_.dtype in (DType.f16, DType.bf16) else type_.dtype  # sums in f32, as ONNX does
-    rows = builder.op("reshape", [cast_to(ctx, joined, wide, f"{name}.joined_{wide.value}")],
-                      {"shape": (batch, channels, 1, length + kernel - 1)}, hint=f"{name}.rows")
-    kernels = builder.op("reshape", [cast_to(ctx, weight, wide, f"{name}.weight_{wide.value}")],
-                         {"shape": (channels, 1, 1, kernel)}, hint=f"{name}.kernels")
-    bias = [operand(ctx, node.input[2], wide)] if optional_input(node, 2) else []
-    convolved = builder.op("conv2d", [rows, kernels, *bias], {"groups": channels}, hint=f"{name}.conv")
-    output = builder.op("reshape", [convolved], {"shape": (batch, channels, length)},
-                        hint=name if activation == "none" and wide is type_.dtype else f"{name}.linear")
-    output = cast_to(ctx, output, type_.dtype, name if activation == "none" else f"{name}.narrow")
-    if activation != "none":
-        output = _silu_in_f32(ctx, output, name)
-    present = _slice(ctx, joined, 2, length, kernel - 1, f"{name}.present_state")
-    return [output, present]
+def convert_sequence_erase(ctx, node, attrs):
+    items = list(sequence_of(ctx, node, 0).items)
+    if not items:
+        raise UnsupportedModel("SequenceErase on an empty sequence", expected="a sequence with a tensor to erase")
+    del items[_position(ctx, node, 1, len(items), len(items) - 1)]
+    return [_made(ctx, node.output[0], items)]
 
 
-def _silu_in_f32(ctx, value: str, name: str) -> str:
-    """SiLU evaluated in f32 (ONNX's precision for it) and cast back."""
-    builder = ctx.builder
-    dtype = builder.type(value).dtype
-    wide = value if dtype is DType.f32 else builder.op("cast", [value], {"to": DType.f32}, hint=f"{name}.f32")
-    activated = builder.op("silu", [wide], hint=name if wide == value else f"{name}.silu")
-    return activated if wide == value else builder.op("cast", [activated], {"to": dtype}, hint=name)
+def convert_sequence_at(ctx, node, attrs):
+    items = sequence_of(ctx, node, 0).items
+    if optional_input(node, 1) is None:
+        raise UnsupportedModel("SequenceAt without a position", expected="a position input")
+    return [items[_position(ctx, node, 1, len(items), 0)]]
 
 
-# --- LinearAttention -------------------------------------------------------------------
-RULES = {"linear": (False, False), "gated": (True, False), "delta": (False, True), "gated_delta": (True, True)}
-"""update_rule -> (decays the state, corrects by the delta rule)."""
+def convert_sequence_length(ctx, node, attrs):
+    return [np.array(len(sequence_of(ctx, node, 0).items), np.int64)]
 
 
-def convert_linear_attention(ctx, node, attrs):
-    """The recurrence, one step per position t, on the state S [B, Hkv, dk, dv] (f32):
-
-    - gated: ``S <- exp(g_t) S`` (g per key feature or per head, over S's rows);
-    - delta: ``v_t <- beta_t (v_t - k_t S)``;
-    - always: ``S <- S + k_t^T v_t``, then ``o_t = scale * q_t S`` (query head h reading the
-      state of key head h // (Hq / Hkv)).
-
-    The output is [B, T, Hq*dv] in the query's type; the present state is S in the past
-    state's type (the query's when there is none).
-    """
-    builder, name = ctx.builder, hint(node)
-    rule = attrs.get("update_rule", "gated_delta")
-    rule = rule.decode() if isinstance(rule, bytes) else rule
-    if rule not in RULES:
-        raise UnsupportedModel(f"update_rule {rule!r}", expected="linear, gated, delta or gated_delta")
-    gated, delta = RULES[rule]
-    q_heads, kv_heads = _linear_heads(attrs)
-    query = ctx.value(node.input[0])
-    out_dtype = builder.type(query).dtype
-    batch, steps, _ = builder.type(query).shape
-    if not isinstance(steps, int) or steps > UNROLL_LIMIT:
-        raise UnsupportedModel(f"LinearAttention over {steps} positions",
-                               expected=f"a static sequence length of at most {UNROLL_LIMIT} (the recurrence is "
-                                        "unrolled)")
-    q = split_heads(ctx, _f32(ctx, query, f"{name}.q32"), q_heads, f"{name}.q")
-    k = split_heads(ctx, _f32(ctx, ctx.value(node.input[1]), f"{name}.k32"), kv_heads, f"{name}.k")
-    v = split_heads(ctx, _f32(ctx, ctx.value(node.input[2]), f"{name}.v32"), kv_heads, f"{name}.v")
-    key_size, value_size = builder.type(k).shape[3], builder.type(v).shape[3]
-    decay = _per_step_input(ctx, node, 4, gated, "decay", rule, (kv_heads, kv_heads * key_size), kv_heads, name)
-    beta = _per_step_input(ctx, node, 5, delta, "beta", rule, (kv_heads, 1), kv_heads, name)
-    state, state_dtype = _initial_state(ctx, node, batch, kv_heads, key_size, value_size, out_dtype, name)
-    scale = float(attrs.get("scale", 0.0)) or 1 / math.sqrt(builder.type(q).shape[3])
-    outputs = []
-    for step in range(steps):
-        state = _step(ctx, q, k, v, decay, beta, state, step, q_heads // kv_heads, f"{name}.t{step}")
-        outputs.append(state[1])
-        state = state[0]
-    read = outputs[0] if steps == 1 else builder.op("concat", outputs, {"axis": 2}, hint=f"{name}.read")
-    read = builder.op("mul", [read, builder.scalar(scale, DType.f32)], hint=f"{name}.scaled")
-    moved = builder.op("transpose", [read], {"perm": (0, 2, 1, 3)}, hint=f"{name}.seq_first")
-    flat = builder.op("reshape", [moved], {"shape": (batch, steps, q_heads * value_size)}, hint=f"{name}.flat")
-    return [cast_to(ctx, flat, out_dtype, name), cast_to(ctx, state, state_dtype, f"{name}.present_state")]
+def convert_concat_from_sequence(ctx, node, attrs):
+    items = sequence_of(ctx, node, 0).items
+    if not items:
+        raise UnsupportedModel("ConcatFromSequence of an empty sequence", expected="at least one tensor")
+    axis, new_axis = int(attrs["axis"]), bool(attrs.get("new_axis", 0))
+    rank = ctx.builder.type(items[0]).rank if isinstance(items[0], str) else np.ndim(items[0])
+    axis = normalize_axis(axis, rank + 1 if new_axis else rank)
+    if new_axis:
+        return [stack(ctx, list(items), axis, hint(node))]
+    if all(not isinstance(item, str) for item in items):
+        return [np.concatenate(items, axis=axis)]
+    values = [as_value(ctx, item, f"{hint(node)}.{index}") for index, item in enumerate(items)]
+    return [values[0] if len(values) == 1 else ctx.builder.op("concat", values, {"axis": axis}, hint=hint(node))]
 
 
-def _linear_heads(attrs) -> tuple[int, int]:
-    if "q_num_heads" not in attrs or "kv_num_heads" not in attrs:
-        raise UnsupportedModel("LinearAttention without q_num_heads and kv_num_heads", expected="both head counts")
-    q_heads, kv_heads = int(attrs["q_num_heads"]), int(attrs["kv_num_heads"])
-    if q_heads < 1 or kv_heads < 1 or q_heads % kv_heads:
-        raise UnsupportedModel(f"{q_heads} query heads over {kv_heads} key heads",
-                               expected="q_num_heads a positive multiple of kv_num_heads")
-    return q_heads, kv_heads
+def convert_split_to_sequence(ctx, node, attrs):
+    x = result(ctx, node.input[0])
+    shape = ctx.builder.type(x).shape if isinstance(x, str) else np.shape(x)
+    axis = normalize_axis(int(attrs.get("axis", 0)), len(shape))
+    length = shape[axis]
+    if not isinstance(length, (int, np.integer)):
+        raise UnsupportedModel(f"a split axis of length {length}", expected="a static split axis")
+    sizes, squeeze = _split_sizes(ctx, node, int(length), bool(attrs.get("keepdims", 1)))
+    items, start = [], 0
+    for index, size in enumerate(sizes):
+        items.append(_chunk(ctx, x, axis, start, size, squeeze, f"{hint(node)}.{index}"))
+        start += size
+    return [_made(ctx, node.output[0], items)]
 
 
-def _f32(ctx, value: str, name: str) -> str:
-    return cast_to(ctx, value, DType.f32, name)
+def _split_sizes(ctx, node, length: int, keepdims: bool) -> tuple[list[int], bool]:
+    """(the chunk sizes, whether the split axis is dropped): without `split`, chunks of one
+    (dropped unless keepdims); a scalar `split` is a chunk size (the last chunk smaller)."""
+    if optional_input(node, 1) is None:
+        return [1] * length, not keepdims
+    split = static_input(ctx, node, 1, "split")
+    sizes = static_ints(ctx, node, 1, "split")
+    if any(not isinstance(size, int) or size < 0 for size in sizes):
+        raise UnsupportedModel(f"split {sizes}", expected="static non-negative sizes")
+    if np.ndim(split) == 0:
+        chunk = sizes[0]
+        if chunk < 1:
+            raise UnsupportedModel(f"a chunk size of {chunk}", expected="a positive chunk size")
+        return [chunk] * (length // chunk) + ([length % chunk] if length % chunk else []), False
+    if sum(sizes) != length:
+        raise UnsupportedModel(f"split sizes {sizes} on an axis of length {length}", expected=f"sizes summing to {length}")
+    return sizes, False
 
 
-def _per_step_input(ctx, node, index: int, wanted: bool, what: str, rule: str, widths: tuple, kv_heads: int,
-                    name: str) -> str | None:
-    """decay or beta [B, T, W] as f32 [B, h, T, w]: W = Hkv gives one per head (h = Hkv,
-    w = 1), W = Hkv*dk one per key feature (decay), W = 1 one for all heads (beta)."""
-    onnx_name = optional_input(node, index)
-    if (onnx_name is not None) != wanted:
-        raise UnsupportedModel(f"update_rule {rule!r} {'without' if wanted else 'with'} a {what} input",
-                               expected=f"a {what} input exactly for the rules that use it")
-    if onnx_name is None:
-        return None
-    builder = ctx.builder
-    value = _f32(ctx, ctx.value(onnx_name), f"{name}.{what}32")
-    shape = builder.type(value).shape
-    if len(shape) != 3 or shape[-1] not in widths:
-        raise UnsupportedModel(f"a {what} of shape {shape_text(shape)}", expected=f"[B, T, W] with W in {list(widths)}")
-    batch, steps, width = shape
-    if width == widths[0] or width == 1:
-        columns = builder.op("reshape", [value], {"shape": (batch, steps, width, 1)}, hint=f"{name}.{what}_heads")
-        return builder.op("transpose", [columns], {"perm": (0, 2, 1, 3)}, hint=f"{name}.{what}")
-    return split_heads(ctx, value, kv_heads, f"{name}.{what}")
+def _chunk(ctx, x, axis: int, start: int, size: int, squeeze: bool, name: str):
+    if not isinstance(x, str):
+        part = np.take(x, range(start, start + size), axis=axis)
+        return np.ascontiguousarray(np.squeeze(part, axis=axis) if squeeze else part)
+    part = ctx.builder.op("slice", [x], {"axis": axis, "start": start, "len": size}, hint=name)
+    if not squeeze:
+        return part
+    kept = tuple(dim for position, dim in enumerate(ctx.builder.type(part).shape) if position != axis)
+    return ctx.builder.op("reshape", [part], {"shape": kept}, hint=f"{name}.squeezed")
 
 
-def _initial_state(ctx, node, batch, kv_heads: int, key_size: int, value_size: int, out_dtype: DType, name: str):
-    """(the f32 state [B, Hkv, dk, dv], the present state's dtype)."""
-    builder = ctx.builder
-    past = optional_input(node, 3)
-    if past is None:
-        zeros = builder.splat(f"{name}.no_past", 0, TensorType(DType.f32, (batch, kv_heads, key_size, value_size)))
-        return zeros, out_dtype
-    value = ctx.value(past)
-    return _f32(ctx, value, f"{name}.past32"), builder.type(value).dtype
+# --- SequenceMap -----------------------------------------------------------------------
+def convert_sequence_map(ctx, node, attrs):
+    """The body once per element: sequence inputs give their element, tensors themselves."""
+    body = attrs["body"]
+    refuse_missing_ops(body, "body")
+    sequences = {index: sequence_of(ctx, node, index) for index, name in enumerate(node.input)
+                 if name and _holds_sequence(ctx, name)}
+    counts = {len(sequence.items) for sequence in sequences.values()}
+    if len(counts) != 1:
+        raise UnsupportedModel(f"sequences of lengths {sorted(counts)}", expected="sequences of one length")
+    per_output: list[list] = [[] for _ in body.output]
+    for element in range(counts.pop()):
+        bound = [sequences[index].items[element] if index in sequences else result(ctx, name)
+                 for index, name in enumerate(node.input)]
+        for collected, value in zip(per_output, run_subgraph(ctx, body, bound)):
+            collected.append(value)
+    return [_made(ctx, output, collected) for output, collected in zip(node.output, per_output)]
 
 
-def _step(ctx, q, k, v, decay, beta, state, step: int, groups: int, name: str) -> tuple[str, str]:
-    """(the state after position `step`, the read o_t [B, Hq, 1, dv] before scaling)."""
-    builder = ctx.builder
-    key = _slice(ctx, k, 2, step, 1, f"{name}.k")  # [B, Hkv, 1, dk]
-    value = _slice(ctx, v, 2, step, 1, f"{name}.v")  # [B, Hkv, 1, dv]
-    if decay is not None:
-        batch, heads, _, width = builder.type(decay).shape
-        gate = builder.op("exp", [_slice(ctx, decay, 2, step, 1, f"{name}.g")], hint=f"{name}.decay")
-        rows = builder.op("reshape", [gate], {"shape": (batch, heads, width, 1)}, hint=f"{name}.decay_rows")
-        state = builder.op("mul", [state, rows], hint=f"{name}.decayed")
-    if beta is not None:
-        retrieved = builder.op("matmul", [key, state], hint=f"{name}.retrieved")
-        error = builder.op("sub", [value, retrieved], hint=f"{name}.error")
-        value = builder.op("mul", [_slice(ctx, beta, 2, step, 1, f"{name}.beta"), error], hint=f"{name}.update")
-    outer = builder.op("matmul", [key, value], {"transpose_a": True}, hint=f"{name}.outer")
-    state = builder.op("add", [state, outer], hint=f"{name}.state")
-    query = _slice(ctx, q, 2, step, 1, f"{name}.q")  # [B, Hq, 1, dk]
-    batch, q_heads, _, key_size = builder.type(query).shape
-    kv_heads = q_heads // groups
-    grouped = builder.op("reshape", [query], {"shape": (batch, kv_heads, groups, key_size)}, hint=f"{name}.q_grouped")
-    read = builder.op("matmul", [grouped, state], hint=f"{name}.read")  # [B, Hkv, groups, dv]
-    value_size = builder.type(read).shape[3]
-    return state, builder.op("reshape", [read], {"shape": (batch, q_heads, 1, value_size)}, hint=f"{name}.o")
-
+def _holds_sequence(ctx, name: str) -> bool:
+    static = ctx.static(name)
+    return static is not None and static.dtype == object and static.shape == () and \
+        isinstance(static.item(), StaticSequence)
 
 
 register({
-    "RotaryEmbedding": convert_rotary, "SwiGLU": convert_swiglu, "CausalConvWithState": convert_causal_conv,
-    "LinearAttention": convert_linear_attention,
+    "SequenceEmpty": convert_sequence_empty, "SequenceConstruct": convert_sequence_construct,
+    "SequenceInsert": convert_sequence_insert, "SequenceErase": convert_sequence_erase,
+    "SequenceAt": convert_sequence_at, "SequenceLength": convert_sequence_length,
+    "ConcatFromSequence": convert_concat_from_sequence, "SplitToSequence": convert_split_to_sequence,
+    "SequenceMap": convert_sequence_map,
 })

@@ -1,5 +1,6 @@
-"""ONNX If with a condition known while importing (folded to the taken branch) and Tile by
-counts that hold the batch symbol, against onnxruntime and compiled on the six targets."""
+"""ONNX If with a condition known while importing (folded to the taken branch) or computed at
+run time (both branches and where), and Tile by counts that hold the batch symbol, against
+onnxruntime and compiled on the six targets."""
 
 from __future__ import annotations
 
@@ -15,6 +16,23 @@ from rlxir.importers import UnsupportedModel  # noqa: E402
 from rlxir.importers.onnx import import_onnx  # noqa: E402
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def compare_on(model, feeds, bindings=None, rtol=1e-5, atol=1e-6, **options):
+    """Import `model` and compare its outputs on `feeds` (ONNX input name -> array) with
+    onnxruntime's."""
+    from onnx_models import run_onnxruntime
+
+    from rlxir.interpreter import interpret
+
+    imported = import_onnx(model, **options)
+    want = run_onnxruntime(model, feeds)
+    got = interpret(imported.graph, {imported.inputs[name]: value for name, value in feeds.items()
+                                     if name in imported.inputs}, dict(imported.params), bindings)
+    for (onnx_name, value), expected in zip(imported.outputs.items(), want):
+        assert got[value].shape == expected.shape, onnx_name
+        np.testing.assert_allclose(got[value], expected, rtol=rtol, atol=atol, err_msg=onnx_name)
+    return imported
 
 
 def _branch(name, op_type, output):
@@ -54,11 +72,43 @@ def test_the_branch_not_taken_may_hold_anything():
     assert ops_of(check_everywhere(model, {"B": 2})) == ["neg", "add"]
 
 
-def test_if_on_a_run_time_condition_is_a_located_error():
+def test_a_nested_branch_not_taken_may_hold_anything():
+    """An If in the taken branch whose own condition is false never converts its then branch."""
+    inner = helper.make_node("If", ["no"], ["inner_out"], then_branch=_branch("inner_then", "Hardmax", "t_out"),
+                             else_branch=_branch("inner_else", "Relu", "e_out"))
+    outer_then = helper.make_graph([inner], "outer_then", [], [helper.make_tensor_value_info("inner_out", F, None)])
+    nodes = [helper.make_node("If", ["yes"], ["picked"], then_branch=outer_then,
+                              else_branch=_branch("outer_else", "Neg", "neg_out")),
+             helper.make_node("Add", ["picked", "x"], ["y"])]
+    model = make_model(nodes, [("x", F, ["N", 3, 4])], [("y", F, ["N", 3, 4])],
+                       [("yes", np.array(True)), ("no", np.array(False))])
+    assert ops_of(check_everywhere(model, {"B": 2})) == ["relu", "add"]
+
+
+def test_if_on_a_run_time_condition_builds_both_branches_and_selects():
+    """cond = sum(x) > 0, known only at run time: relu(x) or -x, chosen by where."""
     nodes = [helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
              helper.make_node("Greater", ["total", "zero"], ["cond"])]
     model = _if_model(nodes, [("zero", np.array(0, np.float32))])
-    with pytest.raises(UnsupportedModel, match=r"ONNX node 'if0' \(If\): its condition \(input 0\) must be known"):
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    for sign in (1, -1):  # both branches taken
+        imported = compare_on(model, {"x": np.abs(x) * sign}, {"B": 2})
+    assert {"relu", "neg", "where"} <= set(ops_of(imported))
+
+
+def test_if_on_a_run_time_condition_compiles_on_every_target():
+    nodes = [helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+             helper.make_node("Greater", ["total", "zero"], ["cond"])]
+    check_everywhere(_if_model(nodes, [("zero", np.array(0, np.float32))]), {"B": 2})
+
+
+def test_if_on_a_run_time_condition_with_branches_of_different_shapes_is_a_located_error():
+    """The then branch keeps x's shape, the else branch reduces it: no where can pick."""
+    nodes = [helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+             helper.make_node("Greater", ["total", "zero"], ["cond"])]
+    model = _if_model(nodes, [("zero", np.array(0, np.float32))], else_op="ReduceMax")
+    with pytest.raises(UnsupportedModel, match=r"ONNX node 'if0' \(If\): its output 0 is f32\[B, 3, 4\] in the then "
+                                               r"branch and f32\[1, 1, 1\] in the else branch"):
         import_onnx(model)
 
 
