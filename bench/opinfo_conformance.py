@@ -40,6 +40,8 @@ def timed_run(sample, seconds: int) -> Outcome:
         return run_sample(sample)
     except SampleTimeout:
         return Outcome(sample.name, "internal", f"took over {seconds} s")
+    except Exception as error:  # the harness itself must finish the table
+        return Outcome(sample.name, "internal", f"{type(error).__name__}: {error}"[:300])
     finally:
         signal.alarm(0)
 

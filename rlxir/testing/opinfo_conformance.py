@@ -216,11 +216,11 @@ def run_sample(sample: Sample) -> Outcome:
         return Outcome(sample.name, "no export", "the call returns no tensor, or a value that is not one")
     try:
         have = _imported_outputs(program, sample.name, example)
+        return _compare(sample, have, outputs)
     except RlxError as error:
         return Outcome(sample.name, "refused", _first_line(error))
     except Exception as error:  # anything else is a bug in rlxir
         return Outcome(sample.name, "internal", _internal(error))
-    return _compare(sample, have, outputs)
 
 
 def _imported_outputs(program, name: str, example: tuple) -> list[np.ndarray]:
@@ -234,7 +234,11 @@ def _imported_outputs(program, name: str, example: tuple) -> list[np.ndarray]:
 
 
 def _array(tensor) -> np.ndarray:
-    return tensor.detach().cpu().numpy()
+    """A tensor's values as NumPy (bf16 as float32, as the interpreter holds it)."""
+    import torch
+
+    tensor = tensor.detach().cpu()
+    return (tensor.float() if tensor.dtype == torch.bfloat16 else tensor).resolve_conj().resolve_neg().numpy()
 
 
 def _compare(sample: Sample, have: list[np.ndarray], want: list) -> Outcome:
