@@ -43,26 +43,14 @@ import torch.fx
 
 from rlxir.dtypes import DType
 from rlxir.errors import Location, RlxError, SourceText
+from rlxir.importers import torch_layout, torch_nn, torch_ops  # noqa: F401  (each registers its converters)
 from rlxir.importers.builder import GraphBuilder, ImportedGraph, UnsupportedModel
+from rlxir.importers.torch_registry import CONVERTERS, NEVER_FOLD, Static, op_key, torch_dtype
 from rlxir.symbolic import Expr, floordiv, format_dim
 from rlxir.types import TensorType
 
-TORCH_DTYPES = {
-    torch.float32: DType.f32, torch.float64: DType.f64, torch.float16: DType.f16, torch.bfloat16: DType.bf16,
-    torch.int64: DType.i64, torch.int32: DType.i32, torch.int16: DType.i16, torch.int8: DType.i8,
-    torch.uint8: DType.u8, torch.bool: DType.bool, torch.complex64: DType.c64,
-}
-RLX_TO_TORCH = {dtype: torch_dtype for torch_dtype, dtype in TORCH_DTYPES.items()}
-
 FOLD_LIMIT = 1 << 20
 """Ops on static tensors are evaluated while importing when no input is larger than this."""
-
-
-def torch_dtype(dtype: torch.dtype) -> DType:
-    found = TORCH_DTYPES.get(dtype)
-    if found is None:
-        raise UnsupportedModel(f"the IR has no dtype for {dtype}", expected=", ".join(map(str, TORCH_DTYPES)))
-    return found
 
 
 def import_torch(module: torch.nn.Module, args: Sequence, kwargs: Mapping | None = None, *,
@@ -82,9 +70,6 @@ def import_torch(module: torch.nn.Module, args: Sequence, kwargs: Mapping | None
     try:
         with torch.no_grad():
             program = torch.export.export(module, args, dict(kwargs or {}), dynamic_shapes=tuple(shapes), strict=False)
-            # functionalize with no decompositions: in-place ops (relu_, add_, hardtanh_) become their
-            # pure forms, and every other op stays as the handlers know it
-            program = program.run_decompositions({})
     except Exception as error:  # torch's export errors are many classes; they are the user's to fix
         raise RlxError(f"torch.export could not export {type(module).__name__}: {type(error).__name__}: "
                        f"{str(error).splitlines()[0] if str(error) else ''}",
@@ -97,7 +82,23 @@ def import_torch(module: torch.nn.Module, args: Sequence, kwargs: Mapping | None
             size = placeholder.meta["val"].shape[axis]
             if isinstance(size, torch.SymInt):
                 symbols[str(size.node.expr)] = _symbol_name(symbol)
-    return import_exported(program, name or type(module).__name__, symbols)
+    return import_program(program, name or type(module).__name__, symbols)
+
+
+def import_program(program: torch.export.ExportedProgram, name: str,
+                   symbols: Mapping[str, str] | None = None) -> ImportedGraph:
+    """The rlx graph of a program ``torch.export`` exported (`import_torch` after its export):
+    functionalized, then imported by `import_exported`."""
+    try:
+        with torch.no_grad():
+            # functionalize with no decompositions: in-place ops (relu_, add_, hardtanh_) become their
+            # pure forms, and every other op stays as the handlers know it
+            program = program.run_decompositions({})
+    except Exception as error:  # a program torch's own decompositions cannot lower
+        raise UnsupportedModel(f"torch.export could not lower {name}: {type(error).__name__}: "
+                               f"{str(error).splitlines()[0] if str(error) else ''}",
+                               expected="a program torch.export's decompositions can lower") from None
+    return import_exported(program, name, symbols or {})
 
 
 def _symbol_name(symbol) -> str:
@@ -119,14 +120,12 @@ def _placeholder(program, input_name: str) -> torch.fx.Node:
 def import_exported(program: torch.export.ExportedProgram, name: str, symbols: Mapping[str, str]) -> ImportedGraph:
     """The rlx graph of an exported program; `symbols` names its dynamic dims
     (torch's symbol, e.g. ``s77`` -> ``B``)."""
-    from rlxir.importers.torch_ops import HANDLERS, op_key
-
     graph = program.graph
     live = _live_nodes(graph)
     unsupported = [node for node in graph.nodes
-                   if node.op == "call_function" and node in live and op_key(node.target) not in HANDLERS]
+                   if node.op == "call_function" and node in live and op_key(node.target) not in CONVERTERS]
     if unsupported:
-        raise _unsupported_ops(name, unsupported, sorted(HANDLERS))
+        raise _unsupported_ops(name, unsupported, sorted(CONVERTERS))
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     context = TorchContext(program, name, symbols)
@@ -135,7 +134,7 @@ def import_exported(program: torch.export.ExportedProgram, name: str, symbols: M
             if node.op == "placeholder":
                 context.placeholder(node)
             elif node.op == "call_function" and node in live:
-                context.call(node, HANDLERS[op_key(node.target)])
+                context.call(node, CONVERTERS[op_key(node.target)])
         output = next(node for node in graph.nodes if node.op == "output")
         results = torch.fx.node.map_arg(output.args[0], lambda node: node)
         names = [str(spec.arg.name) for spec in program.graph_signature.output_specs]
@@ -148,8 +147,6 @@ def import_exported(program: torch.export.ExportedProgram, name: str, symbols: M
 def _unsupported_ops(name: str, nodes: list, supported: list) -> UnsupportedModel:
     """One error for every op type without a handler: each with its count and where the
     model's code first calls it; located at the first of them."""
-    from rlxir.importers.torch_ops import op_key
-
     counts = Counter(op_key(node.target) for node in nodes)
     first_sites = {}
     for node in nodes:  # locating a node reads its source file: once per op
@@ -198,19 +195,6 @@ def _live_nodes(graph: torch.fx.Graph) -> set:
         live.add(node)
         stack.extend(node.all_input_nodes)
     return live
-
-
-class Static:
-    """A tensor known while importing (a weight, or the result of ops on known values).
-    A weight of a module built under ``FakeTensorMode`` has a shape and no values."""
-
-    __slots__ = ("node", "tensor", "weight", "fake")
-
-    def __init__(self, node: str, tensor: torch.Tensor, weight: bool):
-        from torch._subclasses.fake_tensor import is_fake
-
-        self.node, self.tensor, self.weight = node, tensor, weight
-        self.fake = is_fake(tensor)
 
 
 class TorchContext:
@@ -266,8 +250,6 @@ class TorchContext:
 
     def _fold(self, node: torch.fx.Node, args, kwargs):
         """Evaluate the op with PyTorch when every tensor it reads is static (and small)."""
-        from rlxir.importers.torch_ops import NEVER_FOLD, op_key
-
         leaves = [leaf for leaf in _leaves((args, kwargs))]
         if op_key(node.target) in NEVER_FOLD or any(isinstance(leaf, (str, Expr)) for leaf in leaves):
             return None
@@ -420,4 +402,4 @@ def _reduce(function, items):
     return result
 
 
-__all__ = ["import_torch", "import_exported", "torch_dtype", "Static", "TorchContext"]
+__all__ = ["import_torch", "import_program", "import_exported", "torch_dtype", "Static", "TorchContext"]

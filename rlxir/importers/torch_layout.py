@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlxir.importers.torch import Static
-from rlxir.importers.torch_ops import (filled, op, op_key, operand, refuse, reshape, result_dtype, shape_of,
-                                       slice_axis, slice_bounds, static_dim)
+from rlxir.importers.torch_ops import (filled, op, operand, refuse, reshape, result_dtype, shape_of, slice_axis,
+                                       slice_bounds, static_dim)
+from rlxir.importers.torch_registry import Static, converter, op_key
 from rlxir.ops import normalize_axis
 from rlxir.symbolic import mul
 from rlxir.types import TensorType
@@ -22,6 +22,7 @@ PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
 # --- pad -------------------------------------------------------------------------------
+@converter("aten.pad", "aten.constant_pad_nd")
 def handle_pad(ctx, node, args, kwargs):
     """pad(x, pad, mode="constant", value=None) and constant_pad_nd(x, pad, value=0):
     `pad` holds (before, after) pairs from the last dim backwards; a negative amount crops
@@ -87,6 +88,7 @@ def _pad_from_edges(ctx, x: str, axis: int, before: int, after: int, mode: str, 
 
 
 # --- roll ------------------------------------------------------------------------------
+@converter("aten.roll")
 def handle_roll(ctx, node, args, kwargs):
     """roll(x, shifts, dims=[]): per dim, the last `shift` rows moved to the front (a
     `concat` of two slices); without dims, over x flattened."""
@@ -120,6 +122,7 @@ def _roll_axis(ctx, x: str, axis: int, shift: int, hint: str) -> str:
 
 
 # --- writing into slices ---------------------------------------------------------------
+@converter("aten.slice_scatter")
 def handle_slice_scatter(ctx, node, args, kwargs):
     """slice_scatter(x, src, dim=0, start=None, end=None, step=1): x with x[start:end:step]
     along dim replaced by src. Step 1 is a `concat` of x's rows before, src, and x's rows
@@ -137,6 +140,7 @@ def handle_slice_scatter(ctx, node, args, kwargs):
     return _scatter_rows(ctx, x, source, axis, bounds, step, node.name)
 
 
+@converter("aten.select_scatter")
 def handle_select_scatter(ctx, node, args, kwargs):
     """select_scatter(x, src, dim, index): x with row `index` along dim replaced by src."""
     dtype = result_dtype(node)
@@ -166,6 +170,7 @@ def _scatter_rows(ctx, x: str, source: str, axis: int, bounds, step: int, hint: 
 
 
 # --- fill and the _as reshapes ---------------------------------------------------------
+@converter("aten.fill")
 def handle_fill(ctx, node, args, kwargs):
     """fill(x, value): x's shape, every element `value` (a number, or a 0-d tensor that
     may be computed at run time)."""
@@ -180,6 +185,7 @@ def handle_fill(ctx, node, args, kwargs):
     return op(ctx, "expand", [single], {"shape": shape}, hint=node.name) if shape else single
 
 
+@converter("aten.copy")
 def handle_copy(ctx, node, args, kwargs):
     """copy(x, src): src in x's dtype, broadcast to x's shape (what ``x[...] = src`` writes
     once functionalized)."""
@@ -190,20 +196,14 @@ def handle_copy(ctx, node, args, kwargs):
     return op(ctx, "expand", [source], {"shape": shape}, hint=node.name)
 
 
+@converter("aten.reshape_as", "aten.view_as")
 def handle_reshape_as(ctx, node, args, kwargs):
     """reshape_as / view_as(x, other): x in other's shape."""
     return reshape(ctx, ctx.value(args[0]), shape_of(ctx, args[1]), node.name)
 
 
+@converter("aten.expand_as")
 def handle_expand_as(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     target = shape_of(ctx, args[1])
     return x if shape_of(ctx, x) == target else op(ctx, "expand", [x], {"shape": target}, hint=node.name)
-
-
-HANDLERS = {
-    "aten.pad": handle_pad, "aten.constant_pad_nd": handle_pad, "aten.roll": handle_roll,
-    "aten.slice_scatter": handle_slice_scatter, "aten.select_scatter": handle_select_scatter,
-    "aten.fill": handle_fill, "aten.reshape_as": handle_reshape_as, "aten.view_as": handle_reshape_as,
-    "aten.expand_as": handle_expand_as, "aten.copy": handle_copy,
-}

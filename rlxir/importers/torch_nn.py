@@ -10,9 +10,8 @@ import torch
 
 from rlxir.dtypes import DType
 from rlxir.importers.pooling import average_factors, ceil_mode_padding
-from rlxir.importers.torch import Static
-from rlxir.importers.torch_ops import (binary, op, op_key, operand, refuse, reshape, result_dtype, shape_of,
-                                       static_dim)
+from rlxir.importers.torch_ops import binary, op, operand, refuse, reshape, result_dtype, shape_of, static_dim
+from rlxir.importers.torch_registry import Static, converter, op_key, register
 from rlxir.ops import normalize_axis
 from rlxir.symbolic import mul
 from rlxir.types import TensorType
@@ -31,6 +30,7 @@ def reduction(name: str):
     return handle
 
 
+@converter("aten.max", "aten.min")
 def handle_extremum(ctx, node, args, kwargs):
     """aten.max / aten.min by overload: ``.other`` elementwise (maximum / minimum),
     ``.default`` over every dim, ``.dim`` the values along one dim and the index of the
@@ -49,6 +49,7 @@ def handle_extremum(ctx, node, args, kwargs):
     return [values, _extreme_index(ctx, node, args, kwargs, largest) if 1 in read else None]
 
 
+@converter("aten.argmax", "aten.argmin")
 def handle_arg_extremum(ctx, node, args, kwargs):
     """argmax / argmin(x, dim=None, keepdim=False): the first extreme index (over x
     flattened when dim is None)."""
@@ -78,6 +79,7 @@ def _product(shape):
     return total
 
 
+@converter("aten.topk")
 def handle_topk(ctx, node, args, kwargs):
     """topk(x, k, dim=-1, largest=True, sorted=True) -> (values, indices): the IR's topk
     gives the indices, best first (ties to the lower index); values gather them."""
@@ -90,6 +92,7 @@ def handle_topk(ctx, node, args, kwargs):
     return [op(ctx, "gather_elements", [x, indices], {"axis": axis}, hint=node.name), indices]
 
 
+@converter("aten.softmax", "aten._softmax", "aten.log_softmax", "aten._log_softmax")
 def handle_softmax(ctx, node, args, kwargs):
     x = operand(ctx, args[0], result_dtype(node), node.name)
     log = "log" in str(node.target)
@@ -105,6 +108,7 @@ def _norm_parameter(ctx, item, fill: float, shape, dtype, hint):
     return operand(ctx, item, dtype, hint)
 
 
+@converter("aten.layer_norm")
 def handle_layer_norm(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     normalized = list(args[1])
@@ -117,6 +121,7 @@ def handle_layer_norm(ctx, node, args, kwargs):
     return op(ctx, "layernorm", [x, gamma, beta], {"axis": -len(normalized), "eps": float(eps)}, hint=node.name)
 
 
+@converter("aten.rms_norm")
 def handle_rms_norm(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     normalized = list(args[1])
@@ -128,6 +133,7 @@ def handle_rms_norm(ctx, node, args, kwargs):
     return op(ctx, "rmsnorm", [x, gamma], {"axis": -len(normalized), "eps": float(eps)}, hint=node.name)
 
 
+@converter("aten.batch_norm", "aten._native_batch_norm_legit_no_training")
 def handle_batch_norm(ctx, node, args, kwargs):
     """batch_norm(x, w, b, mean, var, training, momentum, eps, ...) and the
     no-training variant (x, w, b, mean, var, momentum, eps) -> (out, ...)."""
@@ -145,6 +151,7 @@ def handle_batch_norm(ctx, node, args, kwargs):
 
 
 # --- linear algebra and attention ------------------------------------------------------
+@converter("aten.linear")
 def handle_linear(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     weight, bias = args[1], args[2] if len(args) > 2 else kwargs.get("bias")
@@ -159,6 +166,7 @@ def handle_linear(ctx, node, args, kwargs):
     return op(ctx, "add", [product] + biases, hint=node.name) if biases else product
 
 
+@converter("aten.addmm")
 def handle_addmm(ctx, node, args, kwargs):
     """beta bias + alpha (m1 @ m2): ``linear(m1, m2, bias)`` when alpha = beta = 1."""
     bias, first, second = args[:3]
@@ -170,17 +178,20 @@ def handle_addmm(ctx, node, args, kwargs):
     return op(ctx, "linear", operands, hint=node.name)
 
 
+@converter("aten.matmul", "aten.mm", "aten.bmm")
 def handle_matmul(ctx, node, args, kwargs):
     dtype = result_dtype(node)
     return op(ctx, "matmul", [operand(ctx, args[0], dtype, node.name), operand(ctx, args[1], dtype, node.name)],
               hint=node.name)
 
 
+@converter("aten.embedding")
 def handle_embedding(ctx, node, args, kwargs):
     table, indices = ctx.value(args[0]), ctx.value(args[1])
     return op(ctx, "gather", [table, indices], {"axis": 0}, hint=node.name)
 
 
+@converter("aten.scaled_dot_product_attention")
 def handle_sdpa(ctx, node, args, kwargs):
     """scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale=,
     enable_gqa=): grouped k/v heads are repeated to q's (head h reads kv head h // rep)."""
@@ -214,6 +225,7 @@ def _pair(value, count: int) -> list[int]:
     return value * count if len(value) == 1 else value
 
 
+@converter("aten.conv1d", "aten.conv2d", "aten.convolution")
 def handle_conv(ctx, node, args, kwargs):
     """conv1d/conv2d/convolution: 1-D convs run as 2-D over a unit height."""
     key = op_key(node.target)
@@ -258,6 +270,7 @@ POOL_ARGUMENTS = {
 }
 
 
+@converter("aten.max_pool2d", "aten.avg_pool2d")
 def handle_pool(ctx, node, args, kwargs):
     """max_pool2d / avg_pool2d: ceil_mode as extra bottom / right padding; an average whose
     divisor is not the kernel's area (the extra ceil padding, count_include_pad=False,
@@ -289,6 +302,7 @@ def handle_pool(ctx, node, args, kwargs):
     return result
 
 
+@converter("aten.adaptive_avg_pool2d")
 def handle_adaptive_avg_pool(ctx, node, args, kwargs):
     """adaptive_avg_pool2d(x, (oh, ow)): output row i averages input rows floor(i H / oh) to
     ceil((i + 1) H / oh) (PyTorch's windows). 1x1 is a mean; sizes that divide the input are
@@ -320,17 +334,7 @@ def _averaging(size: int, out: int) -> np.ndarray:
     return matrix
 
 
-HANDLERS = {
-    "aten.mean": reduction("reduce_mean"), "aten.sum": reduction("reduce_sum"), "aten.amax": reduction("reduce_max"),
-    "aten.amin": reduction("reduce_min"), "aten.max": handle_extremum, "aten.min": handle_extremum,
-    "aten.argmax": handle_arg_extremum, "aten.argmin": handle_arg_extremum, "aten.softmax": handle_softmax,
-    "aten._softmax": handle_softmax, "aten.topk": handle_topk,
-    "aten.log_softmax": handle_softmax, "aten._log_softmax": handle_softmax, "aten.layer_norm": handle_layer_norm,
-    "aten.rms_norm": handle_rms_norm, "aten.batch_norm": handle_batch_norm,
-    "aten._native_batch_norm_legit_no_training": handle_batch_norm, "aten.linear": handle_linear,
-    "aten.addmm": handle_addmm, "aten.matmul": handle_matmul, "aten.mm": handle_matmul, "aten.bmm": handle_matmul,
-    "aten.embedding": handle_embedding, "aten.scaled_dot_product_attention": handle_sdpa,
-    "aten.conv1d": handle_conv, "aten.conv2d": handle_conv, "aten.convolution": handle_conv,
-    "aten.max_pool2d": handle_pool, "aten.avg_pool2d": handle_pool,
-    "aten.adaptive_avg_pool2d": handle_adaptive_avg_pool,
-}
+register("aten.mean", reduction("reduce_mean"))
+register("aten.sum", reduction("reduce_sum"))
+register("aten.amax", reduction("reduce_max"))
+register("aten.amin", reduction("reduce_min"))

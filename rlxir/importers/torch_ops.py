@@ -1,12 +1,9 @@
-"""ATen op -> core ops: shared helpers, elementwise, shape and constant ops, and the table of
-every handler of the PyTorch importer (network ops: `rlxir.importers.torch_nn`).
+"""ATen op -> core ops: the helpers converters share, and the elementwise, shape and
+constant ops (network ops: `rlxir.importers.torch_nn`; the converter contract and table:
+`rlxir.importers.torch_registry`).
 
-A handler is ``handle(ctx, node, args, kwargs) -> result``: `args` and `kwargs` are the fx
-node's arguments with every node replaced by what it is to the importer (an rlx value
-name, a `Static` tensor, a Python number or dim, a list of those). The result is the
-same kind of thing; lists stand for ops with several results (``split``). Dtypes follow
-what ``torch.export`` recorded for the node, so PyTorch's type promotion is respected by
-casting operands to the recorded result dtype.
+Dtypes follow what ``torch.export`` recorded for the node, so PyTorch's type promotion is
+respected by casting operands to the recorded result dtype.
 """
 
 from __future__ import annotations
@@ -18,19 +15,10 @@ import torch
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, gather_leading_axes
 from rlxir.importers.strided import HUGE, slice_any
-from rlxir.importers.torch import Static, torch_dtype
+from rlxir.importers.torch_registry import Static, converter, op_key, register, torch_dtype
 from rlxir.ops import broadcast_shapes, normalize_axis
 from rlxir.symbolic import Expr, mul
 from rlxir.types import TensorType
-
-
-def op_key(target) -> str:
-    """``aten.linear`` for every overload of aten::linear; ``operator.mul`` for Python's."""
-    if isinstance(target, torch._ops.OpOverload):
-        return target.overloadpacket._qualified_op_name.replace("::", ".")
-    module = getattr(target, "__module__", None) or ""
-    name = getattr(target, "__name__", str(target))
-    return f"operator.{name}" if module in ("_operator", "operator") else f"{module}.{name}"
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -94,6 +82,7 @@ def binary(name: str, compare: bool = False):
     return handle
 
 
+@converter("aten.div", "aten.floor_divide")
 def handle_div(ctx, node, args, kwargs):
     """True division; rounding_mode "trunc" / "floor" (and floor_divide) round the quotient.
     The IR's integer division truncates; a floored one first subtracts the floored remainder
@@ -116,20 +105,24 @@ def handle_div(ctx, node, args, kwargs):
                              op(ctx, "floor", [quotient], hint=f"{node.name}.down")], hint=node.name)
 
 
+@converter("aten.rsub")
 def handle_rsub(ctx, node, args, kwargs):
     return binary("sub")(ctx, node, [args[1], args[0]], kwargs)
 
 
+@converter("aten.reciprocal")
 def handle_reciprocal(ctx, node, args, kwargs):
     dtype = result_dtype(node)
     return op(ctx, "div", [ctx.builder.scalar(1, dtype), operand(ctx, args[0], dtype, node.name)], hint=node.name)
 
 
+@converter("aten.gelu")
 def handle_gelu(ctx, node, args, kwargs):
     approximate = kwargs.get("approximate", args[1] if len(args) > 1 else "none") == "tanh"
     return op(ctx, "gelu", [ctx.value(args[0])], {"approximate": approximate}, hint=node.name)
 
 
+@converter("aten.softplus")
 def handle_softplus(ctx, node, args, kwargs):
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (as PyTorch)."""
     beta = args[1] if len(args) > 1 else kwargs.get("beta", 1)
@@ -144,6 +137,7 @@ def handle_softplus(ctx, node, args, kwargs):
     return op(ctx, "where", [linear, x, smooth], hint=name)
 
 
+@converter("aten.clamp")
 def handle_clamp(ctx, node, args, kwargs):
     low = args[1] if len(args) > 1 else kwargs.get("min")
     high = args[2] if len(args) > 2 else kwargs.get("max")
@@ -156,6 +150,7 @@ def handle_clamp(ctx, node, args, kwargs):
     return result
 
 
+@converter("aten.hardtanh")
 def handle_hardtanh(ctx, node, args, kwargs):
     """clamp(x, min_val, max_val); ReLU6 is hardtanh(0, 6)."""
     low = args[1] if len(args) > 1 else kwargs.get("min_val", -1.0)
@@ -173,10 +168,12 @@ def _hard_sigmoid(ctx, node, x: str) -> str:
     return op(ctx, "div", [clamped, builder.scalar(6, dtype)], hint=name)
 
 
+@converter("aten.hardsigmoid")
 def handle_hardsigmoid(ctx, node, args, kwargs):
     return _hard_sigmoid(ctx, node, ctx.value(args[0]))
 
 
+@converter("aten.hardswish")
 def handle_hardswish(ctx, node, args, kwargs):
     """x * hardsigmoid(x)."""
     x = ctx.value(args[0])
@@ -184,6 +181,7 @@ def handle_hardswish(ctx, node, args, kwargs):
     return op(ctx, "mul", [x, gate], hint=node.name)
 
 
+@converter("aten.dropout")
 def handle_dropout(ctx, node, args, kwargs):
     """Inference: the operand itself (a module in eval mode, or train=False)."""
     train = args[2] if len(args) > 2 else kwargs.get("train", False)
@@ -193,6 +191,7 @@ def handle_dropout(ctx, node, args, kwargs):
     return ctx.value(args[0])
 
 
+@converter("aten.where")
 def handle_where(ctx, node, args, kwargs):
     dtype = result_dtype(node)
     condition = operand(ctx, args[0], DType.bool, node.name)
@@ -200,12 +199,14 @@ def handle_where(ctx, node, args, kwargs):
     return op(ctx, "where", [condition] + chosen, hint=node.name)
 
 
+@converter("aten.masked_fill")
 def handle_masked_fill(ctx, node, args, kwargs):
     dtype = result_dtype(node)
     return op(ctx, "where", [operand(ctx, args[1], DType.bool, node.name), operand(ctx, args[2], dtype, node.name),
                              operand(ctx, args[0], dtype, node.name)], hint=node.name)
 
 
+@converter("aten.logical_not")
 def handle_logical_not(ctx, node, args, kwargs):
     return op(ctx, "eq", [operand(ctx, args[0], DType.bool, node.name), ctx.builder.scalar(False, DType.bool)],
               hint=node.name)
@@ -220,6 +221,7 @@ def handle_skip(ctx, node, args, kwargs):
     return None
 
 
+@converter("aten.to", "aten._to_copy", "aten.type_as")
 def handle_to(ctx, node, args, kwargs):
     dtype = result_dtype(node)
     if isinstance(args[0], Static) and ctx.type(args[0]).dtype is dtype:
@@ -230,10 +232,12 @@ def handle_to(ctx, node, args, kwargs):
     return op(ctx, "cast", [value], {"to": dtype}, hint=node.name)
 
 
+@converter("aten.view", "aten.reshape", "aten._unsafe_view")
 def handle_view(ctx, node, args, kwargs):
     return reshape(ctx, ctx.value(args[0]), tuple(args[1]), node.name)
 
 
+@converter("aten.flatten")
 def handle_flatten(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     shape = shape_of(ctx, x)
@@ -247,6 +251,7 @@ def handle_flatten(ctx, node, args, kwargs):
     return reshape(ctx, x, shape[:start] + (merged,) + shape[end + 1:], node.name)
 
 
+@converter("aten.unflatten")
 def handle_unflatten(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     shape = shape_of(ctx, x)
@@ -254,6 +259,7 @@ def handle_unflatten(ctx, node, args, kwargs):
     return reshape(ctx, x, shape[:axis] + tuple(args[2]) + shape[axis + 1:], node.name)
 
 
+@converter("aten.permute")
 def handle_permute(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     rank = ctx.builder.type(x).rank
@@ -261,6 +267,7 @@ def handle_permute(ctx, node, args, kwargs):
     return x if perm == tuple(range(rank)) else op(ctx, "transpose", [x], {"perm": perm}, hint=node.name)
 
 
+@converter("aten.transpose", "aten.t")
 def handle_transpose(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     rank = ctx.builder.type(x).rank
@@ -272,6 +279,7 @@ def handle_transpose(ctx, node, args, kwargs):
     return handle_permute(ctx, node, [x, perm], kwargs)
 
 
+@converter("aten.unsqueeze")
 def handle_unsqueeze(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     shape = list(shape_of(ctx, x))
@@ -279,6 +287,7 @@ def handle_unsqueeze(ctx, node, args, kwargs):
     return reshape(ctx, x, shape, node.name)
 
 
+@converter("aten.squeeze")
 def handle_squeeze(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     shape = shape_of(ctx, x)
@@ -290,6 +299,7 @@ def handle_squeeze(ctx, node, args, kwargs):
     return reshape(ctx, x, tuple(dim for index, dim in enumerate(shape) if index not in axes), node.name)
 
 
+@converter("aten.expand")
 def handle_expand(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     shape = shape_of(ctx, x)
@@ -302,6 +312,7 @@ def handle_expand(ctx, node, args, kwargs):
     return op(ctx, "expand", [x], {"shape": target}, hint=node.name)
 
 
+@converter("aten.cat", "aten.concat")
 def handle_cat(ctx, node, args, kwargs):
     dtype = result_dtype(node)
     pieces = [operand(ctx, item, dtype, node.name) for item in args[0]]
@@ -310,6 +321,7 @@ def handle_cat(ctx, node, args, kwargs):
     return pieces[0] if len(pieces) == 1 else op(ctx, "concat", pieces, {"axis": axis}, hint=node.name)
 
 
+@converter("aten.stack")
 def handle_stack(ctx, node, args, kwargs):
     dtype = result_dtype(node)
     axis = args[1] if len(args) > 1 else kwargs.get("dim", 0)
@@ -344,6 +356,7 @@ def static_dim(dim, what: str) -> int:
     return dim
 
 
+@converter("aten.split", "aten.split_with_sizes")
 def handle_split(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     shape = shape_of(ctx, x)
@@ -355,6 +368,7 @@ def handle_split(ctx, node, args, kwargs):
     return _split(ctx, node, x, sizes, axis)
 
 
+@converter("aten.chunk")
 def handle_chunk(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     shape = shape_of(ctx, x)
@@ -364,6 +378,7 @@ def handle_chunk(ctx, node, args, kwargs):
     return _split(ctx, node, x, [min(size, dim - start) for start in range(0, dim, size)], axis)
 
 
+@converter("aten.unbind")
 def handle_unbind(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     shape = shape_of(ctx, x)
@@ -389,6 +404,7 @@ def slice_bounds(dim, start, end, what: str = "a slice") -> tuple[int, int] | No
     return start, max(end, start)
 
 
+@converter("aten.slice")
 def handle_slice(ctx, node, args, kwargs):
     """slice(x, dim, start, end, step): any step, on static and symbolic dims
     (`rlxir.importers.strided`)."""
@@ -400,6 +416,7 @@ def handle_slice(ctx, node, args, kwargs):
     return slice_any(ctx.builder, x, axis, start, end, step, node.name)
 
 
+@converter("aten.flip")
 def handle_flip(ctx, node, args, kwargs):
     """flip(x, dims): each dim read backwards, a slice with step -1."""
     x = ctx.value(args[0])
@@ -411,6 +428,7 @@ def handle_flip(ctx, node, args, kwargs):
     return x
 
 
+@converter("aten.select")
 def handle_select(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     shape = shape_of(ctx, x)
@@ -422,21 +440,25 @@ def handle_select(ctx, node, args, kwargs):
     return reshape(ctx, picked, shape[:axis] + shape[axis + 1:], node.name)
 
 
+@converter("aten.narrow")
 def handle_narrow(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     axis = normalize_axis(args[1], ctx.builder.type(x).rank)
     return slice_axis(ctx, x, axis, args[2], args[3], node.name)
 
 
+@converter("aten.index_select")
 def handle_index_select(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     return op(ctx, "gather", [x, ctx.value(args[2])], {"axis": args[1]}, hint=node.name)
 
 
+@converter("operator.getitem", fold=False)
 def handle_getitem(ctx, node, args, kwargs):
     return args[0][args[1]]
 
 
+@converter("aten.sym_size", fold=False)
 def handle_sym_size(ctx, node, args, kwargs):
     return shape_of(ctx, args[0])[args[1]]
 
@@ -482,10 +504,12 @@ def handle_full(ctx, node, args, kwargs):
     return filled(ctx, node, list(shape), 0 if fill is None else fill)
 
 
+@converter("aten.scalar_tensor")
 def handle_scalar_tensor(ctx, node, args, kwargs):
     return filled(ctx, node, [], args[0])
 
 
+@converter("aten.arange")
 def handle_arange(ctx, node, args, kwargs):
     """arange(end) / arange(start, end[, step]); a symbolic length is an exclusive running
     sum of ones (the IR has no iota op)."""
@@ -502,11 +526,13 @@ def handle_arange(ctx, node, args, kwargs):
     return steps if start == 0 else op(ctx, "add", [steps, ctx.builder.scalar(start, dtype)], hint=node.name)
 
 
+@converter("aten.cumsum")
 def handle_cumsum(ctx, node, args, kwargs):
     x = operand(ctx, args[0], result_dtype(node), node.name)
     return op(ctx, "cumsum", [x], {"axis": args[1]}, hint=node.name)
 
 
+@converter("aten.diff")
 def handle_diff(ctx, node, args, kwargs):
     """x[1:] - x[:-1] along `dim`, n times (`ne` for bools, as torch), after joining
     `prepend` and `append` to x along that dim."""
@@ -529,6 +555,7 @@ def handle_diff(ctx, node, args, kwargs):
     return result
 
 
+@converter("aten.gather")
 def handle_gather(ctx, node, args, kwargs):
     """torch.gather(x, dim, index) is the IR's gather_elements along `dim`."""
     x = ctx.value(args[0])
@@ -537,6 +564,7 @@ def handle_gather(ctx, node, args, kwargs):
     return op(ctx, "gather_elements", [x, index], {"axis": axis}, hint=node.name)
 
 
+@converter("aten.index")
 def handle_index(ctx, node, args, kwargs):
     """x[i0, i1, ...] with index tensors for the leading axes (the masks transformers builds
     at run time), through `gather_leading_axes`."""
@@ -562,51 +590,30 @@ BINARY = {"add": "add", "sub": "sub", "mul": "mul", "pow": "pow", "maximum": "ma
           "remainder": "mod", "fmod": "fmod"}
 COMPARE = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
 
-def _handlers() -> dict:
-    from rlxir.importers import torch_layout, torch_nn
 
-    table = {f"aten.{name}": unary(rlx) for name, rlx in UNARY.items()}
-    table.update({f"aten.{name}": binary(rlx) for name, rlx in BINARY.items()})
-    table.update({f"aten.{name}": binary(rlx, compare=True) for name, rlx in COMPARE.items()})
-    table.update({f"aten.{name}": handle_identity for name in
-                  ("contiguous", "clone", "alias", "detach", "lift_fresh_copy", "feature_dropout")})
-    table.update({f"aten.{name}": handle_skip for name in
-                  ("_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range_for_size", "sym_constrain_range")})
-    table.update({f"aten.{name}": handle_full for name in
-                  ("zeros", "ones", "full", "empty", "new_zeros", "new_ones", "new_full", "new_empty", "zeros_like",
-                   "ones_like", "full_like", "empty_like")})
-    table.update({f"aten.{name}": handle_static_only for name in ("tril", "triu")})
-    table.update({"aten.diff": handle_diff, "aten.gather": handle_gather, "aten.index": handle_index})
-    table.update({
-        "aten.div": handle_div, "aten.floor_divide": handle_div, "aten.rsub": handle_rsub,
-        "aten.reciprocal": handle_reciprocal,
-        "aten.gelu": handle_gelu, "aten.softplus": handle_softplus, "aten.clamp": handle_clamp,
-        "aten.hardtanh": handle_hardtanh, "aten.hardsigmoid": handle_hardsigmoid, "aten.hardswish": handle_hardswish,
-        "aten.dropout": handle_dropout,
-        "aten.where": handle_where, "aten.masked_fill": handle_masked_fill, "aten.logical_not": handle_logical_not,
-        "aten.to": handle_to, "aten._to_copy": handle_to, "aten.type_as": handle_to, "aten.view": handle_view,
-        "aten.reshape": handle_view, "aten._unsafe_view": handle_view, "aten.flatten": handle_flatten,
-        "aten.unflatten": handle_unflatten, "aten.permute": handle_permute, "aten.transpose": handle_transpose,
-        "aten.t": handle_transpose, "aten.unsqueeze": handle_unsqueeze, "aten.squeeze": handle_squeeze,
-        "aten.expand": handle_expand, "aten.cat": handle_cat, "aten.concat": handle_cat, "aten.stack": handle_stack,
-        "aten.split": handle_split, "aten.split_with_sizes": handle_split, "aten.chunk": handle_chunk,
-        "aten.unbind": handle_unbind, "aten.slice": handle_slice, "aten.flip": handle_flip, "aten.select": handle_select,
-        "aten.narrow": handle_narrow, "aten.index_select": handle_index_select, "aten.sym_size": handle_sym_size,
-        "aten.scalar_tensor": handle_scalar_tensor, "aten.arange": handle_arange, "aten.cumsum": handle_cumsum,
-        "operator.getitem": handle_getitem, "operator.mul": python_operator(operator.mul),
-        "operator.add": python_operator(operator.add), "operator.sub": python_operator(operator.sub),
-        "operator.floordiv": python_operator(_floordiv), "operator.neg": python_operator(operator.neg),
-    })
-    table.update(torch_nn.HANDLERS)
-    table.update(torch_layout.HANDLERS)
-    return table
+def _register_tables() -> None:
+    """The converters made from a table of names (elementwise ops, ops that pass their
+    operand through, the fills)."""
+    for name, rlx in UNARY.items():
+        register(f"aten.{name}", unary(rlx))
+    for name, rlx in BINARY.items():
+        register(f"aten.{name}", binary(rlx))
+    for name, rlx in COMPARE.items():
+        register(f"aten.{name}", binary(rlx, compare=True))
+    for name in ("contiguous", "clone", "alias", "detach", "lift_fresh_copy", "feature_dropout"):
+        register(f"aten.{name}", handle_identity)
+    for name in ("_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range_for_size", "sym_constrain_range"):
+        register(f"aten.{name}", handle_skip, fold=False)
+    for name in ("zeros", "ones", "full", "empty", "new_zeros", "new_ones", "new_full", "new_empty", "zeros_like",
+                 "ones_like", "full_like", "empty_like"):
+        register(f"aten.{name}", handle_full)
+    for name in ("tril", "triu"):
+        register(f"aten.{name}", handle_static_only)
+    register("operator.mul", python_operator(operator.mul))
+    register("operator.add", python_operator(operator.add))
+    register("operator.sub", python_operator(operator.sub))
+    register("operator.floordiv", python_operator(_floordiv))
+    register("operator.neg", python_operator(operator.neg))
 
 
-HANDLERS = _handlers()
-"""op key (`op_key`) -> handler; every op `import_torch` accepts."""
-
-NEVER_FOLD = frozenset({"aten._assert_tensor_metadata", "aten._assert_scalar", "aten.sym_constrain_range_for_size",
-                        "aten.sym_constrain_range", "operator.getitem", "aten.sym_size"})
-"""Ops `TorchContext` never evaluates with PyTorch (they compute nothing, or pick from lists)."""
-
-__all__ = ["HANDLERS", "NEVER_FOLD", "op_key"]
+_register_tables()

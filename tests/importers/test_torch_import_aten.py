@@ -243,12 +243,12 @@ def test_a_refused_node_is_located_at_the_models_line_not_inside_torch():
 
 
 def test_a_handler_that_fails_on_odd_arguments_is_a_located_error(monkeypatch):
-    from rlxir.importers import torch_ops
+    from rlxir.importers.torch_registry import CONVERTERS
 
     def surprised(ctx, node, args, kwargs):
         raise IndexError("list index out of range")
 
-    monkeypatch.setitem(torch_ops.HANDLERS, "aten.max_pool2d", surprised)
+    monkeypatch.setitem(CONVERTERS, "aten.max_pool2d", surprised)
     with pytest.raises(UnsupportedModel, match=r"node max_pool2d \(aten.max_pool2d.default\): cannot import its "
                                                r"arguments \(IndexError: list index out of range\)") as raised:
         import_torch(DilatedPool(), (torch.randn(2, 3, 8, 8),))
