@@ -61,6 +61,7 @@ from rlxir.importers import (  # noqa: F401  (each converter module registers it
     onnx_recurrent,
     onnx_reduce,
     onnx_resize,
+    onnx_reverse_sequence,
     onnx_scatter,
     onnx_sequence,
     onnx_shape,

@@ -128,7 +128,7 @@ class OnnxContext:
         for info in graph.input:
             if info.name in initializers:
                 continue
-            tensor_type = info.type.tensor_type
+            tensor_type = _input_tensor_type(info)
             dtype = onnx_dtype(tensor_type.elem_type, f"input {info.name}")
             dims = [self._input_dim(info.name, index, dim, batch_size, symbols)
                     for index, dim in enumerate(tensor_type.shape.dim)]
@@ -256,6 +256,20 @@ class OnnxContext:
 
     def symbol_for(self, label: str) -> str | None:
         return self._symbols.get(label)
+
+
+def _input_tensor_type(info):
+    """The tensor type of graph input `info`: an optional tensor is imported as the tensor
+    (a run feeds it, so it holds an element); a sequence or a map has no IR type."""
+    kind = info.type.WhichOneof("value")
+    if kind == "tensor_type":
+        return info.type.tensor_type
+    if kind == "optional_type" and info.type.optional_type.elem_type.WhichOneof("value") == "tensor_type":
+        return info.type.optional_type.elem_type.tensor_type
+    what = {"sequence_type": "a sequence", "map_type": "a map", "optional_type": "an optional of a non-tensor",
+            "sparse_tensor_type": "a sparse tensor"}.get(kind or "", "a value of no type")
+    raise UnsupportedModel(f"ONNX input {info.name!r} is {what}, which the IR has no type for",
+                           expected="graph inputs that are tensors (or optional tensors)")
 
 
 def _onnx_shape(info) -> tuple | None:

@@ -49,7 +49,7 @@ SHAPE_LIKE_INPUTS: dict[str, tuple[int, ...]] = {
     "Pad": (1, 2, 3), "Resize": (1, 2, 3), "Upsample": (1,), "TopK": (1,), "Unsqueeze": (1,), "Squeeze": (1,),
     "ReduceSum": (1,), "ReduceMean": (1,), "ReduceMax": (1,), "ReduceMin": (1,), "ReduceProd": (1,),
     "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSum": (1,), "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,),
-    "Split": (1,), "Range": (0, 1, 2), "OneHot": (1,), "CumSum": (1,), "Trilu": (1,), "Clip": (1, 2),
+    "Split": (1,), "Range": (0, 1, 2), "Loop": (0, 1), "OneHot": (1,), "CumSum": (1,), "Trilu": (1,), "Clip": (1, 2),
     "CenterCropPad": (1,), "GridSample": (), "RandomNormalLike": (), "Col2Im": (1, 2), "DFT": (1, 2),
     "STFT": (1, 2), "MelWeightMatrix": (0, 1, 2, 3, 4), "BlackmanWindow": (0,), "HammingWindow": (0,),
     "HannWindow": (0,), "Compress": (1,), "Dropout": (1, 2), "ReverseSequence": (1,), "RoiAlign": (2,),
@@ -234,7 +234,7 @@ def run_case(case: Case, variant: str = "given") -> Outcome:
     feeds = {}
     for onnx_name, array in zip(graph_inputs, case.inputs):
         if onnx_name in imported.inputs:
-            feeds[imported.inputs[onnx_name]] = np.asarray(array)
+            feeds[imported.inputs[onnx_name]] = _as_fed(np.asarray(array))
     try:
         with np.errstate(all="ignore"):
             got = interpret(imported.graph, feeds, dict(imported.params))
@@ -267,7 +267,15 @@ def best_of(case: Case) -> Outcome:
     return given if rank[given.status] <= rank[folded.status] else folded
 
 
+def _as_fed(array: np.ndarray) -> np.ndarray:
+    """bf16 data as the interpreter takes it: float32 holding the bf16 values."""
+    return array.astype(np.float32) if array.dtype.name == "bfloat16" else array
+
+
 def _difference(have: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str:
+    if want.dtype.name == "bfloat16":
+        want = want.astype(np.float32)
+        rtol = max(rtol, 2**-7)  # one bf16 ulp
     if have.shape != want.shape:
         return f"shape {list(have.shape)}, expected {list(want.shape)}"
     if want.dtype == bool or have.dtype == bool:
