@@ -23,7 +23,7 @@ from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_context import concrete, onnx_dtype
 from rlxir.ops import normalize_axis
 from rlxir.ops.reference import erf
-from rlxir.symbolic import Expr, mul
+from rlxir.symbolic import Expr, format_dim, mul, never_negative, sub
 
 FOLD_LIMIT = 1 << 20
 """Ops on static tensors are evaluated while importing when no input is larger than this."""
@@ -220,11 +220,38 @@ def convert_mod(ctx, node, attrs):
     return [ctx.builder.op("fmod" if truncated else "mod", operands, hint=hint(node))]
 
 
+def _static_extreme(a: np.ndarray, b: np.ndarray, larger: bool) -> np.ndarray:
+    """Elementwise max (or min) of static values that may hold symbolic dims: decided where
+    the difference has one sign for every value of the symbols, else an error."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != object and b.dtype != object:
+        return np.maximum(a, b) if larger else np.minimum(a, b)
+
+    def pick(left, right):
+        if never_negative(sub(left, right)):
+            return left if larger else right
+        if never_negative(sub(right, left)):
+            return right if larger else left
+        raise UnsupportedModel(f"the {'max' if larger else 'min'} of {format_dim(left)} and {format_dim(right)} "
+                               "depends on the values of the symbols", expected="static dims (import with "
+                               "--batch-size N)")
+
+    return np.frompyfunc(pick, 2, 1)(a, b)
+
+
+def _static_maximum(a, b):
+    return _static_extreme(a, b, True)
+
+
+def _static_minimum(a, b):
+    return _static_extreme(a, b, False)
+
+
 def convert_variadic(ctx, node, attrs):
     """Sum, Mean, Max, Min: a left fold of the binary op (Mean divides by the count)."""
     names = present(node)
     if foldable(ctx, node):
-        function = {"Sum": np.add, "Mean": np.add, "Max": np.maximum, "Min": np.minimum}[node.op_type]
+        function = {"Sum": np.add, "Mean": np.add, "Max": _static_maximum, "Min": _static_minimum}[node.op_type]
         total = ctx.static(names[0])
         for name in names[1:]:
             total = function(total, ctx.static(name))

@@ -48,7 +48,7 @@ SHAPE_LIKE_INPUTS: dict[str, tuple[int, ...]] = {
     "Reshape": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Slice": (1, 2, 3, 4),
     "Pad": (1, 2, 3), "Resize": (1, 2, 3), "Upsample": (1,), "TopK": (1,), "Unsqueeze": (1,), "Squeeze": (1,),
     "ReduceSum": (1,), "ReduceMean": (1,), "ReduceMax": (1,), "ReduceMin": (1,), "ReduceProd": (1,),
-    "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSum": (1,), "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,),
+    "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSum": (1,), "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,), "CumProd": (1,),
     "Split": (1,), "Range": (0, 1, 2), "Loop": (0, 1), "OneHot": (1,), "CumSum": (1,), "Trilu": (1,), "Clip": (1, 2),
     "CenterCropPad": (1,), "GridSample": (), "RandomNormalLike": (), "Col2Im": (1, 2), "DFT": (1, 2),
     "STFT": (1, 2), "MelWeightMatrix": (0, 1, 2, 3, 4), "BlackmanWindow": (0,), "HammingWindow": (0,),
@@ -187,14 +187,23 @@ def _light_cases(root: Path) -> list[Case]:
 
 
 def shape_like_inputs(model) -> list[str]:
-    """The graph inputs that some node reads at a shape-like position (`SHAPE_LIKE_INPUTS`)."""
-    graph_inputs = {value.name for value in model.graph.input}
-    names: list[str] = []
-    for node in model.graph.node:
-        for index in SHAPE_LIKE_INPUTS.get(node.op_type, ()):
-            if index < len(node.input) and node.input[index] in graph_inputs and node.input[index] not in names:
-                names.append(node.input[index])
-    return names
+    """The graph inputs whose values reach a shape-like position (`SHAPE_LIKE_INPUTS`),
+    read there directly or through arithmetic on them (an expanded function computes a Pad's
+    pads from a ``shape`` input with Sub and Div): the inputs an exported model would carry
+    as initializers."""
+    producers = {output: node for node in model.graph.node for output in node.output if output}
+    frontier = [node.input[index] for node in model.graph.node
+                for index in SHAPE_LIKE_INPUTS.get(node.op_type, ()) if index < len(node.input) and node.input[index]]
+    reached: set[str] = set()
+    while frontier:
+        name = frontier.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        producer = producers.get(name)
+        if producer is not None and producer.op_type != "Shape":  # Shape reads a tensor's dims, not its data
+            frontier.extend(operand for operand in producer.input if operand)
+    return [value.name for value in model.graph.input if value.name in reached]
 
 
 def with_initializers(case: Case, names: Sequence[str]) -> Case:

@@ -67,3 +67,33 @@ def test_the_import_command_prints_the_note(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "note: the batch stays static (3)" in done.stderr
     assert "graph shape" in done.stdout or "graph g" in done.stdout
+
+
+def shape_max_model(batch) -> "onnx.ModelProto":
+    """y = x reshaped to [max(batch, 3) ... ]: Max of the batch read through Shape and 3."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"], start=0, end=1),
+             helper.make_node("Max", ["shape", "three"], ["rows"]),
+             helper.make_node("Concat", ["rows", "minus_one"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    return model_of(nodes, [("x", TensorProto.FLOAT, [batch, 6])], ("y", TensorProto.FLOAT, None),
+                    [numpy_helper.from_array(np.array([3], np.int64), "three"),
+                     numpy_helper.from_array(np.array([-1], np.int64), "minus_one")])
+
+
+def test_a_max_over_the_batch_symbol_is_refused_and_a_static_batch_falls_back():
+    from rlxir.importers import UnsupportedModel
+
+    with pytest.raises(UnsupportedModel, match="the max of B and 3 depends on the values of the symbols"):
+        import_onnx(shape_max_model("N"))
+    imported = import_onnx(shape_max_model(4))
+    assert str(imported.graph.type(imported.outputs["y"])) == "f32[4, 6]"
+    assert "the max of B and 3" in imported.notes[0]
+
+
+def test_a_max_the_symbols_decide_is_evaluated():
+    from rlxir.importers.onnx_ops import _static_maximum
+    from rlxir.symbolic import Expr
+
+    b = Expr.symbol("B")
+    got = _static_maximum(np.array([b + 2, 1], dtype=object), np.array([b, 5], dtype=object))
+    assert list(got) == [b + 2, 5]
