@@ -45,7 +45,20 @@ def timed_best_of(case, seconds: int) -> Outcome:
         signal.alarm(0)
 
 
-def table(title: str, rows: list[tuple[str, Counter]]) -> str:
+def markdown_table(title: str, rows: list[tuple[str, Counter]]) -> str:
+    lines = [f"| {title} | cases | " + " | ".join(STATUSES) + " | pass % |",
+             "|---|---:|" + "---:|" * len(STATUSES) + "---:|"]
+    for label, counts in rows:
+        total = sum(counts.values())
+        share = 100.0 * counts["pass"] / total if total else 0.0
+        lines.append(f"| {label} | {total} | " + " | ".join(str(counts[status]) for status in STATUSES)
+                     + f" | {share:.1f} |")
+    return "\n".join(lines)
+
+
+def table(title: str, rows: list[tuple[str, Counter]], markdown: bool = False) -> str:
+    if markdown:
+        return markdown_table(title, rows)
     lines = [f"{title:<28} {'cases':>6} " + " ".join(f"{status:>9}" for status in STATUSES) + f" {'pass %':>7}"]
     for label, counts in rows:
         total = sum(counts.values())
@@ -59,6 +72,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", help="write every case's outcome to this file")
     parser.add_argument("--by-op", action="store_true", help="a row per op type (core-dtype node cases)")
+    parser.add_argument("--markdown", action="store_true", help="the tables as Markdown")
     parser.add_argument("-k", default="", help="only cases whose name contains this")
     parser.add_argument("--timeout", type=int, default=60, help="seconds per case before it counts as internal")
     parser.add_argument("--no-models", action="store_true", help="node cases only")
@@ -101,10 +115,10 @@ def main(argv=None) -> int:
                                 "ir": True, "status": outcome.status, "variant": outcome.variant,
                                 "detail": outcome.detail})
             rows.append((f"model suite {suite}", counts))
-    print(table("suite", rows))
+    print(table("suite", rows, args.markdown))
     if args.by_op:
         print()
-        print(table("op type (core dtypes)", sorted(by_op.items())))
+        print(table("op type (core dtypes)", sorted(by_op.items()), args.markdown))
     never = sorted(op for op, counts in by_op.items() if counts["pass"] == 0)
     print(f"\nop types with no passing core-dtype case: {len(never)} of {len(by_op)}")
     print(f"{time.perf_counter() - start:.1f} s")
