@@ -316,10 +316,15 @@ def _softmax(ctx, attrs, scores: str, bias: str | None, dtype: DType, name: str)
     return probabilities
 
 
+def causal_keep(ctx, queries, keys, name: str) -> str:
+    """bool [queries, keys]: true where ``j <= i`` (the plain causal frontier)."""
+    return _allowed(ctx, True, -1, -1, None, queries, keys, 0, name)
+
+
 def _causal_bias(ctx, dtype: DType, lengths: tuple, name: str) -> str:
     """0 where ``j <= i``, -inf elsewhere, [Sq, Skv] (the plain causal frontier)."""
     builder = ctx.builder
-    keep = _allowed(ctx, True, -1, -1, None, lengths[0], lengths[1], 0, name)
+    keep = causal_keep(ctx, lengths[0], lengths[1], name)
     return builder.op("where", [keep, builder.scalar(0, dtype), builder.scalar(-math.inf, dtype)],
                       hint=f"{name}.frontier")
 

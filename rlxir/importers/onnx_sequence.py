@@ -8,24 +8,27 @@
   input, a depthwise ``conv2d`` over a unit height (summed in f32 for f16 / bf16 inputs, as
   ONNX does), the optional SiLU (in f32); the present state is the joined sequence's last
   k - 1 positions.
-- LinearAttention (opset 27): the recurrence of its ``update_rule`` unrolled over the static
-  sequence length, in f32 as ONNX specifies (see `convert_linear_attention`).
+- LinearAttention (opset 27), in f32 as ONNX specifies: the linear and gated rules in chunks
+  of ``chunk_size`` positions, each chunk at once from the state it starts with (`_chunk`);
+  the delta rules' recurrence, whose correction reads the state of the step before, unrolled
+  one position at a time over the static sequence length (`_step`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx_attention import shape_text, split_heads
+from rlxir.importers.onnx_attention import causal_keep, shape_text, split_heads
 from rlxir.importers.onnx_norm import cast_to
 from rlxir.importers.onnx_ops import hint, operand, optional_input
 from rlxir.importers.onnx_registry import register
 from rlxir.types import TensorType
 
 UNROLL_LIMIT = 512
-"""LinearAttention's recurrence is unrolled up to this many steps (a few ops each)."""
+"""LinearAttention's delta rules are unrolled up to this many positions (a dozen ops each)."""
 
 
 def _slice(ctx, value: str, axis: int, start: int, length: int, name: str) -> str:
@@ -189,15 +192,17 @@ RULES = {"linear": (False, False), "gated": (True, False), "delta": (False, True
 
 
 def convert_linear_attention(ctx, node, attrs):
-    """The recurrence, one step per position t, on the state S [B, Hkv, dk, dv] (f32):
+    """The recurrence on the state S [B, Hkv, dk, dv] (f32), position t after position t-1:
 
     - gated: ``S <- exp(g_t) S`` (g per key feature or per head, over S's rows);
     - delta: ``v_t <- beta_t (v_t - k_t S)``;
     - always: ``S <- S + k_t^T v_t``, then ``o_t = scale * q_t S`` (query head h reading the
       state of key head h // (Hq / Hkv)).
 
-    The output is [B, T, Hq*dv] in the query's type; the present state is S in the past
-    state's type (the query's when there is none).
+    The linear and gated rules run in chunks of ``chunk_size`` positions (`_chunk`), the delta
+    rules one position at a time (`_step`), so their length must be static and at most
+    `UNROLL_LIMIT`. The output is [B, T, Hq*dv] in the query's type; the present state is S
+    in the past state's type (the query's when there is none).
     """
     builder, name = ctx.builder, hint(node)
     rule = attrs.get("update_rule", "gated_delta")
@@ -209,24 +214,36 @@ def convert_linear_attention(ctx, node, attrs):
     query = ctx.value(node.input[0])
     out_dtype = builder.type(query).dtype
     batch, steps, _ = builder.type(query).shape
-    if not isinstance(steps, int) or steps > UNROLL_LIMIT:
-        raise UnsupportedModel(f"LinearAttention over {steps} positions",
-                               expected=f"a static sequence length of at most {UNROLL_LIMIT} (the recurrence is "
-                                        "unrolled)")
+    if not isinstance(steps, int) or (delta and steps > UNROLL_LIMIT):
+        limit = f" of at most {UNROLL_LIMIT} (the delta rule's recurrence is unrolled)" if delta else ""
+        raise UnsupportedModel(f"LinearAttention ({rule}) over {steps} positions",
+                               expected=f"a static sequence length{limit}")
     q = split_heads(ctx, _f32(ctx, query, f"{name}.q32"), q_heads, f"{name}.q")
     k = split_heads(ctx, _f32(ctx, ctx.value(node.input[1]), f"{name}.k32"), kv_heads, f"{name}.k")
     v = split_heads(ctx, _f32(ctx, ctx.value(node.input[2]), f"{name}.v32"), kv_heads, f"{name}.v")
     key_size, value_size = builder.type(k).shape[3], builder.type(v).shape[3]
+    if builder.type(q).shape[3] != key_size:
+        raise UnsupportedModel(f"query heads of {builder.type(q).shape[3]} features but key heads of {key_size}",
+                               expected="one head size for queries and keys")
     decay = _per_step_input(ctx, node, 4, gated, "decay", rule, (kv_heads, kv_heads * key_size), kv_heads, name)
     beta = _per_step_input(ctx, node, 5, delta, "beta", rule, (kv_heads, 1), kv_heads, name)
     state, state_dtype = _initial_state(ctx, node, batch, kv_heads, key_size, value_size, out_dtype, name)
     scale = float(attrs.get("scale", 0.0)) or 1 / math.sqrt(builder.type(q).shape[3])
+    groups = q_heads // kv_heads
+    if delta:
+        spans = [(step, 1) for step in range(steps)]
+        advance = functools.partial(_step, ctx, q, k, v, decay, beta, groups=groups)
+    else:
+        size = int(attrs.get("chunk_size", 64))
+        if size < 1:
+            raise UnsupportedModel(f"chunk_size {size}", expected="a positive chunk size")
+        spans = [(start, min(size, steps - start)) for start in range(0, steps, size)]
+        advance = functools.partial(_chunk, ctx, q, k, v, decay, groups=groups)
     outputs = []
-    for step in range(steps):
-        state = _step(ctx, q, k, v, decay, beta, state, step, q_heads // kv_heads, f"{name}.t{step}")
-        outputs.append(state[1])
-        state = state[0]
-    read = outputs[0] if steps == 1 else builder.op("concat", outputs, {"axis": 2}, hint=f"{name}.read")
+    for start, length in spans:
+        state, read = advance(state, start, length, name=f"{name}.t{start}")
+        outputs.append(read)
+    read = outputs[0] if len(outputs) == 1 else builder.op("concat", outputs, {"axis": 2}, hint=f"{name}.read")
     read = builder.op("mul", [read, builder.scalar(scale, DType.f32)], hint=f"{name}.scaled")
     moved = builder.op("transpose", [read], {"perm": (0, 2, 1, 3)}, hint=f"{name}.seq_first")
     flat = builder.op("reshape", [moved], {"shape": (batch, steps, q_heads * value_size)}, hint=f"{name}.flat")
@@ -280,8 +297,9 @@ def _initial_state(ctx, node, batch, kv_heads: int, key_size: int, value_size: i
     return _f32(ctx, value, f"{name}.past32"), builder.type(value).dtype
 
 
-def _step(ctx, q, k, v, decay, beta, state, step: int, groups: int, name: str) -> tuple[str, str]:
-    """(the state after position `step`, the read o_t [B, Hq, 1, dv] before scaling)."""
+def _step(ctx, q, k, v, decay, beta, state, step: int, length: int, groups: int, name: str) -> tuple[str, str]:
+    """(the state after position `step`, the read o_t [B, Hq, 1, dv] before scaling); one
+    position (`length` 1) of the recurrence."""
     builder = ctx.builder
     key = _slice(ctx, k, 2, step, 1, f"{name}.k")  # [B, Hkv, 1, dk]
     value = _slice(ctx, v, 2, step, 1, f"{name}.v")  # [B, Hkv, 1, dv]
@@ -305,6 +323,86 @@ def _step(ctx, q, k, v, decay, beta, state, step: int, groups: int, name: str) -
     return state, builder.op("reshape", [read], {"shape": (batch, q_heads, 1, value_size)}, hint=f"{name}.o")
 
 
+
+
+def _chunk(ctx, q, k, v, decay, state, start: int, length: int, groups: int, name: str) -> tuple[str, str]:
+    """(the state after positions [start, start + length), their reads [B, Hq, c, dv] before
+    scaling) for the linear and gated rules, all positions of the chunk at once.
+
+    With G the running sum of the log decays inside the chunk (0 for the linear rule),
+    ``o_t = (q_t e^G_t) S + sum_{s <= t} A[t, s] v_s`` where ``A[t, s] = sum_d q_t[d] k_s[d]
+    e^(G_t[d] - G_s[d])``, and the state becomes ``e^G_c S + sum_s (k_s e^(G_c - G_s))^T v_s``.
+    The exponents are differences of sums taken inside the chunk (masked to -inf above the
+    diagonal before ``exp``), so nothing overflows that the recurrence keeps finite.
+    """
+    builder = ctx.builder
+    keys, values = (_slice(ctx, value, 2, start, length, f"{name}.{part}") for value, part in ((k, "k"), (v, "v")))
+    queries = _slice(ctx, q, 2, start, length, f"{name}.q")
+    batch, kv_heads, _, key_size = builder.type(keys).shape
+    value_size = builder.type(values).shape[3]
+    grouped_q = builder.op("reshape", [queries], {"shape": (batch, kv_heads, groups, length, key_size)},
+                           hint=f"{name}.q_grouped")
+    grouped_k, grouped_v = (builder.op("reshape", [value], {"shape": (batch, kv_heads, 1, length, size)},
+                                       hint=f"{name}.{part}_grouped")
+                            for value, size, part in ((keys, key_size, "k"), (values, value_size, "v")))
+    grouped_state = builder.op("reshape", [state], {"shape": (batch, kv_heads, 1, key_size, value_size)},
+                               hint=f"{name}.state_grouped")
+    keep = causal_keep(ctx, length, length, f"{name}.keep")
+    scores = builder.op("matmul", [grouped_q, grouped_k], {"transpose_b": True}, hint=f"{name}.qk")
+    if decay is None:
+        weights = builder.op("where", [keep, scores, builder.scalar(0, DType.f32)], hint=f"{name}.weights")
+        reader, keys_in, state_decay = grouped_q, keys, None
+    else:
+        sums = builder.op("cumsum", [_slice(ctx, decay, 2, start, length, f"{name}.g")], {"axis": 2},
+                          hint=f"{name}.g_sum")  # [B, Hkv, c, w]
+        weights = _decayed_weights(ctx, grouped_q, grouped_k, scores, sums, keep, name)
+        width = builder.type(sums).shape[3]
+        grown = builder.op("exp", [builder.op("reshape", [sums], {"shape": (batch, kv_heads, 1, length, width)},
+                                              hint=f"{name}.g_grouped")], hint=f"{name}.growth")
+        reader = builder.op("mul", [grouped_q, grown], hint=f"{name}.q_decayed")
+        last = _slice(ctx, sums, 2, length - 1, 1, f"{name}.g_last")  # [B, Hkv, 1, w]
+        remaining = builder.op("exp", [builder.op("sub", [last, sums], hint=f"{name}.g_rest")], hint=f"{name}.rest")
+        keys_in = builder.op("mul", [keys, remaining], hint=f"{name}.k_decayed")
+        state_decay = builder.op("reshape", [builder.op("exp", [last], hint=f"{name}.chunk_decay")],
+                                 {"shape": (batch, kv_heads, width, 1)}, hint=f"{name}.chunk_decay_rows")
+    inter = builder.op("matmul", [reader, grouped_state], hint=f"{name}.from_state")
+    intra = builder.op("matmul", [weights, grouped_v], hint=f"{name}.from_chunk")
+    read = builder.op("add", [inter, intra], hint=f"{name}.read_grouped")
+    read = builder.op("reshape", [read], {"shape": (batch, kv_heads * groups, length, value_size)}, hint=f"{name}.o")
+    if state_decay is not None:
+        state = builder.op("mul", [state, state_decay], hint=f"{name}.decayed")
+    written = builder.op("matmul", [keys_in, values], {"transpose_a": True}, hint=f"{name}.written")
+    return builder.op("add", [state, written], hint=f"{name}.state"), read
+
+
+def _decayed_weights(ctx, grouped_q, grouped_k, scores, sums, keep, name: str) -> str:
+    """A [B, Hkv, groups, c, c]: the masked scores times e^(G_t - G_s) (per head), or the sum
+    over key features of q_t[d] k_s[d] e^(G_t[d] - G_s[d]) (per key feature)."""
+    builder = ctx.builder
+    batch, kv_heads, length, width = builder.type(sums).shape
+    minus_infinity = builder.scalar(-math.inf, DType.f32)
+    if width == 1:
+        rows = builder.op("reshape", [sums], {"shape": (batch, kv_heads, 1, length, 1)}, hint=f"{name}.g_rows")
+        columns = builder.op("reshape", [sums], {"shape": (batch, kv_heads, 1, 1, length)}, hint=f"{name}.g_columns")
+        gaps = builder.op("sub", [rows, columns], hint=f"{name}.g_gaps")
+        decays = builder.op("exp", [builder.op("where", [keep, gaps, minus_infinity], hint=f"{name}.g_causal")],
+                            hint=f"{name}.decays")
+        return builder.op("mul", [scores, decays], hint=f"{name}.weights")
+    groups, key_size = builder.type(grouped_q).shape[2], builder.type(grouped_q).shape[4]
+    rows = builder.op("reshape", [sums], {"shape": (batch, kv_heads, 1, length, 1, width)}, hint=f"{name}.g_rows")
+    columns = builder.op("reshape", [sums], {"shape": (batch, kv_heads, 1, 1, length, width)},
+                         hint=f"{name}.g_columns")
+    gaps = builder.op("sub", [rows, columns], hint=f"{name}.g_gaps")
+    keep = builder.op("reshape", [keep], {"shape": (length, length, 1)}, hint=f"{name}.keep_features")
+    decays = builder.op("exp", [builder.op("where", [keep, gaps, minus_infinity], hint=f"{name}.g_causal")],
+                        hint=f"{name}.decays")
+    queries = builder.op("reshape", [grouped_q], {"shape": (batch, kv_heads, groups, length, 1, key_size)},
+                         hint=f"{name}.q_rows")
+    keys = builder.op("reshape", [grouped_k], {"shape": (batch, kv_heads, 1, 1, length, key_size)},
+                      hint=f"{name}.k_columns")
+    products = builder.op("mul", [builder.op("mul", [queries, keys], hint=f"{name}.qk_features"), decays],
+                          hint=f"{name}.qk_decayed")
+    return builder.op("reduce_sum", [products], {"axes": (-1,), "keepdims": False}, hint=f"{name}.weights")
 
 register({
     "RotaryEmbedding": convert_rotary, "SwiGLU": convert_swiglu, "CausalConvWithState": convert_causal_conv,

@@ -96,23 +96,29 @@ def test_causal_conv_with_another_activation_is_refused():
 
 
 # --- LinearAttention -------------------------------------------------------------------
-@pytest.mark.parametrize("rule", ["linear", "gated", "delta", "gated_delta"])
-def test_linear_attention_rules_with_gqa_and_past_state(rule):
-    """4 query heads over 2 key heads of 4 features, 3 positions, a past state."""
-    batch, steps = 2, 3
+@pytest.mark.parametrize(("rule", "decay_width", "chunk"), [
+    ("linear", 0, 2), ("linear", 0, 64), ("gated", 8, 2), ("gated", 2, 2), ("gated", 8, 64), ("delta", 0, 64),
+    ("gated_delta", 8, 64), ("gated_delta", 2, 64)])
+def test_linear_attention_rules_with_gqa_and_past_state(rule, decay_width, chunk):
+    """4 query heads over 2 key heads of 4 features, 5 positions, a past state; the linear and
+    gated rules in chunks of `chunk` positions, the decay per key feature (width 8) or per
+    head (width 2)."""
+    batch, steps = 2, 5
     inputs = [("q", F, [batch, steps, 16]), ("k", F, [batch, steps, 8]), ("v", F, [batch, steps, 6]),
               ("past", F, [batch, 2, 4, 3])]
     feeds = {"q": random(batch, steps, 16), "k": random(batch, steps, 8, seed=1, scale=0.5),
              "v": random(batch, steps, 6, seed=2), "past": random(batch, 2, 4, 3, seed=3)}
-    inputs.append(("decay", F, [batch, steps, 8]) if "gated" in rule else ("", F, None))
-    if "gated" in rule:
-        feeds["decay"] = -np.abs(random(batch, steps, 8, seed=4))
+    inputs.append(("decay", F, [batch, steps, decay_width]) if decay_width else ("", F, None))
+    if decay_width:
+        feeds["decay"] = -np.abs(random(batch, steps, decay_width, seed=4))
     if "delta" in rule:
         inputs.append(("beta", F, [batch, steps, 2]))
         feeds["beta"] = np.abs(random(batch, steps, 2, seed=5)) / 2
     model = single_node("LinearAttention", inputs, [("y", F, [batch, steps, 12]), ("state", F, [batch, 2, 4, 3])],
-                        27, q_num_heads=4, kv_num_heads=2, update_rule=rule, scale=0.4)
-    against_reference(model, feeds, {"B": batch})
+                        27, q_num_heads=4, kv_num_heads=2, update_rule=rule, scale=0.4, chunk_size=chunk)
+    imported = against_reference(model, feeds, {"B": batch})
+    chunks = [name for name in imported.graph.ops() if name.endswith(".from_chunk")]
+    assert len(chunks) == (0 if "delta" in rule else -(-steps // chunk))
 
 
 def test_linear_attention_gated_without_decay_is_refused():
