@@ -97,8 +97,8 @@ def _merge_heads(ctx, value: str, name: str) -> str:
     return ctx.builder.op("reshape", [moved], {"shape": (batch, length, heads * size)}, hint=name)
 
 
-def _with_past(ctx, node, k: str, v: str, dtype: DType, name: str) -> tuple[str, str, int]:
-    """(present key, present value, past length): the cache concatenated in front."""
+def _with_past(ctx, node, k: str, v: str, dtype: DType, name: str) -> tuple:
+    """(present key, present value, past length, a dim): the cache concatenated in front."""
     past_key, past_value = optional_input(node, 4), optional_input(node, 5)
     if past_key is None and past_value is None:
         return k, v, 0
@@ -109,22 +109,21 @@ def _with_past(ctx, node, k: str, v: str, dtype: DType, name: str) -> tuple[str,
                                expected="one cache form (ONNX forbids combining them)")
     past_k, past_v = operand(ctx, past_key, dtype), operand(ctx, past_value, dtype)
     past_length = ctx.builder.type(past_k).shape[2]
-    if not isinstance(past_length, int):
-        raise UnsupportedModel(f"a past cache of symbolic length {past_length}", expected="a static past length")
     present_k = ctx.builder.op("concat", [past_k, k], {"axis": 2}, hint=f"{name}.present_key")
     present_v = ctx.builder.op("concat", [past_v, v], {"axis": 2}, hint=f"{name}.present_value")
     return present_k, present_v, past_length
 
 
 # --- the bias --------------------------------------------------------------------------
-def _bias(ctx, node, attrs, dtype: DType, q_len, kv_len, past_length: int, name: str) -> tuple[str | None, bool]:
+def _bias(ctx, node, attrs, dtype: DType, q_len, kv_len, past_length, name: str) -> tuple[str | None, bool]:
     """(the additive 0 / -inf bias, or None; whether the only rule is the plain causal
     frontier ``j <= i``, which the core op applies itself)."""
     causal = bool(attrs.get("is_causal", 0))
     left, right = int(attrs.get("left_window_size", -1)), int(attrs.get("right_window_size", -1))
     mask_name, nonpad_name = optional_input(node, 3), optional_input(node, 6)
     windowed = left >= 0 or right >= 0
-    if causal and mask_name is None and nonpad_name is None and not windowed and past_length == 0:
+    no_past = isinstance(past_length, int) and past_length == 0
+    if causal and mask_name is None and nonpad_name is None and not windowed and no_past:
         return None, True
     keep = _allowed(ctx, causal, left, right, nonpad_name, q_len, kv_len, past_length, name)
     builder = ctx.builder
@@ -155,7 +154,7 @@ def _mask_bias(ctx, mask_name: str, dtype: DType, kv_len, name: str) -> str:
     return builder.op("concat", [mask, filler], {"axis": -1}, hint=f"{name}.mask_padded")
 
 
-def _allowed(ctx, causal: bool, left: int, right: int, nonpad_name, q_len, kv_len, past_length: int,
+def _allowed(ctx, causal: bool, left: int, right: int, nonpad_name, q_len, kv_len, past_length,
              name: str) -> str | None:
     """The bool [Sq, Skv] (or [B, 1, Sq, Skv] with nonpad_kv_seqlen) of keys each query may
     read under the causal, window and padding rules, or None when no rule applies."""
@@ -186,24 +185,26 @@ def _allowed(ctx, causal: bool, left: int, right: int, nonpad_name, q_len, kv_le
     return keep
 
 
-def _query_positions(ctx, q_len, past_length: int, lengths: str | None, name: str) -> str:
+def _query_positions(ctx, q_len, past_length, lengths: str | None, name: str) -> str:
     """Each query's absolute position ``i + offset`` as [Sq, 1] (or [B, 1, Sq, 1]): offset is
-    the past length, or ``nonpad_kv_seqlen - Sq`` per batch."""
+    the past length (a dim), or ``nonpad_kv_seqlen - Sq`` per batch."""
     builder = ctx.builder
     rows = _positions(ctx, q_len, (q_len, 1), f"{name}.query_pos")
     if lengths is not None:
-        offset = builder.op("sub", [lengths, _length_scalar(ctx, q_len)], hint=f"{name}.offset")
+        offset = builder.op("sub", [lengths, _dim_value(ctx, q_len, f"{name}.q_len")], hint=f"{name}.offset")
         return builder.op("add", [rows, offset], hint=f"{name}.query_abs")
-    if past_length:
-        return builder.op("add", [rows, builder.scalar(past_length, DType.i64)], hint=f"{name}.query_abs")
-    return rows
+    if isinstance(past_length, int) and past_length == 0:
+        return rows
+    return builder.op("add", [rows, _dim_value(ctx, past_length, f"{name}.past_len")], hint=f"{name}.query_abs")
 
 
-def _length_scalar(ctx, length) -> str:
-    if not isinstance(length, int):
-        raise UnsupportedModel(f"a query length of symbolic size {length} with nonpad_kv_seqlen",
-                               expected="a static query length")
-    return ctx.builder.scalar(length, DType.i64)
+def _dim_value(ctx, dim, name: str) -> str:
+    """A dim as a rank-0 i64 value: a literal when static, else the sum of a splat of ones
+    that long (a symbolic dim's size is known only when the graph runs)."""
+    if isinstance(dim, int):
+        return ctx.builder.scalar(dim, DType.i64)
+    ones = ctx.builder.splat(f"{name}.ones", 1, TensorType(DType.i64, (dim,)))
+    return ctx.builder.op("reduce_sum", [ones], {"axes": (0,), "keepdims": False}, hint=name)
 
 
 def _positions(ctx, length, shape: tuple, name: str) -> str:

@@ -9,6 +9,7 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
+from onnx_models import run_onnxruntime  # noqa: E402
 from test_onnx_import_ops import check, make_model, ops_of  # noqa: E402
 
 from rlxir.compiler import compile  # noqa: E402
@@ -89,3 +90,21 @@ def test_3d_inputs_without_head_counts_are_refused():
                             [("y", F, [2, 3, 32])])
     with pytest.raises(UnsupportedModel, match="q_num_heads and kv_num_heads"):
         import_onnx(model)
+
+
+def test_causal_after_a_past_of_symbolic_length():
+    """A decoder's cache: the past length P is a symbol, so the causal offset is computed when
+    the graph runs; checked at P = 3 and P = 6 against onnxruntime."""
+    model = attention_model([("q", F, ["B", 2, 2, 8]), ("k", F, ["B", 2, 2, 8]), ("v", F, ["B", 2, 2, 8]),
+                             ("", F, None), ("past_k", F, ["B", 2, "P", 8]), ("past_v", F, ["B", 2, "P", 8])],
+                            [("y", F, ["B", 2, 2, 8]), ("present_k", F, None), ("present_v", F, None)], is_causal=1)
+    imported = import_onnx(model)
+    rng = np.random.default_rng(0)
+    for past in (3, 6):
+        feeds = {name: rng.standard_normal(shape).astype(np.float32)
+                 for name, shape in (("q", (1, 2, 2, 8)), ("k", (1, 2, 2, 8)), ("v", (1, 2, 2, 8)),
+                                     ("past_k", (1, 2, past, 8)), ("past_v", (1, 2, past, 8)))}
+        got = interpret(imported.graph, {imported.inputs[name]: array for name, array in feeds.items()},
+                        dict(imported.params), {"B": 1, "P": past})
+        for value, want in zip(imported.outputs.values(), run_onnxruntime(model, feeds)):
+            np.testing.assert_allclose(got[value], want, rtol=1e-5, atol=1e-6)
