@@ -31,6 +31,13 @@ def test_layernorm_is_the_core_op(axis):
     compile(imported.graph, "cpu", {"B": 2})
 
 
+def test_layernorm_scale_with_leading_unit_dims():
+    """Scale [1, 1, 4] broadcasts to x [2, 3, 4]; its normalised part is [4]."""
+    node = helper.make_node("LayerNormalization", ["x", "scale"], ["y"])
+    model = make_model([node], [("x", F, [2, 3, 4])], [("y", F, [2, 3, 4])], [("scale", weights(1, 1, 4))])
+    check(model, {"B": 2})
+
+
 def test_layernorm_mean_and_inverse_std_outputs():
     node = helper.make_node("LayerNormalization", ["x", "scale"], ["y", "mean", "inv_std"], axis=2)
     model = make_model([node], [("x", F, [2, 3, 4, 5])],
