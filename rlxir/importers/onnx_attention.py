@@ -160,7 +160,7 @@ def _allowed(ctx, causal: bool, left: int, right: int, nonpad_name, q_len, kv_le
     read under the causal, window and padding rules, or None when no rule applies."""
     builder = ctx.builder
     rules = []
-    columns = _positions(ctx, kv_len, (1, kv_len), f"{name}.key_pos")
+    columns = positions(ctx, kv_len, (1, kv_len), f"{name}.key_pos")
     lengths = None
     if nonpad_name is not None:
         lengths = ctx.value(nonpad_name)
@@ -170,7 +170,7 @@ def _allowed(ctx, causal: bool, left: int, right: int, nonpad_name, q_len, kv_le
         lengths = builder.op("reshape", [lengths], {"shape": (batch, 1, 1, 1)}, hint=f"{name}.nonpad_b")
         rules.append(builder.op("lt", [columns, lengths], hint=f"{name}.unpadded"))
     if causal or left >= 0 or right >= 0:
-        position = _query_positions(ctx, q_len, past_length, lengths, name)
+        position = _querypositions(ctx, q_len, past_length, lengths, name)
         if causal:
             rules.append(builder.op("le", [columns, position], hint=f"{name}.causal"))
         if right >= 0:
@@ -185,11 +185,11 @@ def _allowed(ctx, causal: bool, left: int, right: int, nonpad_name, q_len, kv_le
     return keep
 
 
-def _query_positions(ctx, q_len, past_length, lengths: str | None, name: str) -> str:
+def _querypositions(ctx, q_len, past_length, lengths: str | None, name: str) -> str:
     """Each query's absolute position ``i + offset`` as [Sq, 1] (or [B, 1, Sq, 1]): offset is
     the past length (a dim), or ``nonpad_kv_seqlen - Sq`` per batch."""
     builder = ctx.builder
-    rows = _positions(ctx, q_len, (q_len, 1), f"{name}.query_pos")
+    rows = positions(ctx, q_len, (q_len, 1), f"{name}.query_pos")
     if lengths is not None:
         offset = builder.op("sub", [lengths, _dim_value(ctx, q_len, f"{name}.q_len")], hint=f"{name}.offset")
         return builder.op("add", [rows, offset], hint=f"{name}.query_abs")
@@ -207,7 +207,7 @@ def _dim_value(ctx, dim, name: str) -> str:
     return ctx.builder.op("reduce_sum", [ones], {"axes": (0,), "keepdims": False}, hint=name)
 
 
-def _positions(ctx, length, shape: tuple, name: str) -> str:
+def positions(ctx, length, shape: tuple, name: str) -> str:
     """0, 1, ..., length - 1 (i64) in `shape`, which holds `length` and ones."""
     builder = ctx.builder
     if isinstance(length, int):
@@ -317,9 +317,14 @@ def _softmax(ctx, attrs, scores: str, bias: str | None, dtype: DType, name: str)
     return probabilities
 
 
-def causal_keep(ctx, queries, keys, name: str) -> str:
-    """bool [queries, keys]: true where ``j <= i`` (the plain causal frontier)."""
-    return _allowed(ctx, True, -1, -1, None, queries, keys, 0, name)
+def causal_keep(ctx, queries, keys, name: str, strict: bool = False) -> str:
+    """bool [queries, keys]: true where ``j <= i`` (the plain causal frontier), or ``j < i``
+    when `strict`."""
+    if not strict:
+        return _allowed(ctx, True, -1, -1, None, queries, keys, 0, name)
+    rows = positions(ctx, queries, (queries, 1), f"{name}.rows")
+    columns = positions(ctx, keys, (1, keys), f"{name}.columns")
+    return ctx.builder.op("lt", [columns, rows], hint=name)
 
 
 def _causal_bias(ctx, dtype: DType, lengths: tuple, name: str) -> str:
