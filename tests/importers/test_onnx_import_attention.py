@@ -53,12 +53,15 @@ def test_3d_inputs_with_past_bool_mask_and_present_outputs():
     assert "attention" in ops_of(imported)
 
 
-def test_softcap_scale_and_qk_output_decompose():
-    """softcap and a read qk_matmul_output (mode 2: with the bias) need the decomposition."""
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+def test_softcap_scale_and_qk_output_decompose(mode):
+    """softcap and a read qk_matmul_output need the decomposition; the output is taken at the
+    step its mode names (0: the scaled QK before the softcap, as the spec and onnxruntime
+    say; 1: after it; 2: plus the bias; 3: the probabilities)."""
     model = attention_model([("q", F, [1, 2, 4, 8]), ("k", F, [1, 2, 6, 8]), ("v", F, [1, 2, 6, 8]),
                              ("mask", F, [4, 6]), ("", F, None), ("", F, None)],
                             [("y", F, [1, 2, 4, 8]), ("", F, None), ("", F, None), ("qk", F, [1, 2, 4, 6])],
-                            softcap=2.0, scale=0.3, qk_matmul_output_mode=2)
+                            softcap=2.0, scale=0.3, qk_matmul_output_mode=mode)
     imported = check(model, {"B": 1})
     assert "attention" not in ops_of(imported)
     assert "tanh" in ops_of(imported)
