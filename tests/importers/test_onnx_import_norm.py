@@ -72,6 +72,13 @@ def test_group_norm_per_channel_scale():
     assert "layernorm" in ops_of(imported)
 
 
+def test_group_norm_opset_18_scales_per_group():
+    node = helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=2)
+    model = make_model([node], [("x", F, [2, 4, 3])], [("y", F, [2, 4, 3])],
+                       [("scale", weights(2)), ("bias", weights(2, seed=1))], opset=18)
+    check(model, {"B": 2})
+
+
 def test_mean_variance_normalization():
     node = helper.make_node("MeanVarianceNormalization", ["x"], ["y"], axes=[0, 2])
     check(make_model([node], [("x", F, [3, 4, 5])], [("y", F, [3, 4, 5])], opset=13), {"B": 3})
