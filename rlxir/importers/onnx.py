@@ -41,9 +41,9 @@ import attrs
 import onnx
 
 # Each converter module registers its op types in the table when imported.
-from rlxir.importers import (onnx_attention, onnx_control, onnx_einsum, onnx_linear_attention, onnx_nn,  # noqa: F401
-                             onnx_norm, onnx_ops, onnx_pool_dilated, onnx_scatter, onnx_sequence, onnx_shape,
-                             onnx_upsample)
+from rlxir.importers import (onnx_attention, onnx_control, onnx_einsum, onnx_flex_attention,  # noqa: F401
+                             onnx_linear_attention, onnx_nn, onnx_norm, onnx_ops, onnx_pool_dilated, onnx_scatter,
+                             onnx_sequence, onnx_shape, onnx_upsample)
 from rlxir.errors import RlxError
 from rlxir.importers.builder import ImportedGraph, UnsupportedModel
 from rlxir.importers.onnx_context import (ONNX_DTYPES, OnnxContext, concrete, load_model, node_attributes,  # noqa: F401

@@ -238,10 +238,10 @@ def _needs_decomposition(ctx, node, attrs, dtype: DType) -> bool:
 def _fused(ctx, attrs, q, k, v, bias, plain_causal, name):
     """The core ``attention`` op, grouped for GQA; fully masked rows zeroed after it."""
     builder = ctx.builder
-    groups = _groups(ctx, q, k, v)
-    q, k = _scaled(ctx, attrs, q, k, name)
-    grouped_q = _grouped(ctx, q, groups, name, queries=True)
-    grouped_k, grouped_v = _grouped(ctx, k, groups, name), _grouped(ctx, v, groups, name)
+    groups = query_groups(ctx, q, k, v)
+    q, k = scaled_qk(ctx, attrs.get("scale"), q, k, name)
+    grouped_q = grouped(ctx, q, groups, name, queries=True)
+    grouped_k, grouped_v = grouped(ctx, k, groups, name), grouped(ctx, v, groups, name)
     attributes = {"causal": plain_causal, "scale": 1.0}
     operands = [grouped_q, grouped_k, grouped_v]
     if bias is not None:
@@ -251,7 +251,7 @@ def _fused(ctx, attrs, q, k, v, bias, plain_causal, name):
         zero = builder.scalar(0, builder.type(y).dtype)
         y = builder.op("where", [_fully_masked(ctx, operands[3], name), zero, y],
                        hint=f"{name}.guarded" if groups else name)
-    return _ungrouped(ctx, y, groups, name), None
+    return ungrouped(ctx, y, groups, name), None
 
 
 def _decomposed(ctx, attrs, q, k, v, bias, plain_causal, name):
@@ -261,9 +261,9 @@ def _decomposed(ctx, attrs, q, k, v, bias, plain_causal, name):
     if mode not in range(4):
         raise UnsupportedModel(f"qk_matmul_output_mode={mode}", expected="0, 1, 2 or 3")
     dtype = builder.type(q).dtype
-    groups = _groups(ctx, q, k, v)
-    scaled_q, scaled_k = _scaled(ctx, attrs, q, k, name)
-    grouped_q, grouped_k = _grouped(ctx, scaled_q, groups, name, queries=True), _grouped(ctx, scaled_k, groups, name)
+    groups = query_groups(ctx, q, k, v)
+    scaled_q, scaled_k = scaled_qk(ctx, attrs.get("scale"), q, k, name)
+    grouped_q, grouped_k = grouped(ctx, scaled_q, groups, name, queries=True), grouped(ctx, scaled_k, groups, name)
     scores = builder.op("matmul", [grouped_q, grouped_k], {"transpose_b": True}, hint=f"{name}.qk")
     if groups:
         scores = builder.op("reshape", [scores], {"shape": _score_shape(ctx, q, k)}, hint=f"{name}.qk_heads")
@@ -282,16 +282,15 @@ def _decomposed(ctx, attrs, q, k, v, bias, plain_causal, name):
     steps.append(scores)
     probabilities = _softmax(ctx, attrs, scores, bias, dtype, name)
     steps.append(probabilities)
-    grouped = _grouped(ctx, probabilities, groups, name, queries=True)
-    y = builder.op("matmul", [grouped, _grouped(ctx, v, groups, name)], hint=f"{name}.attended" if groups else name)
-    return _ungrouped(ctx, y, groups, name), steps[mode]
+    grouped_p = grouped(ctx, probabilities, groups, name, queries=True)
+    y = builder.op("matmul", [grouped_p, grouped(ctx, v, groups, name)], hint=f"{name}.attended" if groups else name)
+    return ungrouped(ctx, y, groups, name), steps[mode]
 
 
-def _scaled(ctx, attrs, q: str, k: str, name: str) -> tuple[str, str]:
+def scaled_qk(ctx, scale: float | None, q: str, k: str, name: str) -> tuple[str, str]:
     """Q and K each times sqrt(scale) (scale defaults to 1/sqrt(D)), as ONNX computes the
     scores: in f16 the product's rounding then matches ONNX's to the last bit."""
     builder = ctx.builder
-    scale = attrs.get("scale")
     scale = 1 / math.sqrt(builder.type(q).shape[-1]) if scale is None else float(scale)
     root = builder.scalar(math.sqrt(scale), builder.type(q).dtype)
     return (builder.op("mul", [q, root], hint=f"{name}.q_scaled"),
@@ -336,7 +335,7 @@ def _causal_bias(ctx, dtype: DType, lengths: tuple, name: str) -> str:
 
 
 # --- grouped-query attention -----------------------------------------------------------
-def _groups(ctx, q: str, k: str, v: str) -> int:
+def query_groups(ctx, q: str, k: str, v: str) -> int:
     """Query heads per key head when they must be grouped (0 when plain broadcasting does:
     equal head counts, or a single key head)."""
     q_heads, k_heads, v_heads = (ctx.builder.type(value).shape[1] for value in (q, k, v))
@@ -350,7 +349,7 @@ def _groups(ctx, q: str, k: str, v: str) -> int:
     return q_heads // k_heads
 
 
-def _grouped(ctx, value: str, groups: int, name: str, queries: bool = False) -> str:
+def grouped(ctx, value: str, groups: int, name: str, queries: bool = False) -> str:
     """[B, Hq, S, D] -> [B, Hkv, groups, S, D] for `queries` (and the probabilities), [B, Hkv,
     S, D] -> [B, Hkv, 1, S, D] for keys and values; itself when not grouping."""
     if not groups:
@@ -376,7 +375,7 @@ def _grouped_bias(ctx, bias: str, groups: int, q_heads: int, name: str) -> str:
     return ctx.builder.op("reshape", [bias], {"shape": target}, hint=f"{name}.bias_grouped")
 
 
-def _ungrouped(ctx, value: str, groups: int, name: str) -> str:
+def ungrouped(ctx, value: str, groups: int, name: str) -> str:
     if not groups:
         return value
     batch, kv_heads, per_group, length, size = ctx.builder.type(value).shape
