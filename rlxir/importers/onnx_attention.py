@@ -292,6 +292,9 @@ def scaled_qk(ctx, scale: float | None, q: str, k: str, name: str) -> tuple[str,
     scores: in f16 the product's rounding then matches ONNX's to the last bit."""
     builder = ctx.builder
     scale = 1 / math.sqrt(builder.type(q).shape[-1]) if scale is None else float(scale)
+    if scale < 0:
+        raise UnsupportedModel(f"an attention scale of {scale}", expected="a non-negative scale (Q and K are each "
+                                                                           "scaled by its square root)")
     root = builder.scalar(math.sqrt(scale), builder.type(q).dtype)
     return (builder.op("mul", [q, root], hint=f"{name}.q_scaled"),
             builder.op("mul", [k, root], hint=f"{name}.k_scaled"))
