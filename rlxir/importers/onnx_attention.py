@@ -97,8 +97,8 @@ def _merge_heads(ctx, value: str, name: str) -> str:
     return ctx.builder.op("reshape", [moved], {"shape": (batch, length, heads * size)}, hint=name)
 
 
-def _with_past(ctx, node, k: str, v: str, dtype: DType, name: str) -> tuple[str, str, int]:
-    """(present key, present value, past length): the cache concatenated in front."""
+def _with_past(ctx, node, k: str, v: str, dtype: DType, name: str) -> tuple:
+    """(present key, present value, past length, a dim): the cache concatenated in front."""
     past_key, past_value = optional_input(node, 4), optional_input(node, 5)
     if past_key is None and past_value is None:
         return k, v, 0
@@ -109,22 +109,21 @@ def _with_past(ctx, node, k: str, v: str, dtype: DType, name: str) -> tuple[str,
                                expected="one cache form (ONNX forbids combining them)")
     past_k, past_v = operand(ctx, past_key, dtype), operand(ctx, past_value, dtype)
     past_length = ctx.builder.type(past_k).shape[2]
-    if not isinstance(past_length, int):
-        raise UnsupportedModel(f"a past cache of symbolic length {past_length}", expected="a static past length")
     present_k = ctx.builder.op("concat", [past_k, k], {"axis": 2}, hint=f"{name}.present_key")
     present_v = ctx.builder.op("concat", [past_v, v], {"axis": 2}, hint=f"{name}.present_value")
     return present_k, present_v, past_length
 
 
 # --- the bias --------------------------------------------------------------------------
-def _bias(ctx, node, attrs, dtype: DType, q_len, kv_len, past_length: int, name: str) -> tuple[str | None, bool]:
+def _bias(ctx, node, attrs, dtype: DType, q_len, kv_len, past_length, name: str) -> tuple[str | None, bool]:
     """(the additive 0 / -inf bias, or None; whether the only rule is the plain causal
     frontier ``j <= i``, which the core op applies itself)."""
     causal = bool(attrs.get("is_causal", 0))
     left, right = int(attrs.get("left_window_size", -1)), int(attrs.get("right_window_size", -1))
     mask_name, nonpad_name = optional_input(node, 3), optional_input(node, 6)
     windowed = left >= 0 or right >= 0
-    if causal and mask_name is None and nonpad_name is None and not windowed and past_length == 0:
+    no_past = isinstance(past_length, int) and past_length == 0
+    if causal and mask_name is None and nonpad_name is None and not windowed and no_past:
         return None, True
     keep = _allowed(ctx, causal, left, right, nonpad_name, q_len, kv_len, past_length, name)
     builder = ctx.builder
@@ -155,13 +154,13 @@ def _mask_bias(ctx, mask_name: str, dtype: DType, kv_len, name: str) -> str:
     return builder.op("concat", [mask, filler], {"axis": -1}, hint=f"{name}.mask_padded")
 
 
-def _allowed(ctx, causal: bool, left: int, right: int, nonpad_name, q_len, kv_len, past_length: int,
+def _allowed(ctx, causal: bool, left: int, right: int, nonpad_name, q_len, kv_len, past_length,
              name: str) -> str | None:
     """The bool [Sq, Skv] (or [B, 1, Sq, Skv] with nonpad_kv_seqlen) of keys each query may
     read under the causal, window and padding rules, or None when no rule applies."""
     builder = ctx.builder
     rules = []
-    columns = _positions(ctx, kv_len, (1, kv_len), f"{name}.key_pos")
+    columns = positions(ctx, kv_len, (1, kv_len), f"{name}.key_pos")
     lengths = None
     if nonpad_name is not None:
         lengths = ctx.value(nonpad_name)
@@ -171,7 +170,7 @@ def _allowed(ctx, causal: bool, left: int, right: int, nonpad_name, q_len, kv_le
         lengths = builder.op("reshape", [lengths], {"shape": (batch, 1, 1, 1)}, hint=f"{name}.nonpad_b")
         rules.append(builder.op("lt", [columns, lengths], hint=f"{name}.unpadded"))
     if causal or left >= 0 or right >= 0:
-        position = _query_positions(ctx, q_len, past_length, lengths, name)
+        position = _querypositions(ctx, q_len, past_length, lengths, name)
         if causal:
             rules.append(builder.op("le", [columns, position], hint=f"{name}.causal"))
         if right >= 0:
@@ -186,27 +185,29 @@ def _allowed(ctx, causal: bool, left: int, right: int, nonpad_name, q_len, kv_le
     return keep
 
 
-def _query_positions(ctx, q_len, past_length: int, lengths: str | None, name: str) -> str:
+def _querypositions(ctx, q_len, past_length, lengths: str | None, name: str) -> str:
     """Each query's absolute position ``i + offset`` as [Sq, 1] (or [B, 1, Sq, 1]): offset is
-    the past length, or ``nonpad_kv_seqlen - Sq`` per batch."""
+    the past length (a dim), or ``nonpad_kv_seqlen - Sq`` per batch."""
     builder = ctx.builder
-    rows = _positions(ctx, q_len, (q_len, 1), f"{name}.query_pos")
+    rows = positions(ctx, q_len, (q_len, 1), f"{name}.query_pos")
     if lengths is not None:
-        offset = builder.op("sub", [lengths, _length_scalar(ctx, q_len)], hint=f"{name}.offset")
+        offset = builder.op("sub", [lengths, _dim_value(ctx, q_len, f"{name}.q_len")], hint=f"{name}.offset")
         return builder.op("add", [rows, offset], hint=f"{name}.query_abs")
-    if past_length:
-        return builder.op("add", [rows, builder.scalar(past_length, DType.i64)], hint=f"{name}.query_abs")
-    return rows
+    if isinstance(past_length, int) and past_length == 0:
+        return rows
+    return builder.op("add", [rows, _dim_value(ctx, past_length, f"{name}.past_len")], hint=f"{name}.query_abs")
 
 
-def _length_scalar(ctx, length) -> str:
-    if not isinstance(length, int):
-        raise UnsupportedModel(f"a query length of symbolic size {length} with nonpad_kv_seqlen",
-                               expected="a static query length")
-    return ctx.builder.scalar(length, DType.i64)
+def _dim_value(ctx, dim, name: str) -> str:
+    """A dim as a rank-0 i64 value: a literal when static, else the sum of a splat of ones
+    that long (a symbolic dim's size is known only when the graph runs)."""
+    if isinstance(dim, int):
+        return ctx.builder.scalar(dim, DType.i64)
+    ones = ctx.builder.splat(f"{name}.ones", 1, TensorType(DType.i64, (dim,)))
+    return ctx.builder.op("reduce_sum", [ones], {"axes": (0,), "keepdims": False}, hint=name)
 
 
-def _positions(ctx, length, shape: tuple, name: str) -> str:
+def positions(ctx, length, shape: tuple, name: str) -> str:
     """0, 1, ..., length - 1 (i64) in `shape`, which holds `length` and ones."""
     builder = ctx.builder
     if isinstance(length, int):
@@ -237,10 +238,10 @@ def _needs_decomposition(ctx, node, attrs, dtype: DType) -> bool:
 def _fused(ctx, attrs, q, k, v, bias, plain_causal, name):
     """The core ``attention`` op, grouped for GQA; fully masked rows zeroed after it."""
     builder = ctx.builder
-    groups = _groups(ctx, q, k, v)
-    q, k = _scaled(ctx, attrs, q, k, name)
-    grouped_q = _grouped(ctx, q, groups, name, queries=True)
-    grouped_k, grouped_v = _grouped(ctx, k, groups, name), _grouped(ctx, v, groups, name)
+    groups = query_groups(ctx, q, k, v)
+    q, k = scaled_qk(ctx, attrs.get("scale"), q, k, name)
+    grouped_q = grouped(ctx, q, groups, name, queries=True)
+    grouped_k, grouped_v = grouped(ctx, k, groups, name), grouped(ctx, v, groups, name)
     attributes = {"causal": plain_causal, "scale": 1.0}
     operands = [grouped_q, grouped_k, grouped_v]
     if bias is not None:
@@ -250,7 +251,7 @@ def _fused(ctx, attrs, q, k, v, bias, plain_causal, name):
         zero = builder.scalar(0, builder.type(y).dtype)
         y = builder.op("where", [_fully_masked(ctx, operands[3], name), zero, y],
                        hint=f"{name}.guarded" if groups else name)
-    return _ungrouped(ctx, y, groups, name), None
+    return ungrouped(ctx, y, groups, name), None
 
 
 def _decomposed(ctx, attrs, q, k, v, bias, plain_causal, name):
@@ -260,9 +261,9 @@ def _decomposed(ctx, attrs, q, k, v, bias, plain_causal, name):
     if mode not in range(4):
         raise UnsupportedModel(f"qk_matmul_output_mode={mode}", expected="0, 1, 2 or 3")
     dtype = builder.type(q).dtype
-    groups = _groups(ctx, q, k, v)
-    scaled_q, scaled_k = _scaled(ctx, attrs, q, k, name)
-    grouped_q, grouped_k = _grouped(ctx, scaled_q, groups, name, queries=True), _grouped(ctx, scaled_k, groups, name)
+    groups = query_groups(ctx, q, k, v)
+    scaled_q, scaled_k = scaled_qk(ctx, attrs.get("scale"), q, k, name)
+    grouped_q, grouped_k = grouped(ctx, scaled_q, groups, name, queries=True), grouped(ctx, scaled_k, groups, name)
     scores = builder.op("matmul", [grouped_q, grouped_k], {"transpose_b": True}, hint=f"{name}.qk")
     if groups:
         scores = builder.op("reshape", [scores], {"shape": _score_shape(ctx, q, k)}, hint=f"{name}.qk_heads")
@@ -281,17 +282,19 @@ def _decomposed(ctx, attrs, q, k, v, bias, plain_causal, name):
     steps.append(scores)
     probabilities = _softmax(ctx, attrs, scores, bias, dtype, name)
     steps.append(probabilities)
-    grouped = _grouped(ctx, probabilities, groups, name, queries=True)
-    y = builder.op("matmul", [grouped, _grouped(ctx, v, groups, name)], hint=f"{name}.attended" if groups else name)
-    return _ungrouped(ctx, y, groups, name), steps[mode]
+    grouped_p = grouped(ctx, probabilities, groups, name, queries=True)
+    y = builder.op("matmul", [grouped_p, grouped(ctx, v, groups, name)], hint=f"{name}.attended" if groups else name)
+    return ungrouped(ctx, y, groups, name), steps[mode]
 
 
-def _scaled(ctx, attrs, q: str, k: str, name: str) -> tuple[str, str]:
+def scaled_qk(ctx, scale: float | None, q: str, k: str, name: str) -> tuple[str, str]:
     """Q and K each times sqrt(scale) (scale defaults to 1/sqrt(D)), as ONNX computes the
     scores: in f16 the product's rounding then matches ONNX's to the last bit."""
     builder = ctx.builder
-    scale = attrs.get("scale")
     scale = 1 / math.sqrt(builder.type(q).shape[-1]) if scale is None else float(scale)
+    if scale < 0:
+        raise UnsupportedModel(f"an attention scale of {scale}", expected="a non-negative scale (Q and K are each "
+                                                                           "scaled by its square root)")
     root = builder.scalar(math.sqrt(scale), builder.type(q).dtype)
     return (builder.op("mul", [q, root], hint=f"{name}.q_scaled"),
             builder.op("mul", [k, root], hint=f"{name}.k_scaled"))
@@ -316,16 +319,26 @@ def _softmax(ctx, attrs, scores: str, bias: str | None, dtype: DType, name: str)
     return probabilities
 
 
+def causal_keep(ctx, queries, keys, name: str, strict: bool = False) -> str:
+    """bool [queries, keys]: true where ``j <= i`` (the plain causal frontier), or ``j < i``
+    when `strict`."""
+    if not strict:
+        return _allowed(ctx, True, -1, -1, None, queries, keys, 0, name)
+    rows = positions(ctx, queries, (queries, 1), f"{name}.rows")
+    columns = positions(ctx, keys, (1, keys), f"{name}.columns")
+    return ctx.builder.op("lt", [columns, rows], hint=name)
+
+
 def _causal_bias(ctx, dtype: DType, lengths: tuple, name: str) -> str:
     """0 where ``j <= i``, -inf elsewhere, [Sq, Skv] (the plain causal frontier)."""
     builder = ctx.builder
-    keep = _allowed(ctx, True, -1, -1, None, lengths[0], lengths[1], 0, name)
+    keep = causal_keep(ctx, lengths[0], lengths[1], name)
     return builder.op("where", [keep, builder.scalar(0, dtype), builder.scalar(-math.inf, dtype)],
                       hint=f"{name}.frontier")
 
 
 # --- grouped-query attention -----------------------------------------------------------
-def _groups(ctx, q: str, k: str, v: str) -> int:
+def query_groups(ctx, q: str, k: str, v: str) -> int:
     """Query heads per key head when they must be grouped (0 when plain broadcasting does:
     equal head counts, or a single key head)."""
     q_heads, k_heads, v_heads = (ctx.builder.type(value).shape[1] for value in (q, k, v))
@@ -339,7 +352,7 @@ def _groups(ctx, q: str, k: str, v: str) -> int:
     return q_heads // k_heads
 
 
-def _grouped(ctx, value: str, groups: int, name: str, queries: bool = False) -> str:
+def grouped(ctx, value: str, groups: int, name: str, queries: bool = False) -> str:
     """[B, Hq, S, D] -> [B, Hkv, groups, S, D] for `queries` (and the probabilities), [B, Hkv,
     S, D] -> [B, Hkv, 1, S, D] for keys and values; itself when not grouping."""
     if not groups:
@@ -365,7 +378,7 @@ def _grouped_bias(ctx, bias: str, groups: int, q_heads: int, name: str) -> str:
     return ctx.builder.op("reshape", [bias], {"shape": target}, hint=f"{name}.bias_grouped")
 
 
-def _ungrouped(ctx, value: str, groups: int, name: str) -> str:
+def ungrouped(ctx, value: str, groups: int, name: str) -> str:
     if not groups:
         return value
     batch, kv_heads, per_group, length, size = ctx.builder.type(value).shape

@@ -8,27 +8,24 @@
   input, a depthwise ``conv2d`` over a unit height (summed in f32 for f16 / bf16 inputs, as
   ONNX does), the optional SiLU (in f32); the present state is the joined sequence's last
   k - 1 positions.
-- LinearAttention (opset 27): the recurrence of its ``update_rule`` unrolled over the static
-  sequence length, in f32 as ONNX specifies (see `convert_linear_attention`).
+
+LinearAttention, the recurrent mixer of the same models, is in
+`rlxir.importers.onnx_linear_attention`.
 """
 
 from __future__ import annotations
 
-import math
-
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx_attention import shape_text, split_heads
+from rlxir.importers.onnx_attention import shape_text
 from rlxir.importers.onnx_norm import cast_to
 from rlxir.importers.onnx_ops import hint, operand, optional_input
 from rlxir.importers.onnx_registry import register
 from rlxir.types import TensorType
 
-UNROLL_LIMIT = 512
-"""LinearAttention's recurrence is unrolled up to this many steps (a few ops each)."""
 
-
-def _slice(ctx, value: str, axis: int, start: int, length: int, name: str) -> str:
+def slice_axis(ctx, value: str, axis: int, start: int, length: int, name: str) -> str:
+    """`length` entries of `value` from `start` along `axis`."""
     return ctx.builder.op("slice", [value], {"axis": axis, "start": start, "len": length}, hint=name)
 
 
@@ -58,16 +55,16 @@ def convert_rotary(ctx, node, attrs):
                                expected="an even size of at most the head size")
     cos, sin = (_rotation_rows(ctx, node, index, type_.dtype, rotated // 2, row_axis, f"{name}.{part}")
                 for index, part in ((1, "cos"), (2, "sin")))
-    part = x if rotated == head_size else _slice(ctx, x, -1, 0, rotated, f"{name}.rotated_part")
+    part = x if rotated == head_size else slice_axis(ctx, x, -1, 0, rotated, f"{name}.rotated_part")
     if attrs.get("interleaved", 0):
         result = _rotate_interleaved(ctx, part, cos, sin, name)
     else:
-        first, second = (_slice(ctx, part, -1, start, rotated // 2, f"{name}.half{start}")
+        first, second = (slice_axis(ctx, part, -1, start, rotated // 2, f"{name}.half{start}")
                          for start in (0, rotated // 2))
         real, imaginary = _rotate(ctx, first, second, cos, sin, name)
         result = builder.op("concat", [real, imaginary], {"axis": -1}, hint=f"{name}.rotated")
     if rotated != head_size:
-        rest = _slice(ctx, x, -1, rotated, head_size - rotated, f"{name}.passed")
+        rest = slice_axis(ctx, x, -1, rotated, head_size - rotated, f"{name}.passed")
         result = builder.op("concat", [result, rest], {"axis": -1}, hint=f"{name}.joined")
     return [builder.op("reshape", [result], {"shape": tuple(type_.shape)}, hint=name)
             if type_.rank == 3 else result]
@@ -78,9 +75,9 @@ def _rotation_rows(ctx, node, index: int, dtype: DType, half: int, row_axis: int
     unit axis at `row_axis` for the heads."""
     builder = ctx.builder
     cache = operand(ctx, node.input[index], dtype)
-    positions = optional_input(node, 3)
-    rows = cache if positions is None else builder.op("gather", [cache, ctx.value(positions)], {"axis": 0},
-                                                       hint=f"{name}.rows")
+    position_ids = optional_input(node, 3)
+    rows = cache if position_ids is None else builder.op("gather", [cache, ctx.value(position_ids)], {"axis": 0},
+                                                          hint=f"{name}.rows")
     shape = builder.type(rows).shape
     if len(shape) != 3 or shape[-1] != half:
         raise UnsupportedModel(f"cos / sin rows of shape {shape_text(shape)}",
@@ -106,7 +103,7 @@ def _rotate_interleaved(ctx, part: str, cos: str, sin: str, name: str) -> str:
     shape = builder.type(part).shape
     half = shape[-1] // 2
     pairs = builder.op("reshape", [part], {"shape": (*shape[:-1], half, 2)}, hint=f"{name}.pairs")
-    even, odd = (builder.op("reshape", [_slice(ctx, pairs, -1, start, 1, f"{name}.pair{start}")],
+    even, odd = (builder.op("reshape", [slice_axis(ctx, pairs, -1, start, 1, f"{name}.pair{start}")],
                             {"shape": (*shape[:-1], half)}, hint=f"{name}.lane{start}") for start in (0, 1))
     real, imaginary = _rotate(ctx, even, odd, cos, sin, name)
     columns = [builder.op("reshape", [value], {"shape": (*shape[:-1], half, 1)}, hint=f"{name}.column")
@@ -170,7 +167,7 @@ def convert_causal_conv(ctx, node, attrs):
     output = cast_to(ctx, output, type_.dtype, name if activation == "none" else f"{name}.narrow")
     if activation != "none":
         output = _silu_in_f32(ctx, output, name)
-    present = _slice(ctx, joined, 2, length, kernel - 1, f"{name}.present_state")
+    present = slice_axis(ctx, joined, 2, length, kernel - 1, f"{name}.present_state")
     return [output, present]
 
 
@@ -183,130 +180,4 @@ def _silu_in_f32(ctx, value: str, name: str) -> str:
     return activated if wide == value else builder.op("cast", [activated], {"to": dtype}, hint=name)
 
 
-# --- LinearAttention -------------------------------------------------------------------
-RULES = {"linear": (False, False), "gated": (True, False), "delta": (False, True), "gated_delta": (True, True)}
-"""update_rule -> (decays the state, corrects by the delta rule)."""
-
-
-def convert_linear_attention(ctx, node, attrs):
-    """The recurrence, one step per position t, on the state S [B, Hkv, dk, dv] (f32):
-
-    - gated: ``S <- exp(g_t) S`` (g per key feature or per head, over S's rows);
-    - delta: ``v_t <- beta_t (v_t - k_t S)``;
-    - always: ``S <- S + k_t^T v_t``, then ``o_t = scale * q_t S`` (query head h reading the
-      state of key head h // (Hq / Hkv)).
-
-    The output is [B, T, Hq*dv] in the query's type; the present state is S in the past
-    state's type (the query's when there is none).
-    """
-    builder, name = ctx.builder, hint(node)
-    rule = attrs.get("update_rule", "gated_delta")
-    rule = rule.decode() if isinstance(rule, bytes) else rule
-    if rule not in RULES:
-        raise UnsupportedModel(f"update_rule {rule!r}", expected="linear, gated, delta or gated_delta")
-    gated, delta = RULES[rule]
-    q_heads, kv_heads = _linear_heads(attrs)
-    query = ctx.value(node.input[0])
-    out_dtype = builder.type(query).dtype
-    batch, steps, _ = builder.type(query).shape
-    if not isinstance(steps, int) or steps > UNROLL_LIMIT:
-        raise UnsupportedModel(f"LinearAttention over {steps} positions",
-                               expected=f"a static sequence length of at most {UNROLL_LIMIT} (the recurrence is "
-                                        "unrolled)")
-    q = split_heads(ctx, _f32(ctx, query, f"{name}.q32"), q_heads, f"{name}.q")
-    k = split_heads(ctx, _f32(ctx, ctx.value(node.input[1]), f"{name}.k32"), kv_heads, f"{name}.k")
-    v = split_heads(ctx, _f32(ctx, ctx.value(node.input[2]), f"{name}.v32"), kv_heads, f"{name}.v")
-    key_size, value_size = builder.type(k).shape[3], builder.type(v).shape[3]
-    decay = _per_step_input(ctx, node, 4, gated, "decay", rule, (kv_heads, kv_heads * key_size), kv_heads, name)
-    beta = _per_step_input(ctx, node, 5, delta, "beta", rule, (kv_heads, 1), kv_heads, name)
-    state, state_dtype = _initial_state(ctx, node, batch, kv_heads, key_size, value_size, out_dtype, name)
-    scale = float(attrs.get("scale", 0.0)) or 1 / math.sqrt(builder.type(q).shape[3])
-    outputs = []
-    for step in range(steps):
-        state = _step(ctx, q, k, v, decay, beta, state, step, q_heads // kv_heads, f"{name}.t{step}")
-        outputs.append(state[1])
-        state = state[0]
-    read = outputs[0] if steps == 1 else builder.op("concat", outputs, {"axis": 2}, hint=f"{name}.read")
-    read = builder.op("mul", [read, builder.scalar(scale, DType.f32)], hint=f"{name}.scaled")
-    moved = builder.op("transpose", [read], {"perm": (0, 2, 1, 3)}, hint=f"{name}.seq_first")
-    flat = builder.op("reshape", [moved], {"shape": (batch, steps, q_heads * value_size)}, hint=f"{name}.flat")
-    return [cast_to(ctx, flat, out_dtype, name), cast_to(ctx, state, state_dtype, f"{name}.present_state")]
-
-
-def _linear_heads(attrs) -> tuple[int, int]:
-    if "q_num_heads" not in attrs or "kv_num_heads" not in attrs:
-        raise UnsupportedModel("LinearAttention without q_num_heads and kv_num_heads", expected="both head counts")
-    q_heads, kv_heads = int(attrs["q_num_heads"]), int(attrs["kv_num_heads"])
-    if q_heads < 1 or kv_heads < 1 or q_heads % kv_heads:
-        raise UnsupportedModel(f"{q_heads} query heads over {kv_heads} key heads",
-                               expected="q_num_heads a positive multiple of kv_num_heads")
-    return q_heads, kv_heads
-
-
-def _f32(ctx, value: str, name: str) -> str:
-    return cast_to(ctx, value, DType.f32, name)
-
-
-def _per_step_input(ctx, node, index: int, wanted: bool, what: str, rule: str, widths: tuple, kv_heads: int,
-                    name: str) -> str | None:
-    """decay or beta [B, T, W] as f32 [B, h, T, w]: W = Hkv gives one per head (h = Hkv,
-    w = 1), W = Hkv*dk one per key feature (decay), W = 1 one for all heads (beta)."""
-    onnx_name = optional_input(node, index)
-    if (onnx_name is not None) != wanted:
-        raise UnsupportedModel(f"update_rule {rule!r} {'without' if wanted else 'with'} a {what} input",
-                               expected=f"a {what} input exactly for the rules that use it")
-    if onnx_name is None:
-        return None
-    builder = ctx.builder
-    value = _f32(ctx, ctx.value(onnx_name), f"{name}.{what}32")
-    shape = builder.type(value).shape
-    if len(shape) != 3 or shape[-1] not in widths:
-        raise UnsupportedModel(f"a {what} of shape {shape_text(shape)}", expected=f"[B, T, W] with W in {list(widths)}")
-    batch, steps, width = shape
-    if width == widths[0] or width == 1:
-        columns = builder.op("reshape", [value], {"shape": (batch, steps, width, 1)}, hint=f"{name}.{what}_heads")
-        return builder.op("transpose", [columns], {"perm": (0, 2, 1, 3)}, hint=f"{name}.{what}")
-    return split_heads(ctx, value, kv_heads, f"{name}.{what}")
-
-
-def _initial_state(ctx, node, batch, kv_heads: int, key_size: int, value_size: int, out_dtype: DType, name: str):
-    """(the f32 state [B, Hkv, dk, dv], the present state's dtype)."""
-    builder = ctx.builder
-    past = optional_input(node, 3)
-    if past is None:
-        zeros = builder.splat(f"{name}.no_past", 0, TensorType(DType.f32, (batch, kv_heads, key_size, value_size)))
-        return zeros, out_dtype
-    value = ctx.value(past)
-    return _f32(ctx, value, f"{name}.past32"), builder.type(value).dtype
-
-
-def _step(ctx, q, k, v, decay, beta, state, step: int, groups: int, name: str) -> tuple[str, str]:
-    """(the state after position `step`, the read o_t [B, Hq, 1, dv] before scaling)."""
-    builder = ctx.builder
-    key = _slice(ctx, k, 2, step, 1, f"{name}.k")  # [B, Hkv, 1, dk]
-    value = _slice(ctx, v, 2, step, 1, f"{name}.v")  # [B, Hkv, 1, dv]
-    if decay is not None:
-        batch, heads, _, width = builder.type(decay).shape
-        gate = builder.op("exp", [_slice(ctx, decay, 2, step, 1, f"{name}.g")], hint=f"{name}.decay")
-        rows = builder.op("reshape", [gate], {"shape": (batch, heads, width, 1)}, hint=f"{name}.decay_rows")
-        state = builder.op("mul", [state, rows], hint=f"{name}.decayed")
-    if beta is not None:
-        retrieved = builder.op("matmul", [key, state], hint=f"{name}.retrieved")
-        error = builder.op("sub", [value, retrieved], hint=f"{name}.error")
-        value = builder.op("mul", [_slice(ctx, beta, 2, step, 1, f"{name}.beta"), error], hint=f"{name}.update")
-    outer = builder.op("matmul", [key, value], {"transpose_a": True}, hint=f"{name}.outer")
-    state = builder.op("add", [state, outer], hint=f"{name}.state")
-    query = _slice(ctx, q, 2, step, 1, f"{name}.q")  # [B, Hq, 1, dk]
-    batch, q_heads, _, key_size = builder.type(query).shape
-    kv_heads = q_heads // groups
-    grouped = builder.op("reshape", [query], {"shape": (batch, kv_heads, groups, key_size)}, hint=f"{name}.q_grouped")
-    read = builder.op("matmul", [grouped, state], hint=f"{name}.read")  # [B, Hkv, groups, dv]
-    value_size = builder.type(read).shape[3]
-    return state, builder.op("reshape", [read], {"shape": (batch, q_heads, 1, value_size)}, hint=f"{name}.o")
-
-
-
-register({
-    "RotaryEmbedding": convert_rotary, "SwiGLU": convert_swiglu, "CausalConvWithState": convert_causal_conv,
-    "LinearAttention": convert_linear_attention,
-})
+register({"RotaryEmbedding": convert_rotary, "SwiGLU": convert_swiglu, "CausalConvWithState": convert_causal_conv})

@@ -51,8 +51,17 @@ def _param(ctx, onnx_name: str | None, dtype: DType, shape: tuple, fill: float, 
     if onnx_name is None:
         return ctx.builder.splat(name, fill, TensorType(dtype, shape))
     value = operand(ctx, onnx_name, dtype)
-    if ctx.builder.type(value).shape == tuple(shape):
+    given = ctx.builder.type(value).shape
+    if given == tuple(shape):
         return value
+    extra = len(given) - len(shape)
+    if extra > 0:  # broadcastable to x but written with leading unit dims: [1, 1, C] for [C]
+        if any(dim != 1 for dim in given[:extra]):
+            raise UnsupportedModel(f"a normalisation parameter of shape {ctx.builder.type(value)} for the normalised "
+                                   f"dims {list(shape)}", expected="a parameter that broadcasts to the normalised dims")
+        value = ctx.builder.op("reshape", [value], {"shape": tuple(given[extra:])}, hint=f"{name}.trimmed")
+        if given[extra:] == tuple(shape):
+            return value
     return ctx.builder.op("expand", [value], {"shape": tuple(shape)}, hint=name)
 
 

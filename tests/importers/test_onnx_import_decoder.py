@@ -19,6 +19,7 @@ from rlxir.importers.onnx import import_onnx  # noqa: E402
 from rlxir.interpreter import interpret  # noqa: E402
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
+TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")
 
 
 def single_node(op, inputs, outputs, opset, initializers=(), **attributes):
@@ -78,7 +79,7 @@ def test_causal_conv_with_past_bias_and_silu_compiles_everywhere():
                         [("w", random(4, 1, 3, seed=1)), ("bias", random(4, seed=2))], activation="silu")
     imported = against_reference(model, {"x": random(2, 4, 6), "past": random(2, 4, 2, seed=3)}, {"B": 2})
     assert "conv2d" in ops_of(imported)
-    for target in ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan"):
+    for target in TARGETS:
         assert compile(imported.graph, target, {"B": 2}).arena_bytes > 0, target
 
 
@@ -96,23 +97,32 @@ def test_causal_conv_with_another_activation_is_refused():
 
 
 # --- LinearAttention -------------------------------------------------------------------
-@pytest.mark.parametrize("rule", ["linear", "gated", "delta", "gated_delta"])
-def test_linear_attention_rules_with_gqa_and_past_state(rule):
-    """4 query heads over 2 key heads of 4 features, 3 positions, a past state."""
-    batch, steps = 2, 3
+@pytest.mark.parametrize(("rule", "decay_width", "chunk"), [
+    ("linear", 0, 2), ("linear", 0, 64), ("gated", 8, 2), ("gated", 2, 2), ("gated", 8, 64), ("delta", 0, 2),
+    ("delta", 0, 64), ("gated_delta", 8, 3), ("gated_delta", 2, 64), ("gated_delta", 8, 64)])
+def test_linear_attention_rules_with_gqa_and_past_state(rule, decay_width, chunk):
+    """4 query heads over 2 key heads of 4 features, 5 positions, a past state, in chunks of
+    `chunk` positions (the delta rules' triangular systems of 1 to 5 rows, padded to powers
+    of two); the decay per key feature (width 8) or per head (width 2)."""
+    batch, steps = 2, 5
     inputs = [("q", F, [batch, steps, 16]), ("k", F, [batch, steps, 8]), ("v", F, [batch, steps, 6]),
               ("past", F, [batch, 2, 4, 3])]
     feeds = {"q": random(batch, steps, 16), "k": random(batch, steps, 8, seed=1, scale=0.5),
              "v": random(batch, steps, 6, seed=2), "past": random(batch, 2, 4, 3, seed=3)}
-    inputs.append(("decay", F, [batch, steps, 8]) if "gated" in rule else ("", F, None))
-    if "gated" in rule:
-        feeds["decay"] = -np.abs(random(batch, steps, 8, seed=4))
+    inputs.append(("decay", F, [batch, steps, decay_width]) if decay_width else ("", F, None))
+    if decay_width:
+        feeds["decay"] = -np.abs(random(batch, steps, decay_width, seed=4))
     if "delta" in rule:
         inputs.append(("beta", F, [batch, steps, 2]))
         feeds["beta"] = np.abs(random(batch, steps, 2, seed=5)) / 2
     model = single_node("LinearAttention", inputs, [("y", F, [batch, steps, 12]), ("state", F, [batch, 2, 4, 3])],
-                        27, q_num_heads=4, kv_num_heads=2, update_rule=rule, scale=0.4)
-    against_reference(model, feeds, {"B": batch})
+                        27, q_num_heads=4, kv_num_heads=2, update_rule=rule, scale=0.4, chunk_size=chunk)
+    imported = against_reference(model, feeds, {"B": batch})
+    chunks = [name for name in imported.graph.ops() if name.endswith(".from_chunk")]
+    assert len(chunks) == -(-steps // chunk)
+    if rule == "gated_delta" and chunk == 3:
+        for target in TARGETS:
+            assert compile(imported.graph, target, {"B": batch}).arena_bytes > 0, target
 
 
 def test_linear_attention_gated_without_decay_is_refused():

@@ -31,6 +31,13 @@ def test_layernorm_is_the_core_op(axis):
     compile(imported.graph, "cpu", {"B": 2})
 
 
+def test_layernorm_scale_with_leading_unit_dims():
+    """Scale [1, 1, 4] broadcasts to x [2, 3, 4]; its normalised part is [4]."""
+    node = helper.make_node("LayerNormalization", ["x", "scale"], ["y"])
+    model = make_model([node], [("x", F, [2, 3, 4])], [("y", F, [2, 3, 4])], [("scale", weights(1, 1, 4))])
+    check(model, {"B": 2})
+
+
 def test_layernorm_mean_and_inverse_std_outputs():
     node = helper.make_node("LayerNormalization", ["x", "scale"], ["y", "mean", "inv_std"], axis=2)
     model = make_model([node], [("x", F, [2, 3, 4, 5])],
@@ -63,6 +70,13 @@ def test_group_norm_per_channel_scale():
                        [("scale", weights(4)), ("bias", weights(4, seed=1))], opset=21)
     imported = check(model, {"B": 2})
     assert "layernorm" in ops_of(imported)
+
+
+def test_group_norm_opset_18_scales_per_group():
+    node = helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=2)
+    model = make_model([node], [("x", F, [2, 4, 3])], [("y", F, [2, 4, 3])],
+                       [("scale", weights(2)), ("bias", weights(2, seed=1))], opset=18)
+    check(model, {"B": 2})
 
 
 def test_mean_variance_normalization():
