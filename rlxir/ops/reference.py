@@ -11,6 +11,8 @@ Choices this module fixes where IR.md leaves one open:
 - **bf16** is held as float32 whose value is rounded to bf16 precision (round to nearest,
   ties to even, on the upper 16 bits of the float32 pattern; NaN stays NaN). Every value
   of a bf16 type is rounded when it is produced, so bf16 results carry bf16 precision.
+- **f16 convolution** (``conv2d``) accumulates its sums in float32, as f16 convolution
+  kernels do; the result is rounded to f16 when it is produced.
 - **Integer arithmetic**: ``div`` truncates toward zero (as C and Rust kernels do) and
   ``pow`` is computed in float64 then converted back.
 - **avg_pool2d** divides every window by the full kernel area, padded cells included
@@ -387,11 +389,14 @@ def conv2d(x, w, bias, stride, padding, dilation, groups) -> np.ndarray:
     cols = _window_count(width, kernel_w, stride[1], dilation[1])
     grouped_x = padded.reshape(batch, groups, group_channels, height, width)
     grouped_w = w.reshape(groups, out_channels // groups, group_channels, kernel_h, kernel_w)
-    result = np.zeros((batch, groups, out_channels // groups, rows, cols), np.result_type(x, w))
+    # f16 sums accumulate in float32 (as f16 convolution kernels and ONNX's reference do);
+    # the interpreter rounds the result to f16 afterwards
+    accumulate = np.float32 if np.result_type(x, w) == np.float16 else np.result_type(x, w)
+    result = np.zeros((batch, groups, out_channels // groups, rows, cols), accumulate)
     for row in range(kernel_h):
         for col in range(kernel_w):
             taps = _window(grouped_x, row, col, rows, cols, stride, dilation)
-            result += np.einsum("bgchw,goc->bgohw", taps, grouped_w[..., row, col])
+            result += np.einsum("bgchw,goc->bgohw", taps, grouped_w[..., row, col], dtype=accumulate)
     result = result.reshape(batch, out_channels, rows, cols)
     return result if bias is None else result + bias.reshape(1, -1, 1, 1)
 

@@ -284,7 +284,7 @@ def _as_fed(array: np.ndarray) -> np.ndarray:
 def _difference(have: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str:
     if want.dtype.name == "bfloat16":
         want = want.astype(np.float32)
-        rtol = max(rtol, 2**-7)  # one bf16 ulp
+        rtol = max(rtol, 2**-6)  # two bf16 ulps, as the ONNX backend runner allows
     if have.shape != want.shape:
         return f"shape {list(have.shape)}, expected {list(want.shape)}"
     if want.dtype == bool or have.dtype == bool:
