@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.onnx_conv_nd import conv3d
 from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_ops import (hint, operand, optional_input, product, refuse_used_outputs, static_input,
                                      static_ints)
@@ -189,17 +190,22 @@ def convert_conv(ctx, node, attrs):
     source, extra = take_pending_pad(ctx, node.input[0])
     x = ctx.value(source)
     x_type = ctx.builder.type(x)
-    w = operand(ctx, node.input[1], x_type.dtype)
     bias = operand(ctx, node.input[2], x_type.dtype) if optional_input(node, 2) else None
-    w_shape = ctx.builder.type(w).shape
+    w_shape = ctx.shape(node.input[1])
     spatial = len(w_shape) - 2
-    if x_type.rank != spatial + 2 or spatial not in (1, 2):
-        raise UnsupportedModel(f"a {spatial}-D Conv", expected="Conv over 1 or 2 spatial dims")
+    if x_type.rank != spatial + 2 or spatial not in (1, 2, 3):
+        raise UnsupportedModel(f"a {spatial}-D Conv", expected="Conv over 1, 2 or 3 spatial dims")
     kernel = [int(k) for k in attrs.get("kernel_shape", w_shape[2:])]
     strides = [int(s) for s in attrs.get("strides", [1] * spatial)]
     dilations = [int(d) for d in attrs.get("dilations", [1] * spatial)]
     pads = _combined(resolve_pads(attrs, x_type.shape[2:], kernel, strides, dilations), extra)
     groups = int(attrs.get("group", 1))
+    if spatial == 3:
+        static = ctx.static(node.input[1]) if node.input[1] not in ctx.values else None
+        weight = np.asarray(static) if static is not None and static.dtype != object else \
+            operand(ctx, node.input[1], x_type.dtype)
+        return [conv3d(ctx, hint(node), x, weight, bias, strides, pads, dilations, groups)]
+    w = operand(ctx, node.input[1], x_type.dtype)
     if spatial == 2:
         attributes = {"stride": tuple(strides), "padding": tuple(pads), "dilation": tuple(dilations), "groups": groups}
         operands = [x, w] + ([bias] if bias else [])

@@ -4,76 +4,120 @@
   conv2d that maps the (larger) output back to the input, whose weight has ONNX's
   ``[C_in, C_out / group, kH, kW]`` layout as it stands. The output size is
   ``stride (in - 1) + output_padding + dilation (k - 1) + 1 - pad_begin - pad_end``;
-  output_padding cells receive no taps (zeros, then the bias). A 1-D one runs over a unit
-  height.
+  output_padding cells receive no taps (zeros, then the bias), and so do the cells a
+  negative pad adds (from output_shape), concatenated. A 1-D one runs over a unit height;
+  a 3-D one is a convolution of the spread-out input (`rlxir.importers.onnx_conv_nd`).
+
 Resize and Upsample are in `rlxir.importers.onnx_resize`.
 """
 
 from __future__ import annotations
 
-
+import numpy as np
 
 from rlxir.importers.builder import UnsupportedModel
 from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_ops import hint, operand, optional_input
+from rlxir.importers.onnx_conv_nd import conv_transpose_nd
 from rlxir.importers.onnx_nn import channel_column, resolve_pads
+from rlxir.types import TensorType
 
 
 # --- ConvTranspose ---------------------------------------------------------------------
 def convert_conv_transpose(ctx, node, attrs):
     x = ctx.value(node.input[0])
     x_type = ctx.builder.type(x)
-    w = operand(ctx, node.input[1], x_type.dtype)
-    w_shape = ctx.builder.type(w).shape
+    w_shape = ctx.shape(node.input[1])
     spatial = len(w_shape) - 2
-    if x_type.rank != spatial + 2 or spatial not in (1, 2):
-        raise UnsupportedModel(f"a {spatial}-D ConvTranspose", expected="ConvTranspose over 1 or 2 spatial dims")
-    if "output_shape" in attrs:
-        raise UnsupportedModel("ConvTranspose with an output_shape attribute",
-                               expected="pads and output_padding (what PyTorch exports)")
+    if x_type.rank != spatial + 2 or spatial not in (1, 2, 3):
+        raise UnsupportedModel(f"a {spatial}-D ConvTranspose", expected="ConvTranspose over 1, 2 or 3 spatial dims")
     kernel = [int(k) for k in attrs.get("kernel_shape", w_shape[2:])]
     strides = [int(s) for s in attrs.get("strides", [1] * spatial)]
     dilations = [int(d) for d in attrs.get("dilations", [1] * spatial)]
     extra = [int(p) for p in attrs.get("output_padding", [0] * spatial)]
     groups = int(attrs.get("group", 1))
-    if any(padding >= stride for padding, stride in zip(extra, strides)):
-        raise UnsupportedModel(f"ConvTranspose with output_padding {extra} not below strides {strides}",
-                               expected="output_padding smaller than the stride on each axis")
+    if any(padding >= max(stride, dilation) for padding, stride, dilation in zip(extra, strides, dilations)):
+        raise UnsupportedModel(f"ConvTranspose with output_padding {extra} not below strides {strides} or "
+                               f"dilations {dilations}", expected="output_padding smaller than the stride or the "
+                                                                  "dilation on each axis")
     pads = _transpose_pads(attrs, x_type.shape[2:], kernel, strides, dilations, extra)
     name = hint(node)
+    bias = optional_input(node, 2)
+    out_channels = w_shape[1] * groups
+    if spatial == 3:
+        static = ctx.static(node.input[1]) if node.input[1] not in ctx.values else None
+        weight = np.asarray(static) if static is not None and static.dtype != object else \
+            operand(ctx, node.input[1], x_type.dtype)
+        bias_value = operand(ctx, bias, x_type.dtype) if bias is not None else None
+        return [conv_transpose_nd(ctx, name, x, weight, bias_value, strides, dilations, pads, extra, groups)]
+    w = operand(ctx, node.input[1], x_type.dtype)
+    crops = [max(-pad, 0) for pad in pads]  # a negative pad adds cells outside every tap: zeros
+    pads = [max(pad, 0) for pad in pads]
     if spatial == 1:
         x = _unit_height(ctx, x, f"{name}.x2d")
         w = _unit_height(ctx, w, f"{name}.w2d")
         kernel, strides, dilations, extra = [1] + kernel, [1] + strides, [1] + dilations, [0] + extra
-        pads = [0, pads[0], 0, pads[1]]
+        pads, crops = [0, pads[0], 0, pads[1]], [0, crops[0], 0, crops[1]]
     batch, _, *sizes = ctx.builder.type(x).shape
     out_sizes = [stride * (size - 1) + padding + dilation * (window - 1) + 1 - begin - end
                  for size, window, stride, dilation, padding, begin, end
                  in zip(sizes, kernel, strides, dilations, extra, pads[:2], pads[2:])]
-    out_channels = w_shape[1] * groups
     attributes = {"input_shape": (batch, out_channels, *out_sizes), "stride": tuple(strides), "padding": tuple(pads),
                   "dilation": tuple(dilations), "groups": groups}
-    bias = optional_input(node, 2)
-    result_name = name if bias is None and spatial == 2 else f"{name}.unbiased"
-    result = ctx.builder.op("conv2d_grad_input", [x, w], attributes, hint=result_name)
+    steps = [axis for axis in range(2) if crops[axis] or crops[2 + axis]] + ["bias"] * (bias is not None) + \
+        ["unit height"] * (spatial == 1)
+
+    def label(step: str) -> str:  # the last step makes the node's output
+        return name if step == steps[-1] else f"{name}.{step}"
+
+    result = ctx.builder.op("conv2d_grad_input", [x, w], attributes, hint=name if not steps else f"{name}.gradient")
+    for axis in range(2):
+        if crops[axis] or crops[2 + axis]:
+            result = _zeros_around(ctx, result, 2 + axis, crops[axis], crops[2 + axis], label(axis))
     if bias is not None:
         column = channel_column(ctx, bias, x_type.dtype, (out_channels, 1, 1), f"{name}.bias")
-        result = ctx.builder.op("add", [result, column], hint=name if spatial == 2 else f"{name}.biased")
+        result = ctx.builder.op("add", [result, column], hint=label("bias"))
     if spatial == 1:
-        result = ctx.builder.op("reshape", [result], {"shape": (batch, out_channels, out_sizes[1])}, hint=name)
+        length = ctx.builder.type(result).shape[3]
+        result = ctx.builder.op("reshape", [result], {"shape": (batch, out_channels, length)}, hint=name)
     return [result]
 
 
+def _zeros_around(ctx, x: str, axis: int, before: int, after: int, name: str) -> str:
+    if not before and not after:
+        return x
+    type_ = ctx.builder.type(x)
+    pieces = []
+    for width, side in ((before, "before"), (None, None), (after, "after")):
+        if side is None:
+            pieces.append(x)
+        elif width:
+            shape = list(type_.shape)
+            shape[axis] = width
+            pieces.append(ctx.builder.splat(f"{name}.{side}", 0, TensorType(type_.dtype, shape)))
+    return ctx.builder.op("concat", pieces, {"axis": axis}, hint=name)
+
+
 def _transpose_pads(attrs, spatial, kernel, strides, dilations, extra) -> list[int]:
-    """``[begin..., end...]``; SAME_UPPER / SAME_LOWER make the output ``in * stride``."""
+    """``[begin..., end...]``. From output_shape (which overrides pads) or SAME_UPPER /
+    SAME_LOWER (whose output is ``in * stride``): the total padding that makes that output
+    size, split evenly, the odd cell at the end for SAME_UPPER and at the beginning
+    otherwise (ONNX's rule); a negative total adds cells. Else ``pads``."""
     auto_pad = attrs.get("auto_pad", "NOTSET")
-    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+    wanted = attrs.get("output_shape")
+    if wanted is None and auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
         return resolve_pads(attrs, spatial, kernel, strides, dilations)
+    if wanted is not None:
+        wanted = [int(size) for size in wanted][-len(kernel):]  # some exporters write N and C too
     begins, ends = [], []
-    for size, window, stride, dilation, padding in zip(spatial, kernel, strides, dilations, extra):
+    for axis, (size, window, stride, dilation, padding) in enumerate(zip(spatial, kernel, strides, dilations, extra)):
         if not isinstance(size, int):
-            raise UnsupportedModel(f"auto_pad {auto_pad} over the symbolic dim {size}", expected="static spatial dims")
-        total = max(stride * (size - 1) + padding + dilation * (window - 1) + 1 - size * stride, 0)
+            raise UnsupportedModel(f"ConvTranspose output size over the symbolic dim {size}",
+                                   expected="static spatial dims")
+        target = wanted[axis] if wanted is not None else size * stride
+        total = stride * (size - 1) + padding + dilation * (window - 1) + 1 - target
+        if wanted is None:
+            total = max(total, 0)
         begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
         begins.append(begin)
         ends.append(total - begin)
