@@ -42,7 +42,7 @@ import onnx
 
 # Each converter module registers its op types in the table when imported.
 from rlxir.importers import (onnx_control, onnx_deform, onnx_einsum, onnx_grid, onnx_nn, onnx_ops, onnx_pool,  # noqa: F401
-                             onnx_pool_dilated, onnx_rearrange, onnx_resize, onnx_scatter, onnx_shape,
+                             onnx_pool_dilated, onnx_rearrange, onnx_resize, onnx_roi, onnx_scatter, onnx_shape,
                              onnx_upsample)
 from rlxir.errors import RlxError
 from rlxir.importers.builder import ImportedGraph, UnsupportedModel

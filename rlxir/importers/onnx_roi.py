@@ -1,0 +1,153 @@
+"""ONNX op -> core ops: RoiAlign (2-D), pooled bins of regions that arrive at run time.
+
+Each region's ``output_height x output_width`` bins are sampled on a regular
+``sampling_ratio x sampling_ratio`` grid; a sample is bilinear over its four neighbouring
+cells (ONNX's rules: a sample past ``[-1, size]`` reads zero, one below 0 reads at 0, one
+past the last cell reads the last cell), and a bin is the mean (mode avg) or the maximum
+(mode max, of the four weighted corner values, as ONNX defines it) of its samples. The
+sample positions are the region's start plus its bin size times static fractions, so only
+the sampling grid must be static: ``sampling_ratio`` > 0, or regions known while importing
+whose adaptive grids (``ceil(roi size / bins)``) agree.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rlxir.dtypes import DType
+from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.onnx_ops import hint, operand
+from rlxir.importers.onnx_registry import register
+
+
+def convert_roi_align(ctx, node, attrs):
+    x = ctx.value(node.input[0])
+    x_type = ctx.builder.type(x)
+    if x_type.rank != 4 or not x_type.dtype.is_float:
+        raise UnsupportedModel(f"RoiAlign of a {x_type.dtype.value}{list(x_type.shape)} input",
+                               expected="float [N, C, H, W]")
+    _, channels, height, width = x_type.shape
+    if not isinstance(height, int) or not isinstance(width, int):
+        raise UnsupportedModel("RoiAlign over symbolic spatial dims", expected="static H and W")
+    mode = attrs.get("mode", "avg")
+    transform = attrs.get("coordinate_transformation_mode", "half_pixel" if ctx.opset >= 16 else "output_half_pixel")
+    if mode not in ("avg", "max") or transform not in ("half_pixel", "output_half_pixel"):
+        raise UnsupportedModel(f"RoiAlign in mode {mode!r} with coordinate_transformation_mode {transform!r}",
+                               expected="mode avg or max; half_pixel or output_half_pixel")
+    bins = (int(attrs.get("output_height", 1)), int(attrs.get("output_width", 1)))
+    scale = float(attrs.get("spatial_scale", 1.0))
+    half_pixel = transform == "half_pixel"
+    grid = _sampling_grid(ctx, node, int(attrs.get("sampling_ratio", 0)), bins, scale, half_pixel)
+    dtype = x_type.dtype
+    name, b = hint(node), ctx.builder
+    rois = operand(ctx, node.input[1], dtype)
+    count = b.type(rois).shape[0]
+    axes = []
+    for axis, size in enumerate((height, width)):  # 0: y (rows), 1: x (columns)
+        start = _column(ctx, rois, 1 - axis, f"{name}.start{axis}")
+        end = _column(ctx, rois, 3 - axis, f"{name}.end{axis}")
+        start = _affine(ctx, start, scale, 0.5 if half_pixel else 0.0, f"{name}.start{axis}.scaled")
+        end = _affine(ctx, end, scale, 0.5 if half_pixel else 0.0, f"{name}.end{axis}.scaled")
+        extent = b.op("sub", [end, start], hint=f"{name}.extent{axis}")
+        if not half_pixel:
+            extent = b.op("maximum", [extent, b.scalar(1.0, dtype)], hint=f"{name}.extent{axis}.at_least_1")
+        fractions = (np.arange(bins[axis])[:, None] + (np.arange(grid[axis])[None, :] + 0.5) / grid[axis])
+        fractions = b.literal(f"{name}.fractions{axis}", (fractions / bins[axis]).reshape(1, -1), dtype)
+        offsets = b.op("mul", [extent, fractions], hint=f"{name}.offsets{axis}")
+        samples = b.op("add", [start, offsets], hint=f"{name}.samples{axis}")  # [R, bins * grid]
+        axes.append(_bilinear_taps(ctx, samples, size, f"{name}.{'yx'[axis]}"))
+    images = b.op("gather", [x, operand(ctx, node.input[2], DType.i64)], {"axis": 0}, hint=f"{name}.images")
+    planes = b.op("reshape", [images], {"shape": (count, channels, height * width)}, hint=f"{name}.planes")
+    rows, columns = bins[0] * grid[0], bins[1] * grid[1]
+    combined = None
+    for row_index, row_weight in axes[0]:
+        for column_index, column_weight in axes[1]:
+            label = f"{name}.corner"
+            index = b.op("add", [b.op("reshape", [b.op("mul", [row_index, b.scalar(width, DType.i64)],
+                                                      hint=f"{label}.row")], {"shape": (count, rows, 1)},
+                                      hint=f"{label}.row_column"),
+                                 b.op("reshape", [column_index], {"shape": (count, 1, columns)},
+                                      hint=f"{label}.column_row")], hint=f"{label}.index")
+            flat = b.op("reshape", [index], {"shape": (count, 1, rows * columns)}, hint=f"{label}.flat")
+            spread = b.op("expand", [flat], {"shape": (count, channels, rows * columns)}, hint=f"{label}.spread")
+            taken = b.op("gather_elements", [planes, spread], {"axis": 2}, hint=f"{label}.taken")
+            weight = b.op("mul", [b.op("reshape", [row_weight], {"shape": (count, rows, 1)}, hint=f"{label}.wr"),
+                                  b.op("reshape", [column_weight], {"shape": (count, 1, columns)},
+                                       hint=f"{label}.wc")], hint=f"{label}.weight")
+            weight = b.op("reshape", [weight], {"shape": (count, 1, rows * columns)}, hint=f"{label}.weight_flat")
+            term = b.op("mul", [taken, weight], hint=f"{label}.term")
+            if combined is None:
+                combined = term
+            else:
+                combined = b.op("add" if mode == "avg" else "maximum", [combined, term], hint=f"{name}.samples")
+    shaped = b.op("reshape", [combined], {"shape": (count, channels, bins[0], grid[0], bins[1], grid[1])},
+                  hint=f"{name}.bins")
+    if mode == "max":
+        return [b.op("reduce_max", [shaped], {"axes": (3, 5), "keepdims": False}, hint=name)]
+    return [b.op("reduce_mean", [shaped], {"axes": (3, 5), "keepdims": False}, hint=name)]
+
+
+def _sampling_grid(ctx, node, ratio: int, bins, scale: float, half_pixel: bool) -> tuple[int, int]:
+    """Samples per bin along y and x: `ratio`, or the adaptive count of static regions."""
+    if ratio > 0:
+        return ratio, ratio
+    rois = ctx.static(node.input[1])
+    if rois is None or rois.dtype == object:
+        raise UnsupportedModel("RoiAlign with sampling_ratio 0 over regions computed at run time",
+                               expected="sampling_ratio > 0, or regions known while importing")
+    rois = np.asarray(rois, np.float64).reshape(-1, 4) * scale
+    extents = [rois[:, 3] - rois[:, 1], rois[:, 2] - rois[:, 0]]
+    counts = []
+    for axis in range(2):
+        extent = extents[axis] if half_pixel else np.maximum(extents[axis], 1.0)
+        per_roi = {max(math.ceil(value / bins[axis]), 1) for value in extent.tolist()}
+        if len(per_roi) != 1:
+            raise UnsupportedModel(f"RoiAlign with sampling_ratio 0 over regions whose adaptive grids differ "
+                                   f"({sorted(per_roi)})", expected="regions of one adaptive grid, or sampling_ratio > 0")
+        counts.append(per_roi.pop())
+    return counts[0], counts[1]
+
+
+def _column(ctx, rois: str, index: int, name: str) -> str:
+    return ctx.builder.op("slice", [rois], {"axis": 1, "start": index, "len": 1}, hint=name)
+
+
+def _affine(ctx, value: str, scale: float, shift: float, name: str) -> str:
+    b = ctx.builder
+    dtype = b.type(value).dtype
+    if scale != 1.0:
+        value = b.op("mul", [value, b.scalar(scale, dtype)], hint=f"{name}.times")
+    if shift:
+        value = b.op("sub", [value, b.scalar(shift, dtype)], hint=name)
+    return value
+
+
+def _bilinear_taps(ctx, samples: str, size: int, name: str) -> list[tuple[str, str]]:
+    """[(index as i64, weight)] of the low and high neighbours of each sample along one axis,
+    by ONNX's RoiAlign rules (weights zero for a sample past [-1, size])."""
+    b = ctx.builder
+    dtype = b.type(samples).dtype
+
+    def scalar(value):
+        return b.scalar(value, dtype)
+
+    inside = b.op("ne", [b.op("lt", [samples, scalar(-1.0)], hint=f"{name}.before"),
+                         b.op("le", [samples, scalar(float(size))], hint=f"{name}.not_after")], hint=f"{name}.inside")
+    raised = b.op("maximum", [samples, scalar(0.0)], hint=f"{name}.raised")
+    floor = b.op("floor", [raised], hint=f"{name}.floor")
+    at_end = b.op("ge", [floor, scalar(size - 1.0)], hint=f"{name}.at_end")
+    last = scalar(size - 1.0)
+    low = b.op("where", [at_end, last, floor], hint=f"{name}.low")
+    high = b.op("where", [at_end, last, b.op("add", [low, scalar(1.0)], hint=f"{name}.next")], hint=f"{name}.high")
+    fraction = b.op("where", [at_end, scalar(0.0), b.op("sub", [raised, low], hint=f"{name}.past_low")],
+                    hint=f"{name}.fraction")
+    keep = b.op("cast", [inside], {"to": dtype}, hint=f"{name}.keep")
+    upper = b.op("mul", [fraction, keep], hint=f"{name}.w_high")
+    lower = b.op("mul", [b.op("sub", [scalar(1.0), fraction], hint=f"{name}.one_minus"), keep], hint=f"{name}.w_low")
+    return [(b.op("cast", [low], {"to": DType.i64}, hint=f"{name}.low_index"), lower),
+            (b.op("cast", [high], {"to": DType.i64}, hint=f"{name}.high_index"), upper)]
+
+
+register({"RoiAlign": convert_roi_align})
