@@ -41,7 +41,7 @@ import attrs
 import onnx
 
 # Each converter module registers its op types in the table when imported.
-from rlxir.importers import (onnx_control, onnx_deform, onnx_einsum, onnx_grid, onnx_nn, onnx_ops, onnx_pool,  # noqa: F401
+from rlxir.importers import (onnx_causal_conv, onnx_control, onnx_deform, onnx_einsum, onnx_grid, onnx_nn, onnx_ops, onnx_pool,  # noqa: F401
                              onnx_pool_dilated, onnx_rearrange, onnx_resize, onnx_roi, onnx_scatter, onnx_shape,
                              onnx_upsample)
 from rlxir.errors import RlxError
