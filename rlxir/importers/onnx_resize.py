@@ -227,8 +227,7 @@ def _sizes_and_scales(ctx, node, attrs, count: int) -> tuple[list | None, list |
         scales = [float(scale) for scale in attrs.get("scales", [])]
     elif node.op_type == "Upsample" or ctx.opset < 11:
         scales = [float(item) for item in np.asarray(static_input(ctx, node, 1, "scales")).reshape(-1)]
-    elif optional_input(node, 3) is not None and ctx.static(node.input[3]) is not None \
-            and ctx.static(node.input[3]).size:
+    elif optional_input(node, 3) is not None and not _empty(ctx, node.input[3]):
         sizes = static_ints(ctx, node, 3, "sizes")
         if len(sizes) != count:
             raise UnsupportedModel(f"Resize sizes {sizes} for {count} axes", expected="a size per resized axis")
@@ -240,6 +239,11 @@ def _sizes_and_scales(ctx, node, attrs, count: int) -> tuple[list | None, list |
     if any(scale <= 0 for scale in scales):
         raise UnsupportedModel(f"{node.op_type} scales {scales}", expected="positive scales")
     return None, scales
+
+
+def _empty(ctx, name: str) -> bool:
+    """An input given as an empty tensor (how opsets 11-12 leave out scales or sizes)."""
+    return ctx.is_static(name) and ctx.static(name).size == 0
 
 
 def _roi(ctx, node, options, axes: list[int], rank: int) -> list[tuple[float, float]]:
