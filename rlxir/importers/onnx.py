@@ -42,8 +42,8 @@ import onnx
 
 # Each converter module registers its op types in the table when imported.
 from rlxir.importers import (onnx_causal_conv, onnx_control, onnx_deform, onnx_einsum, onnx_grid, onnx_nn, onnx_ops, onnx_pool,  # noqa: F401
-                             onnx_pool_dilated, onnx_rearrange, onnx_resize, onnx_roi, onnx_scatter, onnx_shape,
-                             onnx_upsample)
+                             onnx_pool_dilated, onnx_qconv, onnx_rearrange, onnx_resize, onnx_roi, onnx_scatter,
+                             onnx_shape, onnx_upsample)
 from rlxir.errors import RlxError
 from rlxir.importers.builder import ImportedGraph, UnsupportedModel
 from rlxir.importers.onnx_context import (ONNX_DTYPES, OnnxContext, concrete, load_model, node_attributes,  # noqa: F401

@@ -120,7 +120,7 @@ def _dim_taps(ctx, grid: str, axis: int, size: int, mode: str, padding: str, ali
         scaled = b.op("mul", [shifted, scalar(size / 2)], hint=f"{name}.scaled")
         position = b.op("sub", [scaled, scalar(0.5)], hint=f"{name}.position")
     if mode == "nearest":
-        position = _round_half_even(ctx, position, f"{name}.rounded")
+        position = round_half_even(ctx, position, f"{name}.rounded")
     low, high = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
     position = _bring_inside(ctx, position, padding, low, high, size, f"{name}.inside")
     if mode == "nearest":
@@ -136,7 +136,8 @@ def _dim_taps(ctx, grid: str, axis: int, size: int, mode: str, padding: str, ali
     return taps
 
 
-def _round_half_even(ctx, x: str, name: str) -> str:
+def round_half_even(ctx, x: str, name: str) -> str:
+    """`x` rounded to the nearest whole number, a tie to the even one (no core op rounds)."""
     b = ctx.builder
     dtype = b.type(x).dtype
     nearest = b.op("floor", [b.op("add", [x, b.scalar(0.5, dtype)], hint=f"{name}.half_up")], hint=f"{name}.up")
