@@ -190,12 +190,12 @@ def convert_conv(ctx, node, attrs):
     source, extra = take_pending_pad(ctx, node.input[0])
     x = ctx.value(source)
     dtype = ctx.builder.type(x).dtype
-    bias = operand(ctx, node.input[2], dtype) if optional_input(node, 2) else None
     static = ctx.static(node.input[1]) if node.input[1] not in ctx.values else None
     if len(ctx.shape(node.input[1])) == 5 and static is not None and static.dtype != object:
         weight = np.asarray(static)  # a 3-D conv rearranges its weight: once, while importing
     else:
         weight = operand(ctx, node.input[1], dtype)
+    bias = operand(ctx, node.input[2], dtype) if optional_input(node, 2) else None
     return [convolve(ctx, node, attrs, x, weight, bias, extra, hint(node))]
 
 
