@@ -15,6 +15,7 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.onnx_grid import gather_cells
 from rlxir.importers.onnx_ops import hint, operand, optional_input, product
 from rlxir.importers.onnx_registry import register
 
@@ -78,11 +79,10 @@ def _sampled_columns(ctx, x, offset, mask, kernel, strides, dilations, pads, off
     for axis in range(2):  # 0: rows (h), 1: columns (w)
         rows = np.arange(out_sizes[axis]) * strides[axis] - pads[axis]
         along = np.arange(kernel[axis]) * dilations[axis]
-        grid = rows[None, :] + along[:, None]  # [k_axis, out_axis]
-        if axis == 0:
-            base = np.broadcast_to(grid[:, None, :, None], (kernel[0], kernel[1], out_sizes[0], out_sizes[1]))
-        else:
-            base = np.broadcast_to(grid[None, :, None, :], (kernel[0], kernel[1], out_sizes[0], out_sizes[1]))
+        layout = [1, 1, 1, 1]  # [kH, kW, OH, OW]
+        layout[axis], layout[2 + axis] = kernel[axis], out_sizes[axis]
+        grid = (along[:, None] + rows[None, :]).reshape(layout)
+        base = np.broadcast_to(grid, (kernel[0], kernel[1], out_sizes[0], out_sizes[1]))
         moved = b.op("slice", [moves], {"axis": 3, "start": axis, "len": 1}, hint=f"{name}.move{axis}")
         moved = b.op("reshape", [moved], {"shape": (batch, offset_groups, taps, cells)}, hint=f"{name}.move{axis}.flat")
         regular = b.literal(f"{name}.regular{axis}", base.reshape(taps, cells).astype(np.float64), dtype)
@@ -97,14 +97,8 @@ def _sampled_columns(ctx, x, offset, mask, kernel, strides, dilations, pads, off
             label = f"{name}.corner{0 if total is None else 1}"
             index = b.op("add", [b.op("mul", [row_index, b.scalar(width, DType.i64)], hint=f"{label}.row"),
                                  column_index], hint=f"{label}.index")  # [N, G, K, P]
-            flat = b.op("reshape", [index], {"shape": (batch, offset_groups, 1, taps * cells)}, hint=f"{label}.flat")
-            spread = b.op("expand", [flat], {"shape": (batch, offset_groups, per_group, taps * cells)},
-                          hint=f"{label}.spread")
-            taken = b.op("gather_elements", [planes, spread], {"axis": 3}, hint=f"{label}.taken")
-            weight = b.op("mul", [row_weight, column_weight], hint=f"{label}.weight")
-            weight = b.op("reshape", [weight], {"shape": (batch, offset_groups, 1, taps * cells)},
-                          hint=f"{label}.weight_flat")
-            term = b.op("mul", [taken, weight], hint=f"{label}.term")
+            weight = b.op("mul", [row_weight, column_weight], hint=f"{label}.w")
+            term = gather_cells(ctx, planes, index, weight, label)
             total = term if total is None else b.op("add", [total, term], hint=f"{name}.sampled")
     if mask is not None:
         masks = b.op("reshape", [mask], {"shape": (batch, offset_groups, 1, taps * cells)}, hint=f"{name}.mask")

@@ -250,22 +250,31 @@ def _sum_of_taps(ctx, x: str, taps: list[list], out_sizes: list, name: str) -> s
     b = ctx.builder
     x_type = b.type(x)
     batch, channels, *spatial = x_type.shape
-    cells = math.prod(spatial)
-    flat = b.op("reshape", [x], {"shape": (batch, channels, cells)}, hint=f"{name}.cells")
-    points = product(out_sizes)
+    flat = b.op("reshape", [x], {"shape": (batch, channels, math.prod(spatial))}, hint=f"{name}.cells")
     strides = [math.prod(spatial[axis + 1:]) for axis in range(len(spatial))]
     total = None
     for number, combination in enumerate(itertools.product(*taps)):
         label = f"{name}.t{number}"
         index, weight = _combined(ctx, combination, strides, x_type.dtype, label)
-        column = b.op("reshape", [index], {"shape": (batch, 1, points)}, hint=f"{label}.column")
-        spread = b.op("expand", [column], {"shape": (batch, channels, points)}, hint=f"{label}.spread")
-        taken = b.op("gather_elements", [flat, spread], {"axis": 2}, hint=f"{label}.taken")
-        if weight is not None:
-            weight_column = b.op("reshape", [weight], {"shape": (batch, 1, points)}, hint=f"{label}.weight")
-            taken = b.op("mul", [taken, weight_column], hint=f"{label}.weighted")
+        taken = gather_cells(ctx, flat, index, weight, label)
         total = taken if total is None else b.op("add", [total, taken], hint=f"{name}.sum")
     return b.op("reshape", [total], {"shape": (batch, channels, *out_sizes)}, hint=name)
+
+
+def gather_cells(ctx, planes: str, index: str, weight: str | None, name: str) -> str:
+    """``planes[..., c, index[...]] * weight[...]`` for every channel c: `planes` is
+    ``[*lead, C, cells]``, `index` (i64) and `weight` hold ``*lead`` then any dims (P cells
+    in all), read the same for every channel; the result is ``[*lead, C, P]``."""
+    b = ctx.builder
+    *lead, channels, _ = b.type(planes).shape
+    points = product(b.type(index).shape[len(lead):])
+    column = b.op("reshape", [index], {"shape": (*lead, 1, points)}, hint=f"{name}.column")
+    spread = b.op("expand", [column], {"shape": (*lead, channels, points)}, hint=f"{name}.spread")
+    taken = b.op("gather_elements", [planes, spread], {"axis": len(lead) + 1}, hint=f"{name}.taken")
+    if weight is None:
+        return taken
+    weights = b.op("reshape", [weight], {"shape": (*lead, 1, points)}, hint=f"{name}.weight")
+    return b.op("mul", [taken, weights], hint=f"{name}.weighted")
 
 
 def _combined(ctx, combination, strides: list[int], dtype: DType, label: str) -> tuple[str, str | None]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.onnx_grid import gather_cells
 from rlxir.importers.onnx_ops import hint, operand
 from rlxir.importers.onnx_registry import register
 
@@ -65,19 +66,14 @@ def convert_roi_align(ctx, node, attrs):
     for row_index, row_weight in axes[0]:
         for column_index, column_weight in axes[1]:
             label = f"{name}.corner"
-            index = b.op("add", [b.op("reshape", [b.op("mul", [row_index, b.scalar(width, DType.i64)],
-                                                      hint=f"{label}.row")], {"shape": (count, rows, 1)},
-                                      hint=f"{label}.row_column"),
-                                 b.op("reshape", [column_index], {"shape": (count, 1, columns)},
-                                      hint=f"{label}.column_row")], hint=f"{label}.index")
-            flat = b.op("reshape", [index], {"shape": (count, 1, rows * columns)}, hint=f"{label}.flat")
-            spread = b.op("expand", [flat], {"shape": (count, channels, rows * columns)}, hint=f"{label}.spread")
-            taken = b.op("gather_elements", [planes, spread], {"axis": 2}, hint=f"{label}.taken")
+            rows_at = b.op("reshape", [b.op("mul", [row_index, b.scalar(width, DType.i64)], hint=f"{label}.row")],
+                           {"shape": (count, rows, 1)}, hint=f"{label}.row_column")
+            index = b.op("add", [rows_at, b.op("reshape", [column_index], {"shape": (count, 1, columns)},
+                                               hint=f"{label}.column_row")], hint=f"{label}.index")
             weight = b.op("mul", [b.op("reshape", [row_weight], {"shape": (count, rows, 1)}, hint=f"{label}.wr"),
                                   b.op("reshape", [column_weight], {"shape": (count, 1, columns)},
-                                       hint=f"{label}.wc")], hint=f"{label}.weight")
-            weight = b.op("reshape", [weight], {"shape": (count, 1, rows * columns)}, hint=f"{label}.weight_flat")
-            term = b.op("mul", [taken, weight], hint=f"{label}.term")
+                                       hint=f"{label}.wc")], hint=f"{label}.w")
+            term = gather_cells(ctx, planes, index, weight, label)
             if combined is None:
                 combined = term
             else:
