@@ -263,3 +263,25 @@ def flatten_leading_axes(builder: GraphBuilder, data: str, depth: int, hint: str
     for dim in shape[1:depth]:
         rows = rows * dim
     return builder.op("reshape", [data], {"shape": [rows, *shape[depth:]]}, hint=f"{hint}.flat")
+
+
+def pad_axis(builder: GraphBuilder, value: str, axis: int, before: int, after: int, fill, hint: str) -> str:
+    """`value` with `before` and `after` cells of `fill` concatenated along `axis` (splats
+    named ``{hint}.before{axis}`` and ``{hint}.after{axis}``); a negative amount crops that
+    many cells instead (a ``slice``). `value` itself when both are 0."""
+    if before < 0 or after < 0:
+        size = builder.type(value).shape[axis]
+        start = max(-before, 0)
+        value = builder.op("slice", [value], {"axis": axis, "start": start, "len": size - start - max(-after, 0)},
+                           hint=f"{hint}.crop{axis}")
+        before, after = max(before, 0), max(after, 0)
+    if not before and not after:
+        return value
+    type_ = builder.type(value)
+    pieces = []
+    for side, width in (("before", before), ("after", after)):
+        shape = list(type_.shape)
+        shape[axis] = width
+        pieces.append(builder.splat(f"{hint}.{side}{axis}", fill, TensorType(type_.dtype, shape)) if width else None)
+    operands = [piece for piece in (pieces[0], value, pieces[1]) if piece is not None]
+    return builder.op("concat", operands, {"axis": axis}, hint=hint)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.builder import UnsupportedModel, pad_axis
 from rlxir.importers.onnx_ops import product
 from rlxir.types import TensorType
 
@@ -31,7 +31,7 @@ def conv3d(ctx, name: str, x: str, weight: str | np.ndarray, bias: str | None, s
     out_channels, per_group, kd, kh, kw = weight.shape if isinstance(weight, np.ndarray) else b.type(weight).shape
     if not isinstance(depth, int) or not all(isinstance(dim, int) for dim in (channels, kd)):
         raise UnsupportedModel("a 3-D Conv over a symbolic depth or channel count", expected="static D, C and kernel")
-    padded = _pad_axis(ctx, x, 2, pads[0], pads[3], f"{name}.depth_padded")
+    padded = pad_axis(ctx.builder, x, 2, pads[0], pads[3], 0, f"{name}.depth_padded")
     room = depth + pads[0] + pads[3] - dilations[0] * (kd - 1) - 1
     if room < 0:
         raise UnsupportedModel(f"a 3-D Conv kernel of depth {kd} over {depth + pads[0] + pads[3]} padded slices",
@@ -65,27 +65,6 @@ def _stacked_weight(ctx, name: str, weight, shape: tuple, dtype) -> str:
         weight = ctx.builder.op("cast", [weight], {"to": dtype}, hint=f"{name}.weight_cast")
     moved = ctx.builder.op("transpose", [weight], {"perm": (0, 2, 1, 3, 4)}, hint=f"{name}.weight_moved")
     return ctx.builder.op("reshape", [moved], {"shape": target}, hint=f"{name}.weight2d")
-
-
-def _pad_axis(ctx, x: str, axis: int, before: int, after: int, name: str) -> str:
-    """`x` with zeros before and after along `axis`; a negative amount crops instead."""
-    b = ctx.builder
-    if before < 0 or after < 0:
-        size = b.type(x).shape[axis]
-        start, stop = max(-before, 0), size - max(-after, 0)
-        x = b.op("slice", [x], {"axis": axis, "start": start, "len": stop - start}, hint=f"{name}.cropped")
-        before, after = max(before, 0), max(after, 0)
-    if not before and not after:
-        return x
-    type_ = b.type(x)
-    pieces = [x]
-    for width, at_end in ((before, False), (after, True)):
-        if width:
-            shape = list(type_.shape)
-            shape[axis] = width
-            zeros = b.splat(f"{name}.{'after' if at_end else 'before'}", 0, TensorType(type_.dtype, shape))
-            pieces = pieces + [zeros] if at_end else [zeros] + pieces
-    return b.op("concat", pieces, {"axis": axis}, hint=name)
 
 
 def _spread(ctx, x: str, axis: int, stride: int, name: str) -> str:
@@ -150,6 +129,6 @@ def conv_transpose_nd(ctx, name: str, x: str, weight: str | np.ndarray, bias: st
     for axis in range(count):  # negative amounts crop the spread input first
         begin, end = conv_pads[axis], conv_pads[count + axis]
         if begin < 0 or end < 0:
-            spread = _pad_axis(ctx, spread, 2 + axis, min(begin, 0), min(end, 0), f"{name}.cropped{axis}")
+            spread = pad_axis(ctx.builder, spread, 2 + axis, min(begin, 0), min(end, 0), 0, f"{name}.cropped")
             conv_pads[axis], conv_pads[count + axis] = max(begin, 0), max(end, 0)
     return conv3d(ctx, name, spread, weight, bias, [1] * count, conv_pads, dilations, groups)

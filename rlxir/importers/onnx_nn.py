@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.builder import UnsupportedModel, pad_axis
 from rlxir.importers.onnx_conv_nd import conv3d
 from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_ops import (hint, operand, optional_input, product, refuse_used_outputs, static_input,
@@ -168,20 +168,7 @@ def _foldable_pad(ctx, node, rank: int, pads: list[int], fill: float) -> bool:
 def _pad_with_concat(ctx, node, value: str, pads: list[int], fill: float) -> str:
     rank = len(pads) // 2
     for axis in range(rank):
-        begin, end = pads[axis], pads[rank + axis]
-        if not begin and not end:
-            continue
-        type_ = ctx.builder.type(value)
-        pieces = []
-        for side, width in (("before", begin), ("after", end)):
-            if width:
-                shape = list(type_.shape)
-                shape[axis] = width
-                piece = ctx.builder.splat(f"{hint(node)}.{side}{axis}", fill, TensorType(type_.dtype, shape))
-                pieces.append((side, piece))
-        operands = [piece for side, piece in pieces if side == "before"] + [value] + \
-                   [piece for side, piece in pieces if side == "after"]
-        value = ctx.builder.op("concat", operands, {"axis": axis}, hint=hint(node))
+        value = pad_axis(ctx.builder, value, axis, pads[axis], pads[rank + axis], fill, hint(node))
     return value
 
 

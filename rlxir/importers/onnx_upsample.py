@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.builder import UnsupportedModel, pad_axis
 from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_ops import hint, operand, optional_input
 from rlxir.importers.onnx_conv_nd import conv_transpose_nd
 from rlxir.importers.onnx_nn import channel_column, resolve_pads
-from rlxir.types import TensorType
 
 
 # --- ConvTranspose ---------------------------------------------------------------------
@@ -73,7 +72,7 @@ def convert_conv_transpose(ctx, node, attrs):
     result = ctx.builder.op("conv2d_grad_input", [x, w], attributes, hint=name if not steps else f"{name}.gradient")
     for axis in range(2):
         if crops[axis] or crops[2 + axis]:
-            result = _zeros_around(ctx, result, 2 + axis, crops[axis], crops[2 + axis], label(axis))
+            result = pad_axis(ctx.builder, result, 2 + axis, crops[axis], crops[2 + axis], 0, label(axis))
     if bias is not None:
         column = channel_column(ctx, bias, x_type.dtype, (out_channels, 1, 1), f"{name}.bias")
         result = ctx.builder.op("add", [result, column], hint=label("bias"))
@@ -81,21 +80,6 @@ def convert_conv_transpose(ctx, node, attrs):
         length = ctx.builder.type(result).shape[3]
         result = ctx.builder.op("reshape", [result], {"shape": (batch, out_channels, length)}, hint=name)
     return [result]
-
-
-def _zeros_around(ctx, x: str, axis: int, before: int, after: int, name: str) -> str:
-    if not before and not after:
-        return x
-    type_ = ctx.builder.type(x)
-    pieces = []
-    for width, side in ((before, "before"), (None, None), (after, "after")):
-        if side is None:
-            pieces.append(x)
-        elif width:
-            shape = list(type_.shape)
-            shape[axis] = width
-            pieces.append(ctx.builder.splat(f"{name}.{side}", 0, TensorType(type_.dtype, shape)))
-    return ctx.builder.op("concat", pieces, {"axis": axis}, hint=name)
 
 
 def _transpose_pads(attrs, spatial, kernel, strides, dilations, extra) -> list[int]:
