@@ -17,7 +17,7 @@ from rlxir.importers.builder import UnsupportedModel, pad_axis
 from rlxir.importers.onnx_conv_nd import conv3d
 from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_ops import (hint, operand, optional_input, product, refuse_used_outputs, static_input,
-                                     static_ints)
+                                     static_ints, unused)
 from rlxir.types import TensorType
 
 
@@ -162,7 +162,8 @@ def _foldable_pad(ctx, node, rank: int, pads: list[int], fill: float) -> bool:
     if reader.op_type == "AveragePool" and rank == 4:
         return fill == 0.0 and any(attribute.name == "count_include_pad" and attribute.i == 1
                                    for attribute in reader.attribute)
-    return reader.op_type == "MaxPool" and rank == 4 and fill == -math.inf
+    # MaxPool's Indices number the cells of the padded tensor: a Pad under them stays.
+    return reader.op_type == "MaxPool" and rank == 4 and fill == -math.inf and unused(ctx, reader, 1)
 
 
 def _pad_with_concat(ctx, node, value: str, pads: list[int], fill: float) -> str:

@@ -124,3 +124,14 @@ def test_pool_over_four_spatial_dims_is_a_located_error():
     model = make_model([node], [("x", F, [1, 1, 3, 3, 3, 3])], [("y", F, None)])
     with pytest.raises(UnsupportedModel, match=r"ONNX node 'p4' \(MaxPool\): a 4-D MaxPool"):
         import_onnx(model)
+
+
+def test_a_pad_under_max_pool_indices_is_not_folded():
+    """The Indices number the padded tensor's cells, so the -inf Pad stays a tensor."""
+    pad = helper.make_node("Pad", ["x", "pads", "low"], ["padded"])
+    pool = helper.make_node("MaxPool", ["padded"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2])
+    model = make_model([pad, pool], [("x", F, [1, 2, 4, 5])], [("y", F, None), ("i", I64, None)],
+                       [("pads", np.array([0, 0, 1, 0, 0, 0, 1, 1], np.int64)),
+                        ("low", np.array(-np.inf, np.float32))], opset=12)
+    imported = check_everywhere(model)
+    assert "concat" in ops_of(imported)
