@@ -30,7 +30,7 @@ from rlxir.importers.onnx_registry import register
 from rlxir.symbolic import Expr, format_dim
 
 TRANSFORMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
-              "tf_crop_and_resize")
+              "tf_crop_and_resize", "tf_half_pixel_for_nn")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 MODES = ("nearest", "linear", "cubic")
 POLICIES = ("stretch", "not_larger", "not_smaller")
@@ -58,6 +58,8 @@ def source_coordinates(transform: str, size: int, out: int, scale: float,
         if length == 1:
             return np.full(out, (end - start) * (size - 1) / 2 + start * (size - 1))
         return positions * (end - start) * (size - 1) / (length - 1) + start * (size - 1)
+    if transform == "tf_half_pixel_for_nn":  # opset 11 only
+        return (positions + 0.5) / scale
     return positions / scale
 
 

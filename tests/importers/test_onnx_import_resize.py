@@ -105,6 +105,14 @@ def test_resize_tf_crop_and_resize_extrapolates(axes, roi):
     assert "where" in ops_of(imported)
 
 
+def test_resize_tf_half_pixel_for_nn_of_opset_11():
+    node = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="nearest",
+                            coordinate_transformation_mode="tf_half_pixel_for_nn")
+    model = make_model([node], [("x", F, [1, 2, 5, 4])], [("y", F, None)],
+                       [("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 1.7, 0.6], np.float32))], opset=11)
+    check_everywhere(model)
+
+
 @pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
 def test_resize_keep_aspect_ratio_with_axes(policy):
     node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="nearest", axes=[2, 3],
@@ -131,8 +139,8 @@ def test_upsample_is_an_asymmetric_resize(mode):
 
 @pytest.mark.parametrize("attrs, scales, why", [
     ({"mode": "area"}, [1, 1, 2, 2], "mode 'area'"),
-    ({"mode": "linear", "coordinate_transformation_mode": "tf_half_pixel_for_nn"}, [1, 1, 2, 2],
-     "coordinate_transformation_mode 'tf_half_pixel_for_nn'"),
+    ({"mode": "linear", "coordinate_transformation_mode": "tf_half_pixel"}, [1, 1, 2, 2],
+     "coordinate_transformation_mode 'tf_half_pixel'"),
     ({"mode": "nearest", "antialias": 1}, [1, 1, 2, 2], "antialias in mode nearest"),
     ({"mode": "nearest"}, [1, 1, 0.1, 1], "from 4 to 0"),
 ])
