@@ -1,4 +1,5 @@
-"""ONNX op -> core ops: RoiAlign (2-D), pooled bins of regions that arrive at run time.
+"""ONNX op -> core ops: RoiAlign and MaxRoiPool (2-D), pooled bins of regions that arrive
+at run time (MaxRoiPool: see `convert_max_roi_pool`).
 
 Each region's ``output_height x output_width`` bins are sampled on a regular
 ``sampling_ratio x sampling_ratio`` grid; a sample is bilinear over its four neighbouring
@@ -147,3 +148,89 @@ def _bilinear_taps(ctx, samples: str, size: int, name: str) -> list[tuple[str, s
 
 
 register({"RoiAlign": convert_roi_align})
+
+
+# --- MaxRoiPool -----------------------------------------------------------------------
+def convert_max_roi_pool(ctx, node, attrs):
+    """MaxRoiPool (Fast R-CNN's RoI pooling): region corners rounded to cells, each region cut
+    into ``pooled_shape`` bins of whole cells (``floor`` start, ``ceil`` end, clipped to the
+    image), the maximum of each bin (0 for an empty one). A rectangle's maximum is the
+    maximum over its rows of the maxima over its columns, so the bins are two masked
+    reductions, over the columns then the rows, with run-time masks."""
+    x = ctx.value(node.input[0])
+    x_type = ctx.builder.type(x)
+    if x_type.rank != 4 or not x_type.dtype.is_float:
+        raise UnsupportedModel(f"MaxRoiPool of a {x_type.dtype.value}{list(x_type.shape)} input",
+                               expected="float [N, C, H, W]")
+    _, channels, height, width = x_type.shape
+    if not isinstance(height, int) or not isinstance(width, int):
+        raise UnsupportedModel("MaxRoiPool over symbolic spatial dims", expected="static H and W")
+    bins = [int(size) for size in attrs["pooled_shape"]]
+    scale = float(attrs.get("spatial_scale", 1.0))
+    name, b = hint(node), ctx.builder
+    dtype = x_type.dtype
+    rois = operand(ctx, node.input[1], dtype)
+    count = b.type(rois).shape[0]
+    batch = b.op("reshape", [b.op("cast", [_column(ctx, rois, 0, f"{name}.batch")], {"to": DType.i64},
+                                  hint=f"{name}.batch_i64")], {"shape": (count,)}, hint=f"{name}.batch_index")
+    images = b.op("gather", [x, batch], {"axis": 0}, hint=f"{name}.images")  # [R, C, H, W]
+    masks = [_bin_mask(ctx, rois, axis, bins[axis], size, scale, f"{name}.{'yx'[axis]}")
+             for axis, size in enumerate((height, width))]  # [R, bins, size]
+    lowest = b.scalar(-math.inf, dtype)
+    columns = b.op("reshape", [masks[1]], {"shape": (count, 1, 1, bins[1], width)}, hint=f"{name}.column_mask")
+    spread = b.op("reshape", [images], {"shape": (count, channels, height, 1, width)}, hint=f"{name}.spread")
+    by_column = b.op("reduce_max", [b.op("where", [columns, spread, lowest], hint=f"{name}.in_column")],
+                     {"axes": (4,), "keepdims": False}, hint=f"{name}.column_max")  # [R, C, H, PW]
+    rows = b.op("reshape", [masks[0]], {"shape": (count, 1, bins[0], height, 1)}, hint=f"{name}.row_mask")
+    stacked = b.op("reshape", [by_column], {"shape": (count, channels, 1, height, bins[1])}, hint=f"{name}.stacked")
+    pooled = b.op("reduce_max", [b.op("where", [rows, stacked, lowest], hint=f"{name}.in_row")],
+                  {"axes": (3,), "keepdims": False}, hint=f"{name}.bin_max")  # [R, C, PH, PW]
+    empty = b.op("eq", [pooled, lowest], hint=f"{name}.empty")
+    return [b.op("where", [empty, b.scalar(0.0, dtype), pooled], hint=name)]
+
+
+def _bin_mask(ctx, rois: str, axis: int, bins: int, size: int, scale: float, name: str) -> str:
+    """[R, bins, size]: which cells along one axis (0: y, 1: x) each bin of each region covers."""
+    b = ctx.builder
+    dtype = b.type(rois).dtype
+    start = _round_half_away(ctx, _affine(ctx, _column(ctx, rois, 2 - axis, f"{name}.start"), scale, 0.0,
+                                          f"{name}.start_scaled"), f"{name}.start_cell")
+    end = _round_half_away(ctx, _affine(ctx, _column(ctx, rois, 4 - axis, f"{name}.end"), scale, 0.0,
+                                        f"{name}.end_scaled"), f"{name}.end_cell")
+    extent = b.op("maximum", [b.op("add", [b.op("sub", [end, start], hint=f"{name}.span"), b.scalar(1.0, dtype)],
+                                   hint=f"{name}.cells"), b.scalar(1.0, dtype)], hint=f"{name}.extent")
+    step = b.op("div", [extent, b.scalar(float(bins), dtype)], hint=f"{name}.bin_size")  # [R, 1]
+    first = b.literal(f"{name}.first", np.arange(bins, dtype=np.float64).reshape(1, -1), dtype)
+    after = b.literal(f"{name}.after", np.arange(1, bins + 1, dtype=np.float64).reshape(1, -1), dtype)
+    low = _clip(ctx, b.op("add", [b.op("floor", [b.op("mul", [first, step], hint=f"{name}.low_offset")],
+                                       hint=f"{name}.low_floor"), start], hint=f"{name}.low_unclipped"),
+                size, f"{name}.low")
+    high = _clip(ctx, b.op("add", [b.op("ceil", [b.op("mul", [after, step], hint=f"{name}.high_offset")],
+                                        hint=f"{name}.high_ceil"), start], hint=f"{name}.high_unclipped"),
+                 size, f"{name}.high")
+    cells = b.literal(f"{name}.cell", np.arange(size, dtype=np.float64).reshape(1, 1, -1), dtype)
+    low = b.op("reshape", [low], {"shape": (b.type(rois).shape[0], bins, 1)}, hint=f"{name}.low_column")
+    high = b.op("reshape", [high], {"shape": (b.type(rois).shape[0], bins, 1)}, hint=f"{name}.high_column")
+    from_low = b.op("ge", [cells, low], hint=f"{name}.from_low")
+    below_high = b.op("lt", [cells, high], hint=f"{name}.below_high")
+    return b.op("minimum", [from_low, below_high], hint=f"{name}.covered")  # and, on bools
+
+
+def _clip(ctx, value: str, size: int, name: str) -> str:
+    b = ctx.builder
+    dtype = b.type(value).dtype
+    raised = b.op("maximum", [value, b.scalar(0.0, dtype)], hint=f"{name}.raised")
+    return b.op("minimum", [raised, b.scalar(float(size), dtype)], hint=name)
+
+
+def _round_half_away(ctx, value: str, name: str) -> str:
+    """C's round: to the nearest whole number, a tie away from zero."""
+    b = ctx.builder
+    dtype = b.type(value).dtype
+    magnitude = b.op("floor", [b.op("add", [b.op("abs", [value], hint=f"{name}.abs"), b.scalar(0.5, dtype)],
+                                    hint=f"{name}.half_up")], hint=f"{name}.magnitude")
+    negative = b.op("lt", [value, b.scalar(0.0, dtype)], hint=f"{name}.negative")
+    return b.op("where", [negative, b.op("neg", [magnitude], hint=f"{name}.negated"), magnitude], hint=name)
+
+
+register({"MaxRoiPool": convert_max_roi_pool})

@@ -49,3 +49,14 @@ def test_roi_align_adaptive_grid_of_run_time_regions_is_a_located_error():
                        [("batch", np.array([0, 0], np.int64))], opset=16)
     with pytest.raises(UnsupportedModel, match=r"ONNX node 'ra' \(RoiAlign\).*sampling_ratio 0"):
         import_onnx(model)
+
+
+@pytest.mark.parametrize("spatial_scale", [1.0, 0.4])
+def test_max_roi_pool(spatial_scale):
+    """Regions in and past the image (one past it entirely: its bins are empty, 0)."""
+    rois = np.array([[0, 0.4, 1.0, 6.0, 5.5], [1, 2.0, 0.0, 8.5, 9.0], [1, -2.0, 3.0, 4.0, 12.0],
+                     [0, 3.0, 2.0, 3.0, 2.0], [1, 20.0, 20.0, 25.0, 26.0]], np.float32)
+    node = helper.make_node("MaxRoiPool", ["x", "rois"], ["y"], pooled_shape=[3, 2], spatial_scale=spatial_scale)
+    model = make_model([node], [("x", F, [2, 3, 10, 9])], [("y", F, None)], [("rois", rois)], opset=16)
+    imported = check_everywhere(model)
+    assert "reduce_max" in ops_of(imported)
