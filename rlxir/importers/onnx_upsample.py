@@ -50,36 +50,41 @@ def convert_conv_transpose(ctx, node, attrs):
         bias_value = operand(ctx, bias, x_type.dtype) if bias is not None else None
         return [conv_transpose_nd(ctx, name, x, weight, bias_value, strides, dilations, pads, extra, groups)]
     w = operand(ctx, node.input[1], x_type.dtype)
-    crops = [max(-pad, 0) for pad in pads]  # a negative pad adds cells outside every tap: zeros
+    bias_column = channel_column(ctx, bias, x_type.dtype, (out_channels, 1, 1), f"{name}.bias") if bias else None
+    if spatial == 2:
+        return [_conv_transpose_2d(ctx, name, x, w, bias_column, out_channels, kernel, strides, dilations, pads, extra,
+                                   groups)]
+    high, wide = _unit_height(ctx, x, f"{name}.x2d"), _unit_height(ctx, w, f"{name}.w2d")
+    result = _conv_transpose_2d(ctx, f"{name}.2d", high, wide, bias_column, out_channels, [1] + kernel,
+                                [1] + strides, [1] + dilations, [0, pads[0], 0, pads[1]], [0] + extra, groups)
+    batch, _, _, length = ctx.builder.type(result).shape
+    return [ctx.builder.op("reshape", [result], {"shape": (batch, out_channels, length)}, hint=name)]
+
+
+def _conv_transpose_2d(ctx, name: str, x: str, w: str, bias: str | None, out_channels, kernel, strides, dilations,
+                       pads, extra, groups) -> str:
+    """``conv2d_grad_input`` over the non-negative pads; a negative pad's cells (outside
+    every tap) are concatenated zeros; then the bias column."""
+    crops = [max(-pad, 0) for pad in pads]
     pads = [max(pad, 0) for pad in pads]
-    if spatial == 1:
-        x = _unit_height(ctx, x, f"{name}.x2d")
-        w = _unit_height(ctx, w, f"{name}.w2d")
-        kernel, strides, dilations, extra = [1] + kernel, [1] + strides, [1] + dilations, [0] + extra
-        pads, crops = [0, pads[0], 0, pads[1]], [0, crops[0], 0, crops[1]]
     batch, _, *sizes = ctx.builder.type(x).shape
     out_sizes = [stride * (size - 1) + padding + dilation * (window - 1) + 1 - begin - end
                  for size, window, stride, dilation, padding, begin, end
                  in zip(sizes, kernel, strides, dilations, extra, pads[:2], pads[2:])]
     attributes = {"input_shape": (batch, out_channels, *out_sizes), "stride": tuple(strides), "padding": tuple(pads),
                   "dilation": tuple(dilations), "groups": groups}
-    steps = [axis for axis in range(2) if crops[axis] or crops[2 + axis]] + ["bias"] * (bias is not None) + \
-        ["unit height"] * (spatial == 1)
+    grown = [axis for axis in range(2) if crops[axis] or crops[2 + axis]]
+    last = "bias" if bias is not None else (grown[-1] if grown else "gradient")
 
-    def label(step: str) -> str:  # the last step makes the node's output
-        return name if step == steps[-1] else f"{name}.{step}"
+    def label(step) -> str:  # the last step makes the result
+        return name if step == last else f"{name}.{step}"
 
-    result = ctx.builder.op("conv2d_grad_input", [x, w], attributes, hint=name if not steps else f"{name}.gradient")
-    for axis in range(2):
-        if crops[axis] or crops[2 + axis]:
-            result = pad_axis(ctx.builder, result, 2 + axis, crops[axis], crops[2 + axis], 0, label(axis))
-    if bias is not None:
-        column = channel_column(ctx, bias, x_type.dtype, (out_channels, 1, 1), f"{name}.bias")
-        result = ctx.builder.op("add", [result, column], hint=label("bias"))
-    if spatial == 1:
-        length = ctx.builder.type(result).shape[3]
-        result = ctx.builder.op("reshape", [result], {"shape": (batch, out_channels, length)}, hint=name)
-    return [result]
+    result = ctx.builder.op("conv2d_grad_input", [x, w], attributes, hint=label("gradient"))
+    for axis in grown:
+        result = pad_axis(ctx.builder, result, 2 + axis, crops[axis], crops[2 + axis], 0, label(axis))
+    if bias is None:
+        return result
+    return ctx.builder.op("add", [result, bias], hint=name)
 
 
 def _transpose_pads(attrs, spatial, kernel, strides, dilations, extra) -> list[int]:
