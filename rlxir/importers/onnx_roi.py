@@ -42,48 +42,59 @@ def convert_roi_align(ctx, node, attrs):
     scale = float(attrs.get("spatial_scale", 1.0))
     half_pixel = transform == "half_pixel"
     grid = _sampling_grid(ctx, node, int(attrs.get("sampling_ratio", 0)), bins, scale, half_pixel)
-    dtype = x_type.dtype
     name, b = hint(node), ctx.builder
-    rois = operand(ctx, node.input[1], dtype)
+    rois = operand(ctx, node.input[1], x_type.dtype)
     count = b.type(rois).shape[0]
-    axes = []
-    for axis, size in enumerate((height, width)):  # 0: y (rows), 1: x (columns)
-        start = _column(ctx, rois, 1 - axis, f"{name}.start{axis}")
-        end = _column(ctx, rois, 3 - axis, f"{name}.end{axis}")
-        start = _affine(ctx, start, scale, 0.5 if half_pixel else 0.0, f"{name}.start{axis}.scaled")
-        end = _affine(ctx, end, scale, 0.5 if half_pixel else 0.0, f"{name}.end{axis}.scaled")
-        extent = b.op("sub", [end, start], hint=f"{name}.extent{axis}")
-        if not half_pixel:
-            extent = b.op("maximum", [extent, b.scalar(1.0, dtype)], hint=f"{name}.extent{axis}.at_least_1")
-        fractions = (np.arange(bins[axis])[:, None] + (np.arange(grid[axis])[None, :] + 0.5) / grid[axis])
-        fractions = b.literal(f"{name}.fractions{axis}", (fractions / bins[axis]).reshape(1, -1), dtype)
-        offsets = b.op("mul", [extent, fractions], hint=f"{name}.offsets{axis}")
-        samples = b.op("add", [start, offsets], hint=f"{name}.samples{axis}")  # [R, bins * grid]
-        axes.append(_bilinear_taps(ctx, samples, size, f"{name}.{'yx'[axis]}"))
+    axes = [_bilinear_taps(ctx, _region_samples(ctx, rois, axis, bins[axis], grid[axis], scale, half_pixel,
+                                                f"{name}.{'yx'[axis]}"), size, f"{name}.{'yx'[axis]}")
+            for axis, size in enumerate((height, width))]  # 0: y (rows), 1: x (columns)
     images = b.op("gather", [x, operand(ctx, node.input[2], DType.i64)], {"axis": 0}, hint=f"{name}.images")
     planes = b.op("reshape", [images], {"shape": (count, channels, height * width)}, hint=f"{name}.planes")
-    rows, columns = bins[0] * grid[0], bins[1] * grid[1]
     combined = None
-    for row_index, row_weight in axes[0]:
-        for column_index, column_weight in axes[1]:
-            label = f"{name}.corner"
-            rows_at = b.op("reshape", [b.op("mul", [row_index, b.scalar(width, DType.i64)], hint=f"{label}.row")],
-                           {"shape": (count, rows, 1)}, hint=f"{label}.row_column")
-            index = b.op("add", [rows_at, b.op("reshape", [column_index], {"shape": (count, 1, columns)},
-                                               hint=f"{label}.column_row")], hint=f"{label}.index")
-            weight = b.op("mul", [b.op("reshape", [row_weight], {"shape": (count, rows, 1)}, hint=f"{label}.wr"),
-                                  b.op("reshape", [column_weight], {"shape": (count, 1, columns)},
-                                       hint=f"{label}.wc")], hint=f"{label}.w")
-            term = gather_cells(ctx, planes, index, weight, label)
+    for row_tap in axes[0]:
+        for column_tap in axes[1]:
+            term = _corner(ctx, planes, row_tap, column_tap, width, f"{name}.corner")
             if combined is None:
                 combined = term
             else:
                 combined = b.op("add" if mode == "avg" else "maximum", [combined, term], hint=f"{name}.samples")
     shaped = b.op("reshape", [combined], {"shape": (count, channels, bins[0], grid[0], bins[1], grid[1])},
                   hint=f"{name}.bins")
-    if mode == "max":
-        return [b.op("reduce_max", [shaped], {"axes": (3, 5), "keepdims": False}, hint=name)]
-    return [b.op("reduce_mean", [shaped], {"axes": (3, 5), "keepdims": False}, hint=name)]
+    reduce = "reduce_max" if mode == "max" else "reduce_mean"
+    return [b.op(reduce, [shaped], {"axes": (3, 5), "keepdims": False}, hint=name)]
+
+
+def _region_samples(ctx, rois: str, axis: int, bins: int, grid: int, scale: float, half_pixel: bool,
+                    name: str) -> str:
+    """[R, bins * grid]: each region's sample positions along one axis (0: y, 1: x), bin-major."""
+    b = ctx.builder
+    dtype = b.type(rois).dtype
+    shift = 0.5 if half_pixel else 0.0
+    start = _affine(ctx, _column(ctx, rois, 1 - axis, f"{name}.start"), scale, shift, f"{name}.start_scaled")
+    end = _affine(ctx, _column(ctx, rois, 3 - axis, f"{name}.end"), scale, shift, f"{name}.end_scaled")
+    extent = b.op("sub", [end, start], hint=f"{name}.extent")
+    if not half_pixel:
+        extent = b.op("maximum", [extent, b.scalar(1.0, dtype)], hint=f"{name}.extent_at_least_1")
+    fractions = (np.arange(bins)[:, None] + (np.arange(grid)[None, :] + 0.5) / grid) / bins
+    offsets = b.op("mul", [extent, b.literal(f"{name}.fractions", fractions.reshape(1, -1), dtype)],
+                   hint=f"{name}.offsets")
+    return b.op("add", [start, offsets], hint=f"{name}.samples")
+
+
+def _corner(ctx, planes: str, row_tap: tuple, column_tap: tuple, width: int, name: str) -> str:
+    """[R, C, rows * columns]: one of the four bilinear corners of every sample, weighted."""
+    b = ctx.builder
+    (row_index, row_weight), (column_index, column_weight) = row_tap, column_tap
+    count, rows = b.type(row_index).shape
+    columns = b.type(column_index).shape[1]
+    row_start = b.op("mul", [row_index, b.scalar(width, DType.i64)], hint=f"{name}.row")
+    index = b.op("add", [b.op("reshape", [row_start], {"shape": (count, rows, 1)}, hint=f"{name}.row_column"),
+                         b.op("reshape", [column_index], {"shape": (count, 1, columns)}, hint=f"{name}.column_row")],
+                 hint=f"{name}.index")
+    weight = b.op("mul", [b.op("reshape", [row_weight], {"shape": (count, rows, 1)}, hint=f"{name}.wr"),
+                          b.op("reshape", [column_weight], {"shape": (count, 1, columns)}, hint=f"{name}.wc")],
+                  hint=f"{name}.w")
+    return gather_cells(ctx, planes, index, weight, name)
 
 
 def _sampling_grid(ctx, node, ratio: int, bins, scale: float, half_pixel: bool) -> tuple[int, int]:
