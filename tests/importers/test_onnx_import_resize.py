@@ -152,9 +152,21 @@ def test_unsupported_resize_modes_are_located_errors(attrs, scales, why):
         import_onnx(model)
 
 
-def test_resize_linear_of_integers_is_a_located_error():
-    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="r2", mode="linear")
-    model = make_model([node], [("x", TensorProto.INT32, [1, 3, 4, 4])], [("y", TensorProto.INT32, None)],
-                       [("scales", np.array([1, 1, 1.5, 1.5], np.float32))], opset=13)
-    with pytest.raises(UnsupportedModel, match=r"ONNX node 'r2' \(Resize\).*interpolating i32 data"):
-        import_onnx(model)
+@pytest.mark.parametrize("elem, dtype", [(TensorProto.UINT8, np.uint8), (TensorProto.INT8, np.int8)])
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_resize_interpolating_integers_rounds_half_to_even_and_saturates(elem, dtype, mode):
+    """Compared with ONNX's reference (onnxruntime rounds ties its own way): cubic
+    overshoots past the 8-bit range, which saturates."""
+    from onnx.reference import ReferenceEvaluator
+
+    from rlxir.interpreter import interpret
+
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode)
+    model = make_model([node], [("x", elem, [1, 2, 4, 5])], [("y", elem, None)],
+                       [("scales", np.array([1, 1, 2, 1.5], np.float32))], opset=13)
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(0).integers(info.min, info.max + 1, (1, 2, 4, 5)).astype(dtype)
+    imported = import_onnx(model)
+    got = interpret(imported.graph, {imported.inputs["x"]: x}, dict(imported.params))[imported.outputs["y"]]
+    np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(None, {"x": x})[0])
+    assert "cast" in ops_of(imported)
