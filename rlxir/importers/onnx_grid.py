@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from rlxir.dtypes import DType
-from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.builder import UnsupportedModel, round_half_even
 from rlxir.importers.onnx_ops import hint, operand, product, static_ints
 from rlxir.importers.onnx_registry import register
 
@@ -120,7 +120,7 @@ def _dim_taps(ctx, grid: str, axis: int, size: int, mode: str, padding: str, ali
         scaled = b.op("mul", [shifted, scalar(size / 2)], hint=f"{name}.scaled")
         position = b.op("sub", [scaled, scalar(0.5)], hint=f"{name}.position")
     if mode == "nearest":
-        position = round_half_even(ctx, position, f"{name}.rounded")
+        position = round_half_even(ctx.builder, position, f"{name}.rounded")
     low, high = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
     position = _bring_inside(ctx, position, padding, low, high, size, f"{name}.inside")
     if mode == "nearest":
@@ -134,18 +134,6 @@ def _dim_taps(ctx, grid: str, axis: int, size: int, mode: str, padding: str, ali
         index = base if offset == 0 else b.op("add", [base, scalar(float(offset))], hint=f"{name}.at{offset}")
         taps.append(_tap(ctx, index, weight, padding, low, high, size, f"{name}.tap{offset}"))
     return taps
-
-
-def round_half_even(ctx, x: str, name: str) -> str:
-    """`x` rounded to the nearest whole number, a tie to the even one (no core op rounds)."""
-    b = ctx.builder
-    dtype = b.type(x).dtype
-    nearest = b.op("floor", [b.op("add", [x, b.scalar(0.5, dtype)], hint=f"{name}.half_up")], hint=f"{name}.up")
-    tie = b.op("eq", [b.op("sub", [nearest, x], hint=f"{name}.gap"), b.scalar(0.5, dtype)], hint=f"{name}.tie")
-    odd = b.op("ne", [b.op("fmod", [nearest, b.scalar(2.0, dtype)], hint=f"{name}.parity"), b.scalar(0.0, dtype)],
-               hint=f"{name}.odd")
-    lower = b.op("sub", [nearest, b.scalar(1.0, dtype)], hint=f"{name}.down")
-    return b.op("where", [tie, b.op("where", [odd, lower, nearest], hint=f"{name}.even"), nearest], hint=name)
 
 
 def _bring_inside(ctx, x: str, padding: str, low: float, high: float, size: int, name: str) -> str:

@@ -13,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlxir.dtypes import DType
-from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx_grid import round_half_even
+from rlxir.importers.builder import UnsupportedModel, round_half_even
 from rlxir.importers.onnx_nn import convolve
 from rlxir.importers.onnx_ops import hint, operand, optional_input
 from rlxir.importers.onnx_registry import register
@@ -39,7 +38,7 @@ def convert_qlinear_conv(ctx, node, attrs):
                          _per_channel(ctx, node.input[4], column, f"{name}.w_scale")], hint=f"{name}.in_scale")
     scale = b.op("div", [scale, _per_channel(ctx, node.input[6], column, f"{name}.y_scale")], hint=f"{name}.scale")
     rescaled = b.op("mul", [total, scale], hint=f"{name}.rescaled")
-    rounded = round_half_even(ctx, rescaled, f"{name}.rounded")
+    rounded = round_half_even(ctx.builder, rescaled, f"{name}.rounded")
     shifted = b.op("add", [rounded, _per_channel(ctx, node.input[7], column, f"{name}.y_zero")], hint=f"{name}.shifted")
     out_dtype = ctx.type(node.input[7]).dtype
     if out_dtype not in (DType.u8, DType.i8):

@@ -27,8 +27,7 @@ import math
 import numpy as np
 
 from rlxir.dtypes import DType
-from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx_grid import round_half_even
+from rlxir.importers.builder import UnsupportedModel, round_half_even
 from rlxir.importers.onnx_ops import hint, optional_input, static_input, static_ints
 from rlxir.importers.onnx_registry import register
 from rlxir.symbolic import Expr, format_dim
@@ -300,7 +299,7 @@ def _resize_integers(ctx, x: str, steps: list, options: dict, name: str) -> str:
         x = _apply_taps(ctx, x, axis, rows, weights, f"{name}.axis{axis}")
         if outside is not None:
             x = _extrapolate(ctx, x, axis, outside, options["extrapolation_value"], f"{name}.axis{axis}")
-    rounded = round_half_even(ctx, x, f"{name}.rounded")
+    rounded = round_half_even(ctx.builder, x, f"{name}.rounded")
     info = np.iinfo(dtype.numpy)
     low = b.op("maximum", [rounded, b.scalar(float(info.min), DType.f64)], hint=f"{name}.low")
     high = b.op("minimum", [low, b.scalar(float(info.max), DType.f64)], hint=f"{name}.saturated")
