@@ -228,7 +228,9 @@ def _resize_plan(ctx, node, attrs, shape, options) -> list[tuple[int, int, float
 
 
 def _sizes_and_scales(ctx, node, attrs, count: int) -> tuple[list | None, list | None]:
-    if node.op_type == "Upsample" and ctx.opset < 9:
+    if node.op_type == "Upsample" and ctx.opset < 7:  # Upsample-1 scales only H and W of NCHW
+        scales = [1.0, 1.0, float(attrs.get("height_scale", 1.0)), float(attrs.get("width_scale", 1.0))]
+    elif node.op_type == "Upsample" and ctx.opset < 9:
         scales = [float(scale) for scale in attrs.get("scales", [])]
     elif node.op_type == "Upsample" or ctx.opset < 11:
         scales = [float(item) for item in np.asarray(static_input(ctx, node, 1, "scales")).reshape(-1)]
@@ -267,7 +269,7 @@ def _roi(ctx, node, options, axes: list[int], rank: int) -> list[tuple[float, fl
 def convert_resize(ctx, node, attrs):
     if node.op_type == "Upsample":  # asymmetric coordinates, nearest by the floor
         mode = attrs.get("mode", "nearest")
-        attrs = {"mode": {"bilinear": "linear", "trilinear": "linear"}.get(mode, mode),
+        attrs = {**attrs, "mode": {"bilinear": "linear", "trilinear": "linear"}.get(mode, mode),
                  "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
     options = _resize_options(ctx, attrs)
     x = ctx.value(node.input[0])

@@ -137,6 +137,23 @@ def test_upsample_is_an_asymmetric_resize(mode):
     check_everywhere(model)
 
 
+def test_upsample_of_opset_7_reads_its_scales_attribute():
+    node = helper.make_node("Upsample", ["x"], ["y"], mode="nearest", scales=[1.0, 1.0, 2.0, 3.0])
+    check_everywhere(make_model([node], [("x", F, [1, 2, 3, 4])], [("y", F, None)], opset=7))
+
+
+def test_upsample_of_opset_1_scales_height_and_width():
+    from rlxir.interpreter import interpret
+
+    node = helper.make_node("Upsample", ["x"], ["y"], mode="nearest", height_scale=2.0, width_scale=3.0)
+    model = make_model([node], [("x", F, [1, 2, 3, 4])], [("y", F, None)], opset=1)
+    model.ir_version = 3
+    imported = import_onnx(model)
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    got = interpret(imported.graph, {imported.inputs["x"]: x}, dict(imported.params))[imported.outputs["y"]]
+    np.testing.assert_array_equal(got, x.repeat(2, axis=2).repeat(3, axis=3))
+
+
 @pytest.mark.parametrize("attrs, scales, why", [
     ({"mode": "area"}, [1, 1, 2, 2], "mode 'area'"),
     ({"mode": "linear", "coordinate_transformation_mode": "tf_half_pixel"}, [1, 1, 2, 2],
