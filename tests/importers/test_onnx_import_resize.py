@@ -137,6 +137,14 @@ def test_upsample_is_an_asymmetric_resize(mode):
     check_everywhere(model)
 
 
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_of_opset_10_is_asymmetric(mode):
+    node = helper.make_node("Resize", ["x", "scales"], ["y"], mode=mode)
+    model = make_model([node], [("x", F, [1, 2, 4, 5])], [("y", F, None)],
+                       [("scales", np.array([1, 1, 2, 1.5], np.float32))], opset=10)
+    check_everywhere(model)
+
+
 def test_upsample_of_opset_7_reads_its_scales_attribute():
     node = helper.make_node("Upsample", ["x"], ["y"], mode="nearest", scales=[1.0, 1.0, 2.0, 3.0])
     check_everywhere(make_model([node], [("x", F, [1, 2, 3, 4])], [("y", F, None)], opset=7))

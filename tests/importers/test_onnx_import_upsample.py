@@ -53,6 +53,13 @@ def test_conv_transpose_with_output_shape(options):
     check_everywhere(model)
 
 
+def test_conv_transpose_of_opset_1():
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2])
+    model = make_model([node], [("x", F, [1, 3, 4, 4])], [("y", F, None)], [("w", weights(3, 2, 3, 3))], opset=1)
+    model.ir_version = 3
+    check_everywhere(model)
+
+
 def test_conv_transpose_with_output_padding_past_the_stride_is_a_located_error():
     node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], output_padding=[2, 0], name="ct")
     model = make_model([node], [("x", F, [1, 3, 5, 5])], [("y", F, None)], [("w", weights(3, 2, 3, 3))])
