@@ -86,10 +86,9 @@ def convert_pad(ctx, node, attrs):
     if min(pads, default=0) >= 0 and _foldable_pad(ctx, node, rank, pads, fill):
         ctx.pending_pads[node.output[0]] = (x, _spatial_pads(pads, rank))
         return [None]
-    value = _crop(ctx, node, ctx.value(x), pads)
     if mode == "constant":
-        return [_pad_with_concat(ctx, node, value, [max(pad, 0) for pad in pads], fill)]
-    return [_pad_with_gathers(ctx, node, value, pads, mode)]
+        return [_pad_with_concat(ctx, node, ctx.value(x), pads, fill)]
+    return [_pad_with_gathers(ctx, node, ctx.value(x), pads, mode)]
 
 
 def _pad_arguments(ctx, node, attrs, rank: int) -> tuple[list, float]:
@@ -107,18 +106,6 @@ def _pad_arguments(ctx, node, attrs, rank: int) -> tuple[list, float]:
     for index, axis in enumerate(axes):
         full[axis], full[rank + axis] = pads[index], pads[len(axes) + index]
     return full, fill
-
-
-def _crop(ctx, node, value: str, pads: list[int]) -> str:
-    rank = len(pads) // 2
-    for axis in range(rank):
-        begin, end = min(pads[axis], 0), min(pads[rank + axis], 0)
-        if not begin and not end:
-            continue
-        size = ctx.builder.type(value).shape[axis]
-        value = ctx.builder.op("slice", [value], {"axis": axis, "start": -begin, "len": size + begin + end},
-                               hint=f"{hint(node)}.crop{axis}")
-    return value
 
 
 def pad_source_indices(size: int, begin: int, end: int, mode: str) -> np.ndarray:
@@ -167,6 +154,7 @@ def _foldable_pad(ctx, node, rank: int, pads: list[int], fill: float) -> bool:
 
 
 def _pad_with_concat(ctx, node, value: str, pads: list[int], fill: float) -> str:
+    """Splats of `fill` concatenated per axis (a negative pad crops)."""
     rank = len(pads) // 2
     for axis in range(rank):
         value = pad_axis(ctx.builder, value, axis, pads[axis], pads[rank + axis], fill, hint(node))
