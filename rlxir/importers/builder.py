@@ -282,3 +282,40 @@ def flatten_leading_axes(builder: GraphBuilder, data: str, depth: int, hint: str
     for dim in shape[1:depth]:
         rows = rows * dim
     return builder.op("reshape", [data], {"shape": [rows, *shape[depth:]]}, hint=f"{hint}.flat")
+
+
+def pad_axis(builder: GraphBuilder, value: str, axis: int, before: int, after: int, fill, hint: str) -> str:
+    """`value` with `before` and `after` cells of `fill` concatenated along `axis` (splats
+    named ``{hint}.before{axis}`` and ``{hint}.after{axis}``); a negative amount crops that
+    many cells instead (a ``slice``). `value` itself when both are 0."""
+    if before < 0 or after < 0:
+        size = builder.type(value).shape[axis]
+        start = max(-before, 0)
+        value = builder.op("slice", [value], {"axis": axis, "start": start, "len": size - start - max(-after, 0)},
+                           hint=f"{hint}.crop{axis}")
+        before, after = max(before, 0), max(after, 0)
+    if not before and not after:
+        return value
+    type_ = builder.type(value)
+    pieces = []
+    for side, width in (("before", before), ("after", after)):
+        shape = list(type_.shape)
+        shape[axis] = width
+        pieces.append(builder.splat(f"{hint}.{side}{axis}", fill, TensorType(type_.dtype, shape)) if width else None)
+    operands = [piece for piece in (pieces[0], value, pieces[1]) if piece is not None]
+    return builder.op("concat", operands, {"axis": axis}, hint=hint)
+
+
+def round_half_even(builder: GraphBuilder, x: str, hint: str) -> str:
+    """The float `x` rounded to the nearest whole number, a tie to the even one (ONNX's and
+    NumPy's rounding; no core op rounds): ``floor(x + 0.5)``, less one on an odd tie."""
+    dtype = builder.type(x).dtype
+    half_up = builder.op("add", [x, builder.scalar(0.5, dtype)], hint=f"{hint}.half_up")
+    nearest = builder.op("floor", [half_up], hint=f"{hint}.up")
+    gap = builder.op("sub", [nearest, x], hint=f"{hint}.gap")
+    tie = builder.op("eq", [gap, builder.scalar(0.5, dtype)], hint=f"{hint}.tie")
+    parity = builder.op("fmod", [nearest, builder.scalar(2.0, dtype)], hint=f"{hint}.parity")
+    odd = builder.op("ne", [parity, builder.scalar(0.0, dtype)], hint=f"{hint}.odd")
+    lower = builder.op("sub", [nearest, builder.scalar(1.0, dtype)], hint=f"{hint}.down")
+    even = builder.op("where", [odd, lower, nearest], hint=f"{hint}.even")
+    return builder.op("where", [tie, even, nearest], hint=hint)

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from rlxir.dtypes import DType
-from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.builder import UnsupportedModel, round_half_even
 from rlxir.importers.onnx_ops import hint, operand, product, static_ints
 from rlxir.importers.onnx_registry import register
 
@@ -120,7 +120,7 @@ def _dim_taps(ctx, grid: str, axis: int, size: int, mode: str, padding: str, ali
         scaled = b.op("mul", [shifted, scalar(size / 2)], hint=f"{name}.scaled")
         position = b.op("sub", [scaled, scalar(0.5)], hint=f"{name}.position")
     if mode == "nearest":
-        position = _round_half_even(ctx, position, f"{name}.rounded")
+        position = round_half_even(ctx.builder, position, f"{name}.rounded")
     low, high = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
     position = _bring_inside(ctx, position, padding, low, high, size, f"{name}.inside")
     if mode == "nearest":
@@ -134,17 +134,6 @@ def _dim_taps(ctx, grid: str, axis: int, size: int, mode: str, padding: str, ali
         index = base if offset == 0 else b.op("add", [base, scalar(float(offset))], hint=f"{name}.at{offset}")
         taps.append(_tap(ctx, index, weight, padding, low, high, size, f"{name}.tap{offset}"))
     return taps
-
-
-def _round_half_even(ctx, x: str, name: str) -> str:
-    b = ctx.builder
-    dtype = b.type(x).dtype
-    nearest = b.op("floor", [b.op("add", [x, b.scalar(0.5, dtype)], hint=f"{name}.half_up")], hint=f"{name}.up")
-    tie = b.op("eq", [b.op("sub", [nearest, x], hint=f"{name}.gap"), b.scalar(0.5, dtype)], hint=f"{name}.tie")
-    odd = b.op("ne", [b.op("fmod", [nearest, b.scalar(2.0, dtype)], hint=f"{name}.parity"), b.scalar(0.0, dtype)],
-               hint=f"{name}.odd")
-    lower = b.op("sub", [nearest, b.scalar(1.0, dtype)], hint=f"{name}.down")
-    return b.op("where", [tie, b.op("where", [odd, lower, nearest], hint=f"{name}.even"), nearest], hint=name)
 
 
 def _bring_inside(ctx, x: str, padding: str, low: float, high: float, size: int, name: str) -> str:
@@ -249,22 +238,31 @@ def _sum_of_taps(ctx, x: str, taps: list[list], out_sizes: list, name: str) -> s
     b = ctx.builder
     x_type = b.type(x)
     batch, channels, *spatial = x_type.shape
-    cells = math.prod(spatial)
-    flat = b.op("reshape", [x], {"shape": (batch, channels, cells)}, hint=f"{name}.cells")
-    points = product(out_sizes)
+    flat = b.op("reshape", [x], {"shape": (batch, channels, math.prod(spatial))}, hint=f"{name}.cells")
     strides = [math.prod(spatial[axis + 1:]) for axis in range(len(spatial))]
     total = None
     for number, combination in enumerate(itertools.product(*taps)):
         label = f"{name}.t{number}"
         index, weight = _combined(ctx, combination, strides, x_type.dtype, label)
-        column = b.op("reshape", [index], {"shape": (batch, 1, points)}, hint=f"{label}.column")
-        spread = b.op("expand", [column], {"shape": (batch, channels, points)}, hint=f"{label}.spread")
-        taken = b.op("gather_elements", [flat, spread], {"axis": 2}, hint=f"{label}.taken")
-        if weight is not None:
-            weight_column = b.op("reshape", [weight], {"shape": (batch, 1, points)}, hint=f"{label}.weight")
-            taken = b.op("mul", [taken, weight_column], hint=f"{label}.weighted")
+        taken = gather_cells(ctx, flat, index, weight, label)
         total = taken if total is None else b.op("add", [total, taken], hint=f"{name}.sum")
     return b.op("reshape", [total], {"shape": (batch, channels, *out_sizes)}, hint=name)
+
+
+def gather_cells(ctx, planes: str, index: str, weight: str | None, name: str) -> str:
+    """``planes[..., c, index[...]] * weight[...]`` for every channel c: `planes` is
+    ``[*lead, C, cells]``, `index` (i64) and `weight` hold ``*lead`` then any dims (P cells
+    in all), read the same for every channel; the result is ``[*lead, C, P]``."""
+    b = ctx.builder
+    *lead, channels, _ = b.type(planes).shape
+    points = product(b.type(index).shape[len(lead):])
+    column = b.op("reshape", [index], {"shape": (*lead, 1, points)}, hint=f"{name}.column")
+    spread = b.op("expand", [column], {"shape": (*lead, channels, points)}, hint=f"{name}.spread")
+    taken = b.op("gather_elements", [planes, spread], {"axis": len(lead) + 1}, hint=f"{name}.taken")
+    if weight is None:
+        return taken
+    weights = b.op("reshape", [weight], {"shape": (*lead, 1, points)}, hint=f"{name}.weight")
+    return b.op("mul", [taken, weights], hint=f"{name}.weighted")
 
 
 def _combined(ctx, combination, strides: list[int], dtype: DType, label: str) -> tuple[str, str | None]:

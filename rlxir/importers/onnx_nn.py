@@ -13,10 +13,11 @@ import math
 
 import numpy as np
 
-from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.builder import UnsupportedModel, pad_axis
+from rlxir.importers.onnx_conv_nd import conv3d
 from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_ops import (hint, operand, optional_input, product, refuse_used_outputs, static_input,
-                                     static_ints)
+                                     static_ints, unused)
 from rlxir.types import TensorType
 
 
@@ -85,10 +86,9 @@ def convert_pad(ctx, node, attrs):
     if min(pads, default=0) >= 0 and _foldable_pad(ctx, node, rank, pads, fill):
         ctx.pending_pads[node.output[0]] = (x, _spatial_pads(pads, rank))
         return [None]
-    value = _crop(ctx, node, ctx.value(x), pads)
     if mode == "constant":
-        return [_pad_with_concat(ctx, node, value, [max(pad, 0) for pad in pads], fill)]
-    return [_pad_with_gathers(ctx, node, value, pads, mode)]
+        return [_pad_with_concat(ctx, node, ctx.value(x), pads, fill)]
+    return [_pad_with_gathers(ctx, node, ctx.value(x), pads, mode)]
 
 
 def _pad_arguments(ctx, node, attrs, rank: int) -> tuple[list, float]:
@@ -106,18 +106,6 @@ def _pad_arguments(ctx, node, attrs, rank: int) -> tuple[list, float]:
     for index, axis in enumerate(axes):
         full[axis], full[rank + axis] = pads[index], pads[len(axes) + index]
     return full, fill
-
-
-def _crop(ctx, node, value: str, pads: list[int]) -> str:
-    rank = len(pads) // 2
-    for axis in range(rank):
-        begin, end = min(pads[axis], 0), min(pads[rank + axis], 0)
-        if not begin and not end:
-            continue
-        size = ctx.builder.type(value).shape[axis]
-        value = ctx.builder.op("slice", [value], {"axis": axis, "start": -begin, "len": size + begin + end},
-                               hint=f"{hint(node)}.crop{axis}")
-    return value
 
 
 def pad_source_indices(size: int, begin: int, end: int, mode: str) -> np.ndarray:
@@ -161,26 +149,15 @@ def _foldable_pad(ctx, node, rank: int, pads: list[int], fill: float) -> bool:
     if reader.op_type == "AveragePool" and rank == 4:
         return fill == 0.0 and any(attribute.name == "count_include_pad" and attribute.i == 1
                                    for attribute in reader.attribute)
-    return reader.op_type == "MaxPool" and rank == 4 and fill == -math.inf
+    # MaxPool's Indices number the cells of the padded tensor: a Pad under them stays.
+    return reader.op_type == "MaxPool" and rank == 4 and fill == -math.inf and unused(ctx, reader, 1)
 
 
 def _pad_with_concat(ctx, node, value: str, pads: list[int], fill: float) -> str:
+    """Splats of `fill` concatenated per axis (a negative pad crops)."""
     rank = len(pads) // 2
     for axis in range(rank):
-        begin, end = pads[axis], pads[rank + axis]
-        if not begin and not end:
-            continue
-        type_ = ctx.builder.type(value)
-        pieces = []
-        for side, width in (("before", begin), ("after", end)):
-            if width:
-                shape = list(type_.shape)
-                shape[axis] = width
-                piece = ctx.builder.splat(f"{hint(node)}.{side}{axis}", fill, TensorType(type_.dtype, shape))
-                pieces.append((side, piece))
-        operands = [piece for side, piece in pieces if side == "before"] + [value] + \
-                   [piece for side, piece in pieces if side == "after"]
-        value = ctx.builder.op("concat", operands, {"axis": axis}, hint=hint(node))
+        value = pad_axis(ctx.builder, value, axis, pads[axis], pads[rank + axis], fill, hint(node))
     return value
 
 
@@ -188,36 +165,50 @@ def _pad_with_concat(ctx, node, value: str, pads: list[int], fill: float) -> str
 def convert_conv(ctx, node, attrs):
     source, extra = take_pending_pad(ctx, node.input[0])
     x = ctx.value(source)
+    dtype = ctx.builder.type(x).dtype
+    static = ctx.static(node.input[1]) if node.input[1] not in ctx.values else None
+    if len(ctx.shape(node.input[1])) == 5 and static is not None and static.dtype != object:
+        weight = np.asarray(static)  # a 3-D conv rearranges its weight: once, while importing
+    else:
+        weight = operand(ctx, node.input[1], dtype)
+    bias = operand(ctx, node.input[2], dtype) if optional_input(node, 2) else None
+    return [convolve(ctx, node, attrs, x, weight, bias, extra, hint(node))]
+
+
+def convolve(ctx, node, attrs, x: str, weight, bias: str | None, extra, name: str) -> str:
+    """Conv over 1, 2 or 3 spatial dims of `x` by `weight` (a value, or a static array),
+    with the node's attributes (`extra`: spatial pads folded from a Pad, or None)."""
     x_type = ctx.builder.type(x)
-    w = operand(ctx, node.input[1], x_type.dtype)
-    bias = operand(ctx, node.input[2], x_type.dtype) if optional_input(node, 2) else None
-    w_shape = ctx.builder.type(w).shape
+    w_shape = weight.shape if isinstance(weight, np.ndarray) else ctx.builder.type(weight).shape
     spatial = len(w_shape) - 2
-    if x_type.rank != spatial + 2 or spatial not in (1, 2):
-        raise UnsupportedModel(f"a {spatial}-D Conv", expected="Conv over 1 or 2 spatial dims")
+    if x_type.rank != spatial + 2 or spatial not in (1, 2, 3):
+        raise UnsupportedModel(f"a {spatial}-D {node.op_type}", expected=f"{node.op_type} over 1, 2 or 3 spatial dims")
     kernel = [int(k) for k in attrs.get("kernel_shape", w_shape[2:])]
     strides = [int(s) for s in attrs.get("strides", [1] * spatial)]
     dilations = [int(d) for d in attrs.get("dilations", [1] * spatial)]
     pads = _combined(resolve_pads(attrs, x_type.shape[2:], kernel, strides, dilations), extra)
     groups = int(attrs.get("group", 1))
+    if spatial == 3:
+        return conv3d(ctx, name, x, weight, bias, strides, pads, dilations, groups)
+    if isinstance(weight, np.ndarray):
+        weight = ctx.builder.tensor(f"{name}.weight", weight, weight=True, dtype=x_type.dtype)
     if spatial == 2:
         attributes = {"stride": tuple(strides), "padding": tuple(pads), "dilation": tuple(dilations), "groups": groups}
-        operands = [x, w] + ([bias] if bias else [])
-        return [ctx.builder.op("conv2d", operands, attributes, hint=hint(node))]
-    return [_conv1d(ctx, node, x, w, bias, strides[0], pads, dilations[0], groups)]
+        return ctx.builder.op("conv2d", [x, weight] + ([bias] if bias else []), attributes, hint=name)
+    return _conv1d(ctx, name, x, weight, bias, strides[0], pads, dilations[0], groups)
 
 
-def _conv1d(ctx, node, x, w, bias, stride, pads, dilation, groups) -> str:
+def _conv1d(ctx, name: str, x, w, bias, stride, pads, dilation, groups) -> str:
     """A 1-D conv as a 2-D one over a unit height: [N, C, L] -> [N, C, 1, L]."""
     batch, channels, length = ctx.builder.type(x).shape
     out_channels, per_group, width = ctx.builder.type(w).shape
-    x4 = ctx.builder.op("reshape", [x], {"shape": (batch, channels, 1, length)}, hint=f"{hint(node)}.x2d")
-    w4 = ctx.builder.op("reshape", [w], {"shape": (out_channels, per_group, 1, width)}, hint=f"{hint(node)}.w2d")
+    x4 = ctx.builder.op("reshape", [x], {"shape": (batch, channels, 1, length)}, hint=f"{name}.x2d")
+    w4 = ctx.builder.op("reshape", [w], {"shape": (out_channels, per_group, 1, width)}, hint=f"{name}.w2d")
     attributes = {"stride": (1, stride), "padding": (0, pads[0], 0, pads[1]), "dilation": (1, dilation),
                   "groups": groups}
-    y4 = ctx.builder.op("conv2d", [x4, w4] + ([bias] if bias else []), attributes, hint=f"{hint(node)}.2d")
+    y4 = ctx.builder.op("conv2d", [x4, w4] + ([bias] if bias else []), attributes, hint=f"{name}.2d")
     _, _, _, out_length = ctx.builder.type(y4).shape
-    return ctx.builder.op("reshape", [y4], {"shape": (batch, out_channels, out_length)}, hint=hint(node))
+    return ctx.builder.op("reshape", [y4], {"shape": (batch, out_channels, out_length)}, hint=name)
 
 
 # --- normalisation ---------------------------------------------------------------------

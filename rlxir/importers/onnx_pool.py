@@ -28,7 +28,7 @@ import attrs
 import numpy as np
 
 from rlxir.dtypes import DType
-from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.builder import UnsupportedModel, pad_axis
 from rlxir.importers.onnx_nn import resolve_pads, take_pending_pad
 from rlxir.importers.onnx_ops import hint, optional_input, product, static_ints, unused
 from rlxir.importers.onnx_pool_dilated import convert_dilated_pool, pooled_size
@@ -311,7 +311,9 @@ def convert_max_unpool(ctx, node, attrs_):
     if len(wanted) != count or any(not isinstance(size, int) or size < have for size, have in zip(wanted, unpooled)):
         raise UnsupportedModel(f"MaxUnpool output_shape {wanted} for an unpooled {unpooled}",
                                expected="static sizes at least the unpooled ones")
-    return [_pad_ends(ctx, result, [size - have for size, have in zip(wanted, unpooled)], name)]
+    for axis, (size, have) in enumerate(zip(wanted, unpooled)):
+        result = pad_axis(b, result, 2 + axis, 0, size - have, 0, name)
+    return [result]
 
 
 def operand_i64(ctx, onnx_name: str) -> str:
@@ -319,19 +321,6 @@ def operand_i64(ctx, onnx_name: str) -> str:
     if ctx.builder.type(value).dtype is DType.i64:
         return value
     return ctx.builder.op("cast", [value], {"to": DType.i64}, hint=f"{onnx_name}.i64")
-
-
-def _pad_ends(ctx, x: str, extra: list[int], name: str) -> str:
-    """`x` grown at the end of each spatial dim by `extra` zeros."""
-    for index, width in enumerate(extra):
-        if not width:
-            continue
-        type_ = ctx.builder.type(x)
-        shape = list(type_.shape)
-        shape[2 + index] = width
-        zeros = ctx.builder.splat(f"{name}.end{index}", 0, TensorType(type_.dtype, shape))
-        x = ctx.builder.op("concat", [x, zeros], {"axis": 2 + index}, hint=name)
-    return x
 
 
 register({"MaxUnpool": convert_max_unpool})

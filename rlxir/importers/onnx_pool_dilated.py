@@ -16,8 +16,7 @@ import math
 
 import numpy as np
 
-from rlxir.importers.builder import UnsupportedModel
-from rlxir.types import TensorType
+from rlxir.importers.builder import UnsupportedModel, pad_axis
 
 
 def pooled_size(size: int, kernel: int, stride: int, dilation: int, begin: int, end: int, ceil_mode: bool) -> int:
@@ -64,29 +63,14 @@ def _pool_axis(ctx, x: str, axis: int, kernel: int, stride: int, dilation: int, 
                is_max: bool, name: str, result_name: str) -> str:
     shape = tuple(ctx.builder.type(x).shape)
     needed = (kernel - 1) * dilation + out * stride  # every tap's slice, with the reshape's slack
-    padded = _pad_axis(ctx, x, axis, begin, max(needed - begin - shape[axis], 0), -math.inf if is_max else 0.0,
-                       f"{name}.padded")
+    padded = pad_axis(ctx.builder, x, axis, begin, max(needed - begin - shape[axis], 0),
+                      -math.inf if is_max else 0.0, f"{name}.padded")
     combined = _strided(ctx, padded, axis, 0, out, stride, f"{name}.tap0" if kernel > 1 else result_name)
     for tap in range(1, kernel):
         taken = _strided(ctx, padded, axis, tap * dilation, out, stride, f"{name}.tap{tap}")
         step_name = result_name if tap == kernel - 1 else f"{name}.pooled"
         combined = ctx.builder.op("maximum" if is_max else "add", [combined, taken], hint=step_name)
     return combined
-
-
-def _pad_axis(ctx, x: str, axis: int, before: int, after: int, fill: float, name: str) -> str:
-    if not before and not after:
-        return x
-    type_ = ctx.builder.type(x)
-    pieces = []
-    for width, side in ((before, "before"), (None, None), (after, "after")):
-        if side is None:
-            pieces.append(x)
-        elif width:
-            shape = list(type_.shape)
-            shape[axis] = width
-            pieces.append(ctx.builder.splat(f"{name}.{side}", fill, TensorType(type_.dtype, shape)))
-    return ctx.builder.op("concat", pieces, {"axis": axis}, hint=name)
 
 
 def _strided(ctx, x: str, axis: int, start: int, out: int, stride: int, name: str) -> str:

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.builder import UnsupportedModel, pad_axis
 from rlxir.importers.onnx_ops import hint, product, static_ints
 from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_resize import same_size
@@ -85,15 +85,8 @@ def convert_center_crop_pad(ctx, node, attrs):
                                    expected="static sizes on the cropped or padded axes")
         if target < size:
             x = b.op("slice", [x], {"axis": axis, "start": (size - target) // 2, "len": target}, hint=name)
-            continue
-        type_ = b.type(x)
-        pieces = []
-        for side, width in (("before", (target - size) // 2), ("after", target - size - (target - size) // 2)):
-            shape = list(type_.shape)
-            shape[axis] = width
-            pieces.append(b.splat(f"{name}.{side}{axis}", 0, TensorType(type_.dtype, shape)) if width else None)
-        x = b.op("concat", [piece for piece in (pieces[0], x, pieces[1]) if piece is not None], {"axis": axis},
-                 hint=name)
+        else:
+            x = pad_axis(b, x, axis, (target - size) // 2, target - size - (target - size) // 2, 0, name)
     return [x]
 
 

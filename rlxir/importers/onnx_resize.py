@@ -12,7 +12,9 @@ when downsampling, exclude_outside renormalising), then applied with core ops:
 - several taps (linear, cubic, antialias): ``sum_k gather(x, rows_k) * weight_k``, with the
   taps of a row merged where the clamping makes them read the same input row;
 - tf_crop_and_resize: rows whose source lies outside the input take extrapolation_value
-  (a ``where`` on a static mask).
+  (a ``where`` on a static mask);
+- integer data that is blended is interpolated in f64, rounded half to even once at the
+  end and saturated, as ONNX's reference does.
 
 Row numbers, weights and masks are literals (they belong to the op, not to the model's
 weights). Sizes, scales and roi must be static; so must every resized dim.
@@ -24,13 +26,14 @@ import math
 
 import numpy as np
 
-from rlxir.importers.builder import UnsupportedModel
+from rlxir.dtypes import DType
+from rlxir.importers.builder import UnsupportedModel, round_half_even
 from rlxir.importers.onnx_ops import hint, optional_input, static_input, static_ints
 from rlxir.importers.onnx_registry import register
 from rlxir.symbolic import Expr, format_dim
 
 TRANSFORMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
-              "tf_crop_and_resize")
+              "tf_crop_and_resize", "tf_half_pixel_for_nn")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 MODES = ("nearest", "linear", "cubic")
 POLICIES = ("stretch", "not_larger", "not_smaller")
@@ -58,6 +61,8 @@ def source_coordinates(transform: str, size: int, out: int, scale: float,
         if length == 1:
             return np.full(out, (end - start) * (size - 1) / 2 + start * (size - 1))
         return positions * (end - start) * (size - 1) / (length - 1) + start * (size - 1)
+    if transform == "tf_half_pixel_for_nn":  # opset 11 only
+        return (positions + 0.5) / scale
     return positions / scale
 
 
@@ -223,12 +228,13 @@ def _resize_plan(ctx, node, attrs, shape, options) -> list[tuple[int, int, float
 
 
 def _sizes_and_scales(ctx, node, attrs, count: int) -> tuple[list | None, list | None]:
-    if node.op_type == "Upsample" and ctx.opset < 9:
+    if node.op_type == "Upsample" and ctx.opset < 7:  # Upsample-1 scales only H and W of NCHW
+        scales = [1.0, 1.0, float(attrs.get("height_scale", 1.0)), float(attrs.get("width_scale", 1.0))]
+    elif node.op_type == "Upsample" and ctx.opset < 9:
         scales = [float(scale) for scale in attrs.get("scales", [])]
     elif node.op_type == "Upsample" or ctx.opset < 11:
         scales = [float(item) for item in np.asarray(static_input(ctx, node, 1, "scales")).reshape(-1)]
-    elif optional_input(node, 3) is not None and ctx.static(node.input[3]) is not None \
-            and ctx.static(node.input[3]).size:
+    elif optional_input(node, 3) is not None and not _empty(ctx, node.input[3]):
         sizes = static_ints(ctx, node, 3, "sizes")
         if len(sizes) != count:
             raise UnsupportedModel(f"Resize sizes {sizes} for {count} axes", expected="a size per resized axis")
@@ -240,6 +246,11 @@ def _sizes_and_scales(ctx, node, attrs, count: int) -> tuple[list | None, list |
     if any(scale <= 0 for scale in scales):
         raise UnsupportedModel(f"{node.op_type} scales {scales}", expected="positive scales")
     return None, scales
+
+
+def _empty(ctx, name: str) -> bool:
+    """An input given as an empty tensor (how opsets 11-12 leave out scales or sizes)."""
+    return ctx.is_static(name) and ctx.static(name).size == 0
 
 
 def _roi(ctx, node, options, axes: list[int], rank: int) -> list[tuple[float, float]]:
@@ -258,29 +269,49 @@ def _roi(ctx, node, options, axes: list[int], rank: int) -> list[tuple[float, fl
 def convert_resize(ctx, node, attrs):
     if node.op_type == "Upsample":  # asymmetric coordinates, nearest by the floor
         mode = attrs.get("mode", "nearest")
-        attrs = {"mode": {"bilinear": "linear", "trilinear": "linear"}.get(mode, mode),
+        attrs = {**attrs, "mode": {"bilinear": "linear", "trilinear": "linear"}.get(mode, mode),
                  "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
     options = _resize_options(ctx, attrs)
     x = ctx.value(node.input[0])
     shape = ctx.builder.type(x).shape
     plan = _resize_plan(ctx, node, attrs, shape, options)
     name = hint(node)
-    for count, (axis, out, scale, roi) in enumerate(plan):
-        size = ctx.builder.type(x).shape[axis]
-        rows, weights, outside = axis_taps(options["mode"], options["transform"], size, out, scale, options, roi)
-        step = name if count == len(plan) - 1 else f"{name}.axis{axis}"
+    steps = [(axis, *axis_taps(options["mode"], options["transform"], _static_dim(shape[axis], axis), out, scale,
+                               options, roi)) for axis, out, scale, roi in plan]
+    dtype = ctx.builder.type(x).dtype
+    blends = any(rows.shape[1] > 1 or np.any(weights != 1.0) or outside is not None
+                 for _, rows, weights, outside in steps)
+    if blends and not dtype.is_float:
+        return [_resize_integers(ctx, x, steps, options, name)]
+    for count, (axis, rows, weights, outside) in enumerate(steps):
+        step = name if count == len(steps) - 1 else f"{name}.axis{axis}"
         x = _apply_taps(ctx, x, axis, rows, weights, step)
         if outside is not None:
             x = _extrapolate(ctx, x, axis, outside, options["extrapolation_value"], step)
     return [x]
 
 
+def _resize_integers(ctx, x: str, steps: list, options: dict, name: str) -> str:
+    """Integer data interpolated as ONNX's reference does: in f64, rounded half to even
+    once at the end, saturated to the dtype's range."""
+    b = ctx.builder
+    dtype = b.type(x).dtype
+    x = b.op("cast", [x], {"to": DType.f64}, hint=f"{name}.f64")
+    for axis, rows, weights, outside in steps:
+        x = _apply_taps(ctx, x, axis, rows, weights, f"{name}.axis{axis}")
+        if outside is not None:
+            x = _extrapolate(ctx, x, axis, outside, options["extrapolation_value"], f"{name}.axis{axis}")
+    rounded = round_half_even(ctx.builder, x, f"{name}.rounded")
+    info = np.iinfo(dtype.numpy)
+    low = b.op("maximum", [rounded, b.scalar(float(info.min), DType.f64)], hint=f"{name}.low")
+    high = b.op("minimum", [low, b.scalar(float(info.max), DType.f64)], hint=f"{name}.saturated")
+    return b.op("cast", [high], {"to": dtype}, hint=name)
+
+
 def _apply_taps(ctx, x: str, axis: int, rows: np.ndarray, weights: np.ndarray, name: str) -> str:
     if rows.shape[1] == 1 and np.all(weights == 1.0):
         return _pick_rows(ctx, x, axis, rows[:, 0], name)
     type_ = ctx.builder.type(x)
-    if not type_.dtype.is_float:
-        raise UnsupportedModel(f"interpolating {type_.dtype.value} data", expected="float data (or mode nearest)")
     total = None
     for tap in range(rows.shape[1]):
         last = tap == rows.shape[1] - 1

@@ -111,8 +111,8 @@ def _arrays(values) -> list[np.ndarray]:
     kept as a 0-d object array, so the case counts outside every dtype set."""
     arrays = []
     for value in values:
-        if isinstance(value, np.ndarray):
-            arrays.append(value)
+        if isinstance(value, (np.ndarray, np.generic)):
+            arrays.append(np.asarray(value))
         else:
             holder = np.empty((), dtype=object)
             holder[()] = value

@@ -124,3 +124,31 @@ def test_pool_over_four_spatial_dims_is_a_located_error():
     model = make_model([node], [("x", F, [1, 1, 3, 3, 3, 3])], [("y", F, None)])
     with pytest.raises(UnsupportedModel, match=r"ONNX node 'p4' \(MaxPool\): a 4-D MaxPool"):
         import_onnx(model)
+
+
+def test_a_pad_under_max_pool_indices_is_not_folded():
+    """The Indices number the padded tensor's cells, so the -inf Pad stays a tensor."""
+    pad = helper.make_node("Pad", ["x", "pads", "low"], ["padded"])
+    pool = helper.make_node("MaxPool", ["padded"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2])
+    model = make_model([pad, pool], [("x", F, [1, 2, 4, 5])], [("y", F, None), ("i", I64, None)],
+                       [("pads", np.array([0, 0, 1, 0, 0, 0, 1, 1], np.int64)),
+                        ("low", np.array(-np.inf, np.float32))], opset=12)
+    imported = check_everywhere(model)
+    assert "concat" in ops_of(imported)
+
+
+@pytest.mark.parametrize("op_type, opset, options, shape", [
+    ("MaxPool", 1, {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 0, 0]}, [1, 2, 7, 8]),
+    ("MaxPool", 10, {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}, [1, 2, 7, 8]),
+    ("AveragePool", 7, {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1}, [1, 2, 7, 8]),
+    ("AveragePool", 10, {"kernel_shape": [3], "strides": [2], "ceil_mode": 1}, [1, 2, 8]),
+    ("LpPool", 2, {"kernel_shape": [2, 2], "p": 3}, [1, 2, 5, 6]),
+    ("LpPool", 11, {"kernel_shape": [2, 2, 2], "auto_pad": "SAME_UPPER"}, [1, 2, 5, 6, 4]),
+    ("GlobalLpPool", 2, {"p": 1}, [1, 2, 5, 6]),
+], ids=["maxpool1", "maxpool10_ceil", "averagepool7", "averagepool10_1d_ceil", "lppool2", "lppool11_3d_same",
+        "globallppool2"])
+def test_pools_of_older_opsets(op_type, opset, options, shape):
+    node = helper.make_node(op_type, ["x"], ["y"], **options)
+    model = make_model([node], [("x", F, shape)], [("y", F, None)], opset=opset)
+    model.ir_version = 3 if opset < 7 else 8
+    check_everywhere(model)

@@ -85,3 +85,17 @@ def test_col2im_sums_columns_back(options, image, block):
                        [("image", np.array(image, np.int64)), ("block", np.array(block, np.int64))], opset=18)
     imported = check_everywhere(model)
     assert "scatter_elements" in ops_of(imported)
+
+
+@pytest.mark.parametrize("op_type, options, shape", [
+    ("Pad", {"pads": [0, 0, 1, 2, 0, 0, 2, 1], "mode": "reflect"}, [1, 2, 5, 6]),
+    ("Pad", {"pads": [0, 0, 1, 2, 0, 0, 2, 1], "value": 1.5}, [1, 2, 5, 6]),
+    ("DepthToSpace", {"blocksize": 2}, [1, 8, 3, 3]),
+    ("SpaceToDepth", {"blocksize": 2}, [1, 2, 4, 6]),
+], ids=["pad_reflect", "pad_value", "depth_to_space", "space_to_depth"])
+def test_opset_1_and_2_forms(op_type, options, shape):
+    """Pad-2 takes its pads and value as attributes; DepthToSpace-1 is DCR."""
+    node = helper.make_node(op_type, ["x"], ["y"], **options)
+    model = make_model([node], [("x", F, shape)], [("y", F, None)], opset=2 if op_type == "Pad" else 1)
+    model.ir_version = 3
+    check_everywhere(model)

@@ -105,6 +105,14 @@ def test_resize_tf_crop_and_resize_extrapolates(axes, roi):
     assert "where" in ops_of(imported)
 
 
+def test_resize_tf_half_pixel_for_nn_of_opset_11():
+    node = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="nearest",
+                            coordinate_transformation_mode="tf_half_pixel_for_nn")
+    model = make_model([node], [("x", F, [1, 2, 5, 4])], [("y", F, None)],
+                       [("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 1.7, 0.6], np.float32))], opset=11)
+    check_everywhere(model)
+
+
 @pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
 def test_resize_keep_aspect_ratio_with_axes(policy):
     node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="nearest", axes=[2, 3],
@@ -129,10 +137,35 @@ def test_upsample_is_an_asymmetric_resize(mode):
     check_everywhere(model)
 
 
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_of_opset_10_is_asymmetric(mode):
+    node = helper.make_node("Resize", ["x", "scales"], ["y"], mode=mode)
+    model = make_model([node], [("x", F, [1, 2, 4, 5])], [("y", F, None)],
+                       [("scales", np.array([1, 1, 2, 1.5], np.float32))], opset=10)
+    check_everywhere(model)
+
+
+def test_upsample_of_opset_7_reads_its_scales_attribute():
+    node = helper.make_node("Upsample", ["x"], ["y"], mode="nearest", scales=[1.0, 1.0, 2.0, 3.0])
+    check_everywhere(make_model([node], [("x", F, [1, 2, 3, 4])], [("y", F, None)], opset=7))
+
+
+def test_upsample_of_opset_1_scales_height_and_width():
+    from rlxir.interpreter import interpret
+
+    node = helper.make_node("Upsample", ["x"], ["y"], mode="nearest", height_scale=2.0, width_scale=3.0)
+    model = make_model([node], [("x", F, [1, 2, 3, 4])], [("y", F, None)], opset=1)
+    model.ir_version = 3
+    imported = import_onnx(model)
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    got = interpret(imported.graph, {imported.inputs["x"]: x}, dict(imported.params))[imported.outputs["y"]]
+    np.testing.assert_array_equal(got, x.repeat(2, axis=2).repeat(3, axis=3))
+
+
 @pytest.mark.parametrize("attrs, scales, why", [
     ({"mode": "area"}, [1, 1, 2, 2], "mode 'area'"),
-    ({"mode": "linear", "coordinate_transformation_mode": "tf_half_pixel_for_nn"}, [1, 1, 2, 2],
-     "coordinate_transformation_mode 'tf_half_pixel_for_nn'"),
+    ({"mode": "linear", "coordinate_transformation_mode": "tf_half_pixel"}, [1, 1, 2, 2],
+     "coordinate_transformation_mode 'tf_half_pixel'"),
     ({"mode": "nearest", "antialias": 1}, [1, 1, 2, 2], "antialias in mode nearest"),
     ({"mode": "nearest"}, [1, 1, 0.1, 1], "from 4 to 0"),
 ])
@@ -144,9 +177,21 @@ def test_unsupported_resize_modes_are_located_errors(attrs, scales, why):
         import_onnx(model)
 
 
-def test_resize_linear_of_integers_is_a_located_error():
-    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="r2", mode="linear")
-    model = make_model([node], [("x", TensorProto.INT32, [1, 3, 4, 4])], [("y", TensorProto.INT32, None)],
-                       [("scales", np.array([1, 1, 1.5, 1.5], np.float32))], opset=13)
-    with pytest.raises(UnsupportedModel, match=r"ONNX node 'r2' \(Resize\).*interpolating i32 data"):
-        import_onnx(model)
+@pytest.mark.parametrize("elem, dtype", [(TensorProto.UINT8, np.uint8), (TensorProto.INT8, np.int8)])
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_resize_interpolating_integers_rounds_half_to_even_and_saturates(elem, dtype, mode):
+    """Compared with ONNX's reference (onnxruntime rounds ties its own way): cubic
+    overshoots past the 8-bit range, which saturates."""
+    from onnx.reference import ReferenceEvaluator
+
+    from rlxir.interpreter import interpret
+
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode)
+    model = make_model([node], [("x", elem, [1, 2, 4, 5])], [("y", elem, None)],
+                       [("scales", np.array([1, 1, 2, 1.5], np.float32))], opset=13)
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(0).integers(info.min, info.max + 1, (1, 2, 4, 5)).astype(dtype)
+    imported = import_onnx(model)
+    got = interpret(imported.graph, {imported.inputs["x"]: x}, dict(imported.params))[imported.outputs["y"]]
+    np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(None, {"x": x})[0])
+    assert "cast" in ops_of(imported)

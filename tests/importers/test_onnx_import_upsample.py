@@ -39,10 +39,31 @@ def test_conv_transpose_1d_without_bias():
     check_everywhere(model, {"B": 2})
 
 
-def test_conv_transpose_with_output_shape_is_a_located_error():
-    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], output_shape=[10, 10], name="ct")
+@pytest.mark.parametrize("options", [
+    {"strides": [2, 2], "output_shape": [12, 11]},
+    {"strides": [3, 2], "output_shape": [14, 10]},
+    {"strides": [2, 2], "output_shape": [11, 9], "auto_pad": "SAME_UPPER"},
+], ids=["larger", "negative_pads", "same_upper"])
+def test_conv_transpose_with_output_shape(options):
+    """output_shape overrides pads: its total padding split as ONNX splits it (a negative
+    total adds zero cells, then the bias)."""
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **options)
+    model = make_model([node], [("x", F, [1, 3, 5, 5])], [("y", F, None)],
+                       [("w", weights(3, 2, 3, 3)), ("b", weights(2, seed=2))])
+    check_everywhere(model)
+
+
+def test_conv_transpose_of_opset_1():
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2])
+    model = make_model([node], [("x", F, [1, 3, 4, 4])], [("y", F, None)], [("w", weights(3, 2, 3, 3))], opset=1)
+    model.ir_version = 3
+    check_everywhere(model)
+
+
+def test_conv_transpose_with_output_padding_past_the_stride_is_a_located_error():
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], output_padding=[2, 0], name="ct")
     model = make_model([node], [("x", F, [1, 3, 5, 5])], [("y", F, None)], [("w", weights(3, 2, 3, 3))])
-    with pytest.raises(UnsupportedModel, match=r"ONNX node 'ct' \(ConvTranspose\).*output_shape"):
+    with pytest.raises(UnsupportedModel, match=r"ONNX node 'ct' \(ConvTranspose\).*output_padding"):
         import_onnx(model)
 
 
