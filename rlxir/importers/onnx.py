@@ -120,15 +120,14 @@ def _convert(inferred: onnx.ModelProto, batch_dim: str, batch_size: int | None, 
 
 
 def _static_leading_dim(model: onnx.ModelProto) -> int | None:
-    """The first graph input's static leading dim (the batch the model fixes), or None."""
+    """The static leading dim of the first graph input that has dims (the batch the model
+    fixes, as `OnnxContext` reads it), or None."""
     weights = {tensor.name for tensor in model.graph.initializer}
     for info in model.graph.input:
-        if info.name in weights:
-            continue
         dims = info.type.tensor_type.shape.dim
-        if dims and dims[0].HasField("dim_value") and dims[0].dim_value > 0:
-            return dims[0].dim_value
-        return None
+        if info.name in weights or not dims:
+            continue
+        return dims[0].dim_value if dims[0].HasField("dim_value") and dims[0].dim_value > 0 else None
     return None
 
 

@@ -4,13 +4,11 @@
 A converter is ``convert(ctx, node, attrs) -> [result per output]``; a result is an rlx
 value name, a NumPy array (the output is static: shape arithmetic evaluated while
 importing, possibly holding symbolic dims), or None (an optional output nobody reads).
-Shape and tensor ops (Reshape, Slice, Gather, Shape arithmetic, ...) are in
-`rlxir.importers.onnx_shape`; network ops (conv, pooling, norms, Gemm, LRN, Pad) in
-`rlxir.importers.onnx_nn` (dilated pooling in `onnx_pool_dilated`); ScatterND,
-ScatterElements, TopK and Trilu in `onnx_scatter`; Einsum in `onnx_einsum`; ConvTranspose and
-Resize in `onnx_upsample`; If in `onnx_control`; reductions, ArgMax/ArgMin and scans in
-`onnx_reduce`; decomposed elementwise math (trigonometry, bits, more activations) in
-`onnx_math`; the losses in `onnx_loss`."""
+The other converter modules each hold one family (their names say which: `onnx_shape`,
+`onnx_nn`, `onnx_pool`, `onnx_resize`, `onnx_attention`, `onnx_recurrent`, ...);
+`rlxir.importers.onnx` imports them all, and each registers its op types in
+`rlxir.importers.onnx_registry`.
+"""
 
 from __future__ import annotations
 
@@ -355,9 +353,16 @@ def convert_elu(ctx, node, attrs):
 
 
 def convert_prelu(ctx, node, attrs):
+    """``where(x >= 0, x, slope * x)``. From opset 7 the slope broadcasts as NumPy does;
+    before it, a slope of one value per channel ``[C]`` applies along axis 1 (the legacy
+    per-channel form), so it is read as a ``[C, 1, ...]`` column."""
     x = ctx.value(node.input[0])
     dtype = ctx.builder.type(x).dtype
     slope = operand(ctx, node.input[1], dtype)
+    shape, slope_shape = ctx.builder.type(x).shape, ctx.builder.type(slope).shape
+    if ctx.opset < 7 and len(slope_shape) == 1 and len(shape) > 2 and slope_shape[0] == shape[1] != 1:
+        column = (slope_shape[0],) + (1,) * (len(shape) - 2)
+        slope = ctx.builder.op("reshape", [slope], {"shape": column}, hint=f"{hint(node)}.slope")
     scaled = ctx.builder.op("mul", [x, slope], hint=f"{hint(node)}.scaled")
     positive = ctx.builder.op("ge", [x, ctx.builder.scalar(0, dtype)], hint=f"{hint(node)}.positive")
     return [ctx.builder.op("where", [positive, x, scaled], hint=hint(node))]
