@@ -7,6 +7,7 @@
   correction, so small arguments keep their relative precision); Atan, Asin, Acos from one
   range-reduced odd polynomial for atan (`ATAN_COEFFICIENTS`). f16 and bf16 inputs are
   computed in f32 and rounded back once.
+- **Det** of matrices up to 4x4, by cofactor expansion.
 - **Bits**: BitShift, BitwiseAnd/Or/Xor/Not on the IR's integer types, by integer
   arithmetic: a shift multiplies or floor-divides by a power of two (wrapped to the type's
   width), And/Or/Xor split each operand into its bits along a new last axis.
@@ -22,6 +23,7 @@ from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
 from rlxir.importers.onnx_ops import Arith, first_dtype, hint, operand
 from rlxir.importers.onnx_registry import register
+from rlxir.symbolic import format_dim
 from rlxir.types import TensorType
 
 BF16_MAX = float(np.array(0x7F7F0000, dtype=np.uint32).view(np.float32))
@@ -295,6 +297,52 @@ def _narrowed(f: FloatMath, value: str) -> str:
     return f.builder.op("cast", [value], {"to": f.given}, hint=f.name)
 
 
+# --- determinant -----------------------------------------------------------------------
+DET_LIMIT = 4
+"""The largest matrix Det expands by cofactors (n! products: 24 at 4)."""
+
+
+def convert_det(ctx, node, attrs):
+    """Det of [..., n, n] by cofactor expansion along the first row, each entry a slice
+    [..., 1, 1] of the input, for static n up to `DET_LIMIT` (larger ones need a pivoted
+    elimination, which this expansion is not)."""
+    x = ctx.value(node.input[0])
+    type_ = ctx.builder.type(x)
+    if type_.rank < 2 or type_.shape[-1] != type_.shape[-2] or not isinstance(type_.shape[-1], int):
+        shape = ", ".join(format_dim(dim) for dim in type_.shape)
+        raise UnsupportedModel(f"Det of shape [{shape}]", expected="[..., n, n] with a static n")
+    size = type_.shape[-1]
+    if size > DET_LIMIT:
+        raise UnsupportedModel(f"Det of {size}x{size} matrices",
+                               expected=f"n <= {DET_LIMIT} (expanded by cofactors, which grows as n!)")
+    if not type_.dtype.is_float:
+        raise UnsupportedModel(f"Det of a {type_.dtype} tensor", expected="a float tensor")
+    f = Arith(ctx, type_.dtype, hint(node))
+    rows = [f("slice", x, attrs={"axis": type_.rank - 2, "start": row, "len": 1}, tag=f"row{row}")
+            for row in range(size)]
+    entries = [[f("slice", row, attrs={"axis": type_.rank - 1, "start": column, "len": 1}, tag=f"e{index}{column}")
+                for column in range(size)] for index, row in enumerate(rows)]
+    value = _cofactor_expansion(f, entries, list(range(size)))
+    return [f.builder.op("reshape", [value], {"shape": tuple(type_.shape[:-2])}, hint=f.name)]
+
+
+def _cofactor_expansion(f: Arith, entries, columns: list[int]) -> str:
+    """The determinant of the rows ``len(entries) - len(columns)`` on and `columns` of
+    `entries`, expanded along its first row."""
+    row = len(entries) - len(columns)
+    if len(columns) == 1:
+        return entries[row][columns[0]]
+    total = None
+    for position, column in enumerate(columns):
+        minor = _cofactor_expansion(f, entries, columns[:position] + columns[position + 1:])
+        term = f("mul", entries[row][column], minor, tag="term")
+        if total is None:
+            total = term
+        else:
+            total = f("sub" if position % 2 else "add", total, term, tag="sum")
+    return total
+
+
 # --- bits -------------------------------------------------------------------------------
 BITS = {DType.i8: 8, DType.u8: 8, DType.i16: 16, DType.i32: 32, DType.u32: 32, DType.i64: 64}
 SIGNED = {DType.i8, DType.i16, DType.i32, DType.i64}
@@ -412,5 +460,5 @@ register({
     "Sign": convert_sign, "IsInf": convert_isinf, "Tan": convert_tan, "Sinh": convert_sinh, "Cosh": convert_cosh,
     "Asinh": convert_asinh, "Acosh": convert_acosh, "Atanh": convert_atanh, "Atan": convert_atan,
     "Asin": convert_asin, "Acos": convert_acos, "BitShift": convert_bit_shift, "BitwiseAnd": convert_bitwise,
-    "BitwiseOr": convert_bitwise, "BitwiseXor": convert_bitwise, "BitwiseNot": convert_bitwise_not,
+    "BitwiseOr": convert_bitwise, "BitwiseXor": convert_bitwise, "BitwiseNot": convert_bitwise_not, "Det": convert_det,
 })

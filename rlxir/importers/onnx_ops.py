@@ -24,6 +24,7 @@ from rlxir.importers.onnx_context import concrete, onnx_dtype
 from rlxir.ops import normalize_axis
 from rlxir.ops.reference import erf
 from rlxir.symbolic import Expr, mul
+from rlxir.types import TensorType
 
 FOLD_LIMIT = 1 << 20
 """Ops on static tensors are evaluated while importing when no input is larger than this."""
@@ -123,14 +124,20 @@ def nd_index_depth(ctx, node, data: str, indices: str) -> tuple:
 
 
 def wrapped_index(ctx, index: str, dim, name: str) -> str:
-    """`index` with negative entries counted from the end of a static dim `dim` (ONNX allows
-    them); on a symbolic dim the index is taken as it is."""
-    if not isinstance(dim, int):
-        return index
+    """`index` with negative entries counted from the end of `dim` (ONNX allows them); a
+    symbolic dim's size is counted at run time (`dim_value`)."""
     dtype = ctx.builder.type(index).dtype
+    size = ctx.builder.scalar(dim, dtype) if isinstance(dim, int) else dim_value(ctx.builder, dim, dtype, name)
     negative = ctx.builder.op("lt", [index, ctx.builder.scalar(0, dtype)], hint=f"{name}.negative")
-    wrapped = ctx.builder.op("add", [index, ctx.builder.scalar(dim, dtype)], hint=f"{name}.wrapped")
+    wrapped = ctx.builder.op("add", [index, size], hint=f"{name}.wrapped")
     return ctx.builder.op("where", [negative, wrapped, index], hint=f"{name}.idx")
+
+
+def dim_value(builder, dim, dtype: DType, name: str) -> str:
+    """A symbolic `dim` as a rank-0 tensor of `dtype` at run time: the sum of `dim` ones
+    (the IR holds symbols in shapes, not as data)."""
+    ones = builder.splat(f"{name}.ones", 1, TensorType(dtype, (dim,)))
+    return builder.op("reduce_sum", [ones], {"axes": (0,), "keepdims": False}, hint=f"{name}.size")
 
 
 class Arith:
@@ -368,10 +375,37 @@ def convert_cast(ctx, node, attrs):
 
 
 def convert_identity(ctx, node, attrs):
-    if node.op_type == "Dropout":
-        refuse_used_outputs(ctx, node, 1, "the dropout mask")
     x = node.input[0]
     return [ctx.static(x) if ctx.is_static(x) else ctx.value(x)]
+
+
+def convert_dropout(ctx, node, attrs):
+    """Dropout at inference: the input, and a mask of all true (bool from opset 10, the
+    input's type before). From opset 12 a ``training_mode`` input may ask for random
+    dropping; that is refused unless it is a constant false (or the ratio a constant 0)."""
+    if ctx.opset >= 12 and optional_input(node, 2) is not None and _training(ctx, node):
+        raise UnsupportedModel("Dropout in training mode (it draws a random mask)",
+                               expected="training_mode false, as at inference")
+    x = node.input[0]
+    result = ctx.static(x) if ctx.is_static(x) else ctx.value(x)
+    if unused(ctx, node, 1):
+        return [result, None]
+    type_ = ctx.type(x)
+    mask_type = TensorType(DType.bool if ctx.opset >= 10 else type_.dtype, type_.shape)
+    return [result, ctx.builder.splat(hint(node, 1), 1, mask_type)]
+
+
+def _training(ctx, node) -> bool:
+    """Whether Dropout's training_mode (input 2) holds: constant true with a ratio that is
+    not a constant 0; an input computed at run time is refused."""
+    mode = static_input(ctx, node, 2, "training_mode")
+    if not bool(concrete(mode, "Dropout's training_mode").reshape(-1)[0]):
+        return False
+    ratio = optional_input(node, 1)
+    if ratio is None:
+        return True
+    ratio_value = static_input(ctx, node, 1, "ratio")
+    return float(concrete(ratio_value, "Dropout's ratio").reshape(-1)[0]) != 0.0
 
 
 # --- softmax ---------------------------------------------------------------------------
@@ -423,7 +457,7 @@ def _converters() -> dict:
         "Clip": convert_clip, "LeakyRelu": convert_leaky_relu, "HardSigmoid": convert_hard_sigmoid,
         "HardSwish": convert_hard_swish, "Softplus": convert_softplus, "Elu": convert_elu, "PRelu": convert_prelu,
         "Gelu": convert_gelu, "Where": convert_where, "Cast": convert_cast, "CastLike": convert_cast,
-        "Identity": convert_identity, "Dropout": convert_identity, "Softmax": convert_softmax,
+        "Identity": convert_identity, "Dropout": convert_dropout, "Softmax": convert_softmax,
         "LogSoftmax": convert_softmax, "MatMul": convert_matmul,
     })
     return table
