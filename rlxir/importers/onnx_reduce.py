@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rlxir.dtypes import DType
@@ -55,6 +57,8 @@ def convert_reduce(ctx, node, attrs):
     axes = reduced_axes(ctx, node, attrs, type_.rank)
     keepdims = bool(attrs.get("keepdims", 1))
     name = hint(node)
+    if axes is not None and any(type_.shape[axis] == 0 for axis in axes):
+        return [_empty_reduction(ctx, node.op_type, type_, axes, keepdims, name)]
     if node.op_type in CORE:
         if axes is None:
             return [x]
@@ -64,6 +68,30 @@ def convert_reduce(ctx, node, attrs):
     if node.op_type == "ReduceLogSumExp":
         return [reduce_log_sum_exp(ctx, x, axes, keepdims, name)]
     return [_sum_between(ctx, node.op_type, x, axes, keepdims, name)]
+
+
+def _empty_reduction(ctx, op_type: str, type_, axes, keepdims: bool, name: str) -> str:
+    """A reduction over no elements is its identity everywhere: 0 for sums, 1 for the
+    product, the lowest (highest) value for Max (Min), -inf for the log-sums, NaN for the
+    mean, as ONNX's reference gives."""
+    dtype = type_.dtype
+    if op_type in ("ReduceMax", "ReduceMin"):
+        low = op_type == "ReduceMax"
+        if dtype is DType.bool:
+            value = not low
+        elif dtype.is_integer:
+            limits = np.iinfo(dtype.numpy)
+            value = int(limits.min if low else limits.max)
+        else:
+            value = -math.inf if low else math.inf
+    else:
+        value = {"ReduceProd": 1, "ReduceMean": math.nan, "ReduceLogSum": -math.inf,
+                 "ReduceLogSumExp": -math.inf}.get(op_type, 0)
+    if not dtype.is_float and isinstance(value, float):
+        raise UnsupportedModel(f"{op_type} of an empty {dtype} tensor", expected="a float tensor (the result is "
+                               f"{value})")
+    shape = [1 if axis in axes else dim for axis, dim in enumerate(type_.shape) if keepdims or axis not in axes]
+    return ctx.builder.splat(name, value, TensorType(dtype, tuple(shape)))
 
 
 def _sum_between(ctx, op_type: str, x: str, axes, keepdims: bool, name: str) -> str:
