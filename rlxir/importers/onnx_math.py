@@ -1,6 +1,6 @@
 """ONNX op -> core ops: elementwise math the IR has no op for, decomposed.
 
-- **Activations**: Selu, Celu, ThresholdedRelu, Shrink, Softsign, Swish, Mish.
+- **Activations**: Selu, Celu, ThresholdedRelu, Shrink, Softsign, Swish, SwiGLU, Mish.
 - **Rounding and tests**: Round (half to even), Sign, IsInf.
 - **Trigonometry**: Tan, Sinh, Cosh, Asinh, Acosh, Atanh from ``exp``/``log``/``sqrt``
   identities written the way a libm keeps them accurate (``expm1`` and ``log1p`` by Kahan's
@@ -8,9 +8,8 @@
   range-reduced odd polynomial for atan (`ATAN_COEFFICIENTS`). f16 and bf16 inputs are
   computed in f32 and rounded back once.
 - **Det** of matrices up to 4x4, by cofactor expansion.
-- **Bits**: BitShift, BitwiseAnd/Or/Xor/Not on the IR's integer types, by integer
-  arithmetic: a shift multiplies or floor-divides by a power of two (wrapped to the type's
-  width), And/Or/Xor split each operand into its bits along a new last axis.
+
+Bit manipulation (BitShift, Bitwise*, BitCast) is in `rlxir.importers.onnx_bits`.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx_ops import Arith, first_dtype, hint, operand
+from rlxir.importers.onnx_ops import Arith, hint, operand
 from rlxir.importers.onnx_registry import register
 from rlxir.symbolic import format_dim
 from rlxir.types import TensorType
@@ -169,6 +168,15 @@ def convert_swish(ctx, node, attrs):
     alpha = attrs.get("alpha", 1.0)
     scaled = f.x if alpha == 1.0 else f("mul", f.x, alpha)
     return [f.result("mul", f.x, f("sigmoid", scaled))]
+
+
+def convert_swiglu(ctx, node, attrs):
+    """SwiGLU(A, B) = Swish_alpha(A) * B."""
+    f = FloatMath(ctx, node)
+    alpha = attrs.get("alpha", 1.0)
+    value = operand(ctx, node.input[1], f.dtype)
+    gate = f("mul", f.x, f("sigmoid", f.x if alpha == 1.0 else f("mul", f.x, alpha)), tag="gate")
+    return [f.result("mul", gate, value)]
 
 
 def convert_mish(ctx, node, attrs):
@@ -343,122 +351,10 @@ def _cofactor_expansion(f: Arith, entries, columns: list[int]) -> str:
     return total
 
 
-# --- bits -------------------------------------------------------------------------------
-BITS = {DType.i8: 8, DType.u8: 8, DType.i16: 16, DType.i32: 32, DType.u32: 32, DType.i64: 64}
-SIGNED = {DType.i8, DType.i16, DType.i32, DType.i64}
-
-
-def _integer_operands(ctx, node) -> tuple[list[str], DType]:
-    names = [name for name in node.input if name]
-    dtype = first_dtype(ctx, names)
-    if dtype not in BITS:
-        raise UnsupportedModel(f"{node.op_type} of {dtype} tensors", expected="integer tensors")
-    return [operand(ctx, name, dtype) for name in names], dtype
-
-
-def floor_divide(f: Arith, a: str, divisor: str) -> str:
-    """floor(a / divisor) for a positive integer divisor: (a - a mod divisor) / divisor is
-    exact, so the truncating ``div`` gives the floor."""
-    return f("div", f("sub", a, f("mod", a, divisor)), divisor, tag="floor_div")
-
-
-def wrap_bits(f: Arith, value: str, dtype: DType) -> str:
-    """An i64 `value` reduced to `dtype`'s width in two's complement, then cast to it (i64
-    itself wraps in its own arithmetic)."""
-    width = BITS[dtype]
-    if width < 64:
-        value = f("mod", value, 1 << width, tag="wrapped")
-        if dtype in SIGNED:
-            value = f("where", f("ge", value, 1 << (width - 1)), f("sub", value, 1 << width), value, tag="signed")
-    return value if dtype is DType.i64 else f.builder.op("cast", [value], {"to": dtype}, hint=f.name)
-
-
-def _powers_of_two(f: Arith, shift: str, top: int) -> str:
-    """2 ** shift for shift in [0, top] (clamped there), as i64 picked from a table (the
-    IR's pow goes through floats; 2 ** 63 is the table's wrapped -2 ** 63)."""
-    table = np.array([1 << k if k < 63 else -(1 << 63) for k in range(top + 1)], dtype=np.int64)
-    clamped = f("minimum", f("maximum", shift, 0), top, tag="clamped_shift")
-    return f.builder.op("gather", [f.builder.literal(f"{f.name}.powers", table), clamped], {"axis": 0},
-                        hint=f"{f.name}.power")
-
-
-def convert_bit_shift(ctx, node, attrs):
-    """BitShift as ONNX's reference defines it for every integer type: LEFT multiplies by
-    2^shift wrapped to the width, RIGHT floor-divides (an arithmetic shift on signed types);
-    a shift outside [0, width) gives 0 (or -1 for a negative value shifted right)."""
-    direction = attrs.get("direction", "")
-    if direction not in ("LEFT", "RIGHT"):
-        raise UnsupportedModel(f"BitShift direction {direction!r}", expected="LEFT or RIGHT")
-    (a, shift), dtype = _integer_operands(ctx, node)
-    width, signed = BITS[dtype], dtype in SIGNED
-    f = Arith(ctx, DType.i64, hint(node))
-    if dtype is not DType.i64:
-        a = f("cast", a, attrs={"to": DType.i64}, tag="a")
-        shift = f("cast", shift, attrs={"to": DType.i64}, tag="shift")
-    in_range = f("minimum", f("ge", shift, 0), f("lt", shift, width), tag="in_range")
-    if direction == "LEFT":
-        moved = wrap_bits(f, f("mul", a, _powers_of_two(f, shift, width - 1), tag="moved"), dtype)
-        return [ctx.builder.op("where", [in_range, moved, ctx.builder.scalar(0, dtype)], hint=hint(node))]
-    top = width - 2 if signed else width - 1  # a signed shift by width - 1 is the sign, as out of range
-    moved = floor_divide(f, a, _powers_of_two(f, shift, top))
-    in_range = f("minimum", in_range, f("le", shift, top), tag="in_range") if signed else in_range
-    beyond = f("where", f("lt", a, 0), -1, 0, tag="beyond") if signed else f.const(0)
-    shifted = f("where", in_range, moved, beyond, tag="shifted", final=dtype is DType.i64)
-    return [shifted if dtype is DType.i64 else ctx.builder.op("cast", [shifted], {"to": dtype}, hint=hint(node))]
-
-
-def bits_of(f: Arith, a: str, width: int) -> str:
-    """The `width` bits of an i64 `a` (a value of a type that wide), least significant
-    first, along a new last axis: floor(a / 2^k) mod 2; the top bit of a 64-bit value is
-    its sign."""
-    low = min(width, 63)
-    powers = f.builder.literal(f"{f.name}.bit_weights", np.array([1 << k for k in range(low)], dtype=np.int64))
-    column = f.builder.op("reshape", [a], {"shape": (*f.builder.type(a).shape, 1)}, hint=f"{f.name}.column")
-    bits = f("mod", floor_divide(f, column, powers), 2, tag="bits")
-    if width == 64:
-        sign = f("cast", f("lt", column, 0), attrs={"to": DType.i64}, tag="sign_bit")
-        bits = f.builder.op("concat", [bits, sign], {"axis": -1}, hint=f"{f.name}.bits")
-    return bits
-
-
-def convert_bitwise(ctx, node, attrs):
-    """BitwiseAnd/Or/Xor: both operands split into bits (`bits_of`, broadcast against each
-    other), combined per bit (min, max, not-equal), and summed back with the weights of a
-    two's complement number of the type's width."""
-    (a, b), dtype = _integer_operands(ctx, node)
-    width = BITS[dtype]
-    f = Arith(ctx, DType.i64, hint(node))
-    wide = [value if dtype is DType.i64 else f("cast", value, attrs={"to": DType.i64}, tag="wide") for value in (a, b)]
-    bits_a, bits_b = (bits_of(f, value, width) for value in wide)
-    if node.op_type == "BitwiseAnd":
-        combined = f("minimum", bits_a, bits_b, tag="combined")
-    elif node.op_type == "BitwiseOr":
-        combined = f("maximum", bits_a, bits_b, tag="combined")
-    else:
-        combined = f("cast", f("ne", bits_a, bits_b), attrs={"to": DType.i64}, tag="combined")
-    weights = [1 << k for k in range(width)]
-    if dtype in SIGNED:
-        weights[-1] = -(1 << (width - 1))
-    weight = f.builder.literal(f"{f.name}.weights", np.array(weights, dtype=np.int64))
-    total = f("reduce_sum", f("mul", combined, weight), attrs={"axes": (-1,), "keepdims": False}, tag="total",
-              final=dtype is DType.i64)
-    return [total if dtype is DType.i64 else ctx.builder.op("cast", [total], {"to": dtype}, hint=hint(node))]
-
-
-def convert_bitwise_not(ctx, node, attrs):
-    """~a is -a - 1 on signed types and (2^width - 1) - a on unsigned ones."""
-    (a,), dtype = _integer_operands(ctx, node)
-    f = Arith(ctx, dtype, hint(node))
-    if dtype in SIGNED:
-        return [f("sub", f("neg", a), 1, final=True)]
-    return [f("sub", (1 << BITS[dtype]) - 1, a, final=True)]
-
-
 register({
     "Selu": convert_selu, "Celu": convert_celu, "ThresholdedRelu": convert_thresholded_relu, "Shrink": convert_shrink,
-    "Softsign": convert_softsign, "Swish": convert_swish, "Mish": convert_mish, "Round": convert_round,
+    "Softsign": convert_softsign, "Swish": convert_swish, "SwiGLU": convert_swiglu, "Mish": convert_mish, "Round": convert_round,
     "Sign": convert_sign, "IsInf": convert_isinf, "Tan": convert_tan, "Sinh": convert_sinh, "Cosh": convert_cosh,
     "Asinh": convert_asinh, "Acosh": convert_acosh, "Atanh": convert_atanh, "Atan": convert_atan,
-    "Asin": convert_asin, "Acos": convert_acos, "BitShift": convert_bit_shift, "BitwiseAnd": convert_bitwise,
-    "BitwiseOr": convert_bitwise, "BitwiseXor": convert_bitwise, "BitwiseNot": convert_bitwise_not, "Det": convert_det,
+    "Asin": convert_asin, "Acos": convert_acos, "Det": convert_det,
 })

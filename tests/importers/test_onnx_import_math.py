@@ -1,4 +1,4 @@
-"""ONNX elementwise math the IR has no op for (activations, rounding, trigonometry, bits):
+"""ONNX elementwise math the IR has no op for (activations, rounding, trigonometry, Det):
 imported as decompositions and run against onnxruntime (or, for ops newer than it, the
 onnx package's reference evaluator) on chosen inputs, and the trigonometry against NumPy
 to a few units in the last place."""
@@ -175,50 +175,3 @@ def test_trigonometry_edges_and_half_precision(op):
 def test_trigonometry_of_an_integer_tensor_is_refused():
     with pytest.raises(UnsupportedModel, match="Atan of a i32 tensor"):
         same_as_onnx("Atan", {"x": np.arange(4, dtype=np.int32)[None]}, opset=17)
-
-
-# --- bits ------------------------------------------------------------------------------
-INTEGERS = [np.int8, np.uint8, np.int32, np.uint32, np.int64]
-
-
-def _integers(dtype, seed: int) -> np.ndarray:
-    info = np.iinfo(dtype)
-    values = np.random.default_rng(seed).integers(info.min, info.max, (3, 8), dtype=dtype, endpoint=True)
-    values[0, :3] = [info.min, info.max, 0]
-    return values
-
-
-@pytest.mark.parametrize("dtype", INTEGERS)
-@pytest.mark.parametrize("op", ["BitwiseAnd", "BitwiseOr", "BitwiseXor"])
-def test_bitwise_binary(op, dtype):
-    same_as_onnx(op, {"a": _integers(dtype, 1), "b": _integers(dtype, 2)}, rtol=0, atol=0)
-
-
-@pytest.mark.parametrize("dtype", INTEGERS)
-def test_bitwise_not(dtype):
-    same_as_onnx("BitwiseNot", {"a": _integers(dtype, 1)}, rtol=0, atol=0)
-
-
-@pytest.mark.parametrize("dtype", [np.uint8, np.uint32])
-@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
-def test_bit_shift_of_unsigned_matches_onnxruntime(direction, dtype):
-    a = _integers(dtype, 1)
-    shift = np.random.default_rng(4).integers(0, np.iinfo(dtype).bits, a.shape).astype(dtype)
-    same_as_onnx("BitShift", {"a": a, "s": shift}, opset=17, rtol=0, atol=0, direction=direction)
-
-
-@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
-@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
-def test_bit_shift_of_signed_and_out_of_range_shifts(direction, dtype):
-    """Opset 28 shifts signed types (arithmetically to the right), and a shift outside
-    [0, width) gives 0 (or -1 for a negative value shifted right)."""
-    a = _integers(dtype, 1)
-    width = np.iinfo(dtype).bits
-    shift = np.random.default_rng(5).integers(-2, width + 2, a.shape).astype(dtype)
-    shift[0, :4] = [width - 1, width, -1, 0]
-    same_as_onnx("BitShift", {"a": a, "s": shift}, opset=28, reference=True, rtol=0, atol=0, direction=direction)
-
-
-def test_bitwise_of_floats_is_refused():
-    with pytest.raises(UnsupportedModel, match="BitwiseAnd of f32 tensors"):
-        same_as_onnx("BitwiseAnd", {"a": samples(), "b": samples()})
