@@ -140,6 +140,23 @@ def dim_value(builder, dim, dtype: DType, name: str) -> str:
     return builder.op("reduce_sum", [ones], {"axes": (0,), "keepdims": False}, hint=f"{name}.size")
 
 
+def dims_tensor(builder, array: np.ndarray, name: str) -> str:
+    """A static i64 array that holds symbolic dims, as a tensor computed at run time: its
+    static elements a literal, each symbolic one `dim_value`, joined in row-major order."""
+    flat = array.reshape(-1)
+    if flat.size == 0 or all(not isinstance(item, Expr) for item in flat):
+        return builder.literal(name, concrete(array, "a shape").astype(np.int64))
+    pieces = []
+    for index, item in enumerate(flat):
+        if isinstance(item, Expr):
+            size = dim_value(builder, item, DType.i64, f"{name}.{index}")
+            pieces.append(builder.op("reshape", [size], {"shape": (1,)}, hint=f"{name}.{index}.dim"))
+        else:
+            pieces.append(builder.literal(f"{name}.{index}.dim", np.array([int(item)], np.int64)))
+    joined = pieces[0] if len(pieces) == 1 else builder.op("concat", pieces, {"axis": 0}, hint=f"{name}.flat")
+    return builder.op("reshape", [joined], {"shape": array.shape}, hint=name)
+
+
 class Arith:
     """Elementwise expressions of one dtype on the import's builder.
 

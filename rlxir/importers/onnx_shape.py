@@ -14,8 +14,9 @@ from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, dtype_of_array, gather_leading_axes
 from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_context import concrete, normalize_static
-from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, first_dtype, foldable, hint, operand,
-                                      optional_input, present, product, static_input, static_ints, wrapped_index)
+from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, dims_tensor, first_dtype, foldable, hint,
+                                      operand, optional_input, present, product, static_input, static_ints,
+                                      wrapped_index)
 from rlxir.ops import broadcast_shapes, normalize_axis
 from rlxir.importers.strided import slice_any
 from rlxir.symbolic import Expr, is_static
@@ -26,11 +27,20 @@ def convert_shape(ctx, node, attrs):
     shape = list(ctx.shape(node.input[0]))
     start, end = attrs.get("start", 0), attrs.get("end")
     picked = shape[start:end] if end is not None else shape[start:]
-    return [normalize_static(np.array(picked, dtype=object)) if picked else np.zeros((0,), np.int64)]
+    return [_static_or_counted(ctx, node, np.array(picked, dtype=object)) if picked else np.zeros((0,), np.int64)]
 
 
 def convert_size(ctx, node, attrs):
-    return [normalize_static(np.array(product(ctx.shape(node.input[0])), dtype=object))]
+    return [_static_or_counted(ctx, node, np.array(product(ctx.shape(node.input[0])), dtype=object))]
+
+
+def _static_or_counted(ctx, node, dims: np.ndarray):
+    """Shape and Size stay static (shape arithmetic reads them while importing), except
+    that a graph output holding symbolic dims is counted at run time (`dims_tensor`)."""
+    dims = normalize_static(dims)
+    if dims.dtype == object and node.output[0] in ctx.graph_outputs:
+        return dims_tensor(ctx.builder, dims, hint(node))
+    return dims
 
 
 def convert_constant(ctx, node, attrs):

@@ -1,6 +1,7 @@
 """ONNX ops that select, build or reorder elements by position: Gather with negative
 indices, Compress, Scatter (opset 9-10), EyeLike, OneHot, ReverseSequence, the Dropout
-mask and Det; imported and run against onnxruntime."""
+mask, Det, and Shape and Size of symbolic dims read as outputs; imported and run against
+onnxruntime."""
 
 from __future__ import annotations
 
@@ -168,3 +169,19 @@ def test_det_of_a_large_matrix_is_refused():
     model = make_model([node], [("x", F, [2, 5, 5])], [("y", F, None)], opset=11)
     with pytest.raises(UnsupportedModel, match="Det of 5x5 matrices"):
         import_onnx(model)
+
+
+# --- Shape and Size read as outputs ---------------------------------------------------------
+@pytest.mark.parametrize("op, attributes", [("Shape", {}), ("Shape", {"start": 0, "end": 2}), ("Size", {})])
+def test_shape_and_size_of_the_batch_symbol_as_graph_outputs_are_counted_at_run_time(op, attributes):
+    model = make_model([helper.make_node(op, ["x"], ["y"], **attributes)], [("x", F, ["N", 3, 4])], [("y", I64, None)],
+                       opset=15)
+    assert "reduce_sum" in ops_of(import_onnx(model))
+    for batch in (2, 5):
+        same_as_onnxruntime(model, {"x": floats(batch, 3, 4)}, bindings={"B": batch})
+
+
+def test_shape_read_by_shape_arithmetic_stays_static():
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["y"])]
+    model = make_model(nodes, [("x", F, ["N", 3])], [("y", F, None)], opset=15)
+    assert ops_of(import_onnx(model)) == []
