@@ -140,6 +140,22 @@ def dim_value(builder, dim, dtype: DType, name: str) -> str:
     return builder.op("reduce_sum", [ones], {"axes": (0,), "keepdims": False}, hint=f"{name}.size")
 
 
+def counter(builder, count, shape: tuple, name: str, dtype: DType = DType.i64) -> str:
+    """``0, 1, ..., count - 1`` as a tensor of `shape` (`count` elements, so unit dims
+    elsewhere place it along one axis): an exclusive ``cumsum`` of ones, no stored array,
+    so `count` may be a symbolic dim."""
+    ones = builder.splat(f"{name}.ones", 1, TensorType(dtype, (count,)))
+    counted = builder.op("cumsum", [ones], {"axis": 0, "exclusive": True}, hint=f"{name}.count")
+    if tuple(shape) == (count,):
+        return counted
+    return builder.op("reshape", [counted], {"shape": tuple(shape)}, hint=name)
+
+
+def along(rank: int, axis: int, dim) -> tuple:
+    """The shape of rank `rank` that is `dim` on `axis` and 1 elsewhere."""
+    return tuple(dim if index == axis else 1 for index in range(rank))
+
+
 def dims_tensor(builder, array: np.ndarray, name: str) -> str:
     """A static i64 array that holds symbolic dims, as a tensor computed at run time: its
     static elements a literal, each symbolic one `dim_value`, joined in row-major order."""

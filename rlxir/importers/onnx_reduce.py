@@ -23,7 +23,7 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx_ops import Arith, axes_argument, hint, static_ints
+from rlxir.importers.onnx_ops import Arith, along, axes_argument, counter, hint, static_ints
 from rlxir.importers.onnx_registry import register
 from rlxir.ops import normalize_axis
 from rlxir.symbolic import format_dim
@@ -227,10 +227,7 @@ def _last_position(ctx, op_type: str, x: str, axis: int, keepdims: bool, name: s
     extreme = ctx.builder.op("reduce_max" if op_type == "ArgMax" else "reduce_min", [x],
                              {"axes": (axis,), "keepdims": True}, hint=f"{name}.extreme")
     hit = ctx.builder.op("eq", [x, extreme], hint=f"{name}.hit")
-    ones = ctx.builder.splat(f"{name}.ones", 1, TensorType(DType.i64, (shape[axis],)))
-    counted = ctx.builder.op("cumsum", [ones], {"axis": 0, "exclusive": True}, hint=f"{name}.count")
-    along = tuple(dim if index == axis else 1 for index, dim in enumerate(shape))
-    positions = ctx.builder.op("reshape", [counted], {"shape": along}, hint=f"{name}.positions")
+    positions = counter(ctx.builder, shape[axis], along(len(shape), axis, shape[axis]), f"{name}.positions")
     kept = ctx.builder.op("where", [hit, positions, ctx.builder.scalar(-1, DType.i64)], hint=f"{name}.kept")
     return ctx.builder.op("reduce_max", [kept], {"axes": (axis,), "keepdims": keepdims}, hint=name)
 

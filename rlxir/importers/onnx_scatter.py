@@ -18,10 +18,9 @@ from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, flatten_leading_axes, linear_index
 from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_context import concrete, onnx_dtype
-from rlxir.importers.onnx_ops import (foldable, hint, nd_index_depth, operand, optional_input, product, static_input,
-                                      static_ints, unused, wrapped_index)
+from rlxir.importers.onnx_ops import (along, counter, foldable, hint, nd_index_depth, operand, optional_input, product,
+                                      static_input, static_ints, unused, wrapped_index)
 from rlxir.ops import normalize_axis
-from rlxir.types import TensorType
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 _COMBINE = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -166,8 +165,8 @@ def convert_trilu(ctx, node, attrs):
         return [np.triu(values, k) if upper else np.tril(values, k)]
     name = hint(node)
     rows, columns = shape[-2], shape[-1]
-    row = _counter(ctx, f"{name}.row", rows, (rows, 1))
-    column = _counter(ctx, f"{name}.column", columns, (1, columns))
+    row = counter(ctx.builder, rows, (rows, 1), f"{name}.row")
+    column = counter(ctx.builder, columns, (1, columns), f"{name}.column")
     offset = ctx.builder.op("sub", [column, row], hint=f"{name}.offset")
     kept = ctx.builder.op("ge" if upper else "le", [offset, ctx.builder.scalar(k, DType.i64)], hint=f"{name}.kept")
     value = ctx.value(x)
@@ -188,8 +187,8 @@ def convert_eye_like(ctx, node, attrs):
     if all(isinstance(dim, int) for dim in shape):
         return [np.eye(shape[0], shape[1], k, dtype=dtype.numpy)]
     name = hint(node)
-    row = _counter(ctx, f"{name}.row", shape[0], (shape[0], 1))
-    column = _counter(ctx, f"{name}.column", shape[1], (1, shape[1]))
+    row = counter(ctx.builder, shape[0], (shape[0], 1), f"{name}.row")
+    column = counter(ctx.builder, shape[1], (1, shape[1]), f"{name}.column")
     offset = ctx.builder.op("sub", [column, row], hint=f"{name}.offset")
     on = ctx.builder.op("eq", [offset, ctx.builder.scalar(k, DType.i64)], hint=name if dtype is DType.bool
                         else f"{name}.on")
@@ -211,7 +210,7 @@ def convert_one_hot(ctx, node, attrs):
         indices = ctx.builder.op("cast", [indices], {"to": DType.i64}, hint=f"{name}.int")
     index = wrapped_index(ctx, indices, depth, name)
     index = ctx.builder.op("reshape", [index], {"shape": (*shape[:axis], 1, *shape[axis:])}, hint=f"{name}.column")
-    positions = _counter(ctx, f"{name}.position", depth, tuple(depth if dim == axis else 1 for dim in range(rank)))
+    positions = counter(ctx.builder, depth, along(rank, axis, depth), f"{name}.position")
     if ctx.builder.type(index).dtype is not DType.i64:
         positions = ctx.builder.op("cast", [positions], {"to": ctx.builder.type(index).dtype}, hint=f"{name}.positions")
     hit = ctx.builder.op("eq", [index, positions], hint=f"{name}.hit")
@@ -248,23 +247,16 @@ def convert_reverse_sequence(ctx, node, attrs):
                                expected="axes 0 and 1, one each")
     name = hint(node)
     steps = type_.shape[time_axis]
-    time = _counter(ctx, f"{name}.time", steps, tuple(steps if axis == time_axis else 1 for axis in range(type_.rank)))
+    time = counter(ctx.builder, steps, along(type_.rank, time_axis, steps), f"{name}.time")
     lengths = operand(ctx, node.input[1], DType.i64)
-    lengths = ctx.builder.op("reshape", [lengths], {"shape": tuple(type_.shape[batch_axis] if axis == batch_axis else 1
-                                                                   for axis in range(type_.rank))}, hint=f"{name}.lens")
+    lengths = ctx.builder.op("reshape", [lengths], {"shape": along(type_.rank, batch_axis, type_.shape[batch_axis])},
+                             hint=f"{name}.lens")
     inside = ctx.builder.op("lt", [time, lengths], hint=f"{name}.inside")
     last = ctx.builder.op("sub", [lengths, ctx.builder.scalar(1, DType.i64)], hint=f"{name}.last")
     mirrored = ctx.builder.op("sub", [last, time], hint=f"{name}.mirrored")
     source = ctx.builder.op("where", [inside, mirrored, time], hint=f"{name}.source")
     source = ctx.builder.op("expand", [source], {"shape": tuple(type_.shape)}, hint=f"{name}.index")
     return [ctx.builder.op("gather_elements", [x, source], {"axis": time_axis}, hint=name)]
-
-
-def _counter(ctx, name: str, count, shape: tuple) -> str:
-    """``0, 1, ..., count - 1`` as an i64 tensor of `shape`."""
-    ones = ctx.builder.splat(f"{name}.ones", 1, TensorType(DType.i64, (count,)))
-    counted = ctx.builder.op("cumsum", [ones], {"axis": 0, "exclusive": True}, hint=f"{name}.count")
-    return ctx.builder.op("reshape", [counted], {"shape": shape}, hint=name)
 
 
 register({

@@ -14,8 +14,8 @@ from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, dtype_of_array, gather_leading_axes
 from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_context import concrete, normalize_static
-from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, dims_tensor, first_dtype, foldable, hint,
-                                      operand, optional_input, present, product, static_input, static_ints,
+from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, counter, dims_tensor, first_dtype, foldable,
+                                      hint, operand, optional_input, present, product, static_input, static_ints,
                                       wrapped_index)
 from rlxir.ops import broadcast_shapes, normalize_axis
 from rlxir.importers.strided import slice_any
@@ -226,9 +226,7 @@ def convert_gather_nd(ctx, node, attrs):
     flat_index = _reshape(ctx, index, (rows, *index_shape[batch:]), f"{name}.rows")
     middle = tuple(index_shape[batch:-1])
     dtype = ctx.builder.type(index).dtype
-    ones = ctx.builder.splat(f"{name}.ones", 1, TensorType(dtype, (rows,)))
-    counted = ctx.builder.op("cumsum", [ones], {"axis": 0, "exclusive": True}, hint=f"{name}.count")
-    row = _reshape(ctx, counted, (rows, *(1,) * (len(middle) + 1)), f"{name}.row")
+    row = counter(ctx.builder, rows, (rows, *(1,) * (len(middle) + 1)), f"{name}.row", dtype)
     gathered = _gather_nd_leading(ctx, flat_data, flat_index, depth, (rows, *middle), [row], f"{name}.flat")
     return [_reshape(ctx, gathered, (*index_shape[:batch], *middle, *shape[batch + depth:]), name)]
 
@@ -386,8 +384,7 @@ def convert_range(ctx, node, attrs):
         raise UnsupportedModel(f"Range({start}, {limit}, {delta}) over a symbolic dim", expected="a step of 1")
     # [start, limit) as an exclusive running sum of ones: the IR has no iota op.
     count = limit - start
-    ones = ctx.builder.splat(f"{hint(node)}.ones", 1, TensorType(DType.i64, (count,)))
-    steps = ctx.builder.op("cumsum", [ones], {"axis": 0, "exclusive": True}, hint=f"{hint(node)}.steps")
+    steps = counter(ctx.builder, count, (count,), f"{hint(node)}.steps")
     if start == 0:
         return [steps]
     return [ctx.builder.op("add", [steps, ctx.builder.scalar(start, DType.i64)], hint=hint(node))]
