@@ -368,9 +368,16 @@ def convert_elu(ctx, node, attrs):
 
 
 def convert_prelu(ctx, node, attrs):
+    """PRelu: x where x >= 0, slope * x elsewhere. Before opset 7 a 1-D slope of C values
+    is per channel (axis 1), not broadcast from the last axis."""
     x = ctx.value(node.input[0])
-    dtype = ctx.builder.type(x).dtype
+    type_ = ctx.builder.type(x)
+    dtype = type_.dtype
     slope = operand(ctx, node.input[1], dtype)
+    slope_shape = ctx.builder.type(slope).shape
+    if ctx.opset < 7 and type_.rank > 2 and len(slope_shape) == 1 and slope_shape[0] != 1:
+        slope = ctx.builder.op("reshape", [slope], {"shape": (slope_shape[0],) + (1,) * (type_.rank - 2)},
+                               hint=f"{hint(node)}.per_channel")
     scaled = ctx.builder.op("mul", [x, slope], hint=f"{hint(node)}.scaled")
     positive = ctx.builder.op("ge", [x, ctx.builder.scalar(0, dtype)], hint=f"{hint(node)}.positive")
     return [ctx.builder.op("where", [positive, x, scaled], hint=hint(node))]

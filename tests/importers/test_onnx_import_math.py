@@ -96,6 +96,18 @@ def test_half_precision_activation_is_computed_wide_and_rounded_once():
     assert got[0].dtype == np.float16
 
 
+@pytest.mark.parametrize("opset, shape, slope_shape", [(6, [1, 3, 2, 4], (3, 1, 1)), (9, [1, 2, 3, 4], (4,))])
+def test_prelu_slope_per_channel_before_opset_7(opset, shape, slope_shape):
+    """Opset 6 applies a [C] slope along axis 1; from opset 7 it broadcasts (so a [C] slope
+    there belongs to the last axis)."""
+    x = samples(count=24).reshape(shape) * 10
+    slope = np.array([0.5, -2.0, 3.0, 0.25][:int(np.prod(slope_shape))], np.float32)
+    node = helper.make_node("PRelu", ["x", "slope"], ["y"])
+    model = make_model([node], [("x", F, shape)], [("y", F, None)], [("slope", slope)], opset=opset)
+    (got,) = run_imported(model, {"x": x})
+    np.testing.assert_allclose(got, np.where(x >= 0, x, x * slope.reshape(slope_shape)), rtol=1e-6)
+
+
 # --- rounding and tests ----------------------------------------------------------------
 def test_round_halves_to_even_and_keeps_inf_and_nan():
     x = np.array([[0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 2.4, -2.6, 1e9 + 0.5, np.inf, -np.inf, np.nan,
