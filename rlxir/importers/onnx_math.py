@@ -189,14 +189,18 @@ def convert_mish(ctx, node, attrs):
 
 # --- rounding and tests -----------------------------------------------------------------
 def convert_round(ctx, node, attrs):
+    f = FloatMath(ctx, node)
+    return [_narrowed(f, round_half_even(f, f.x, final=f.dtype is f.given))]
+
+
+def round_half_even(f: Arith, x: str, final: bool = False) -> str:
     """Round half to even: floor(x), plus 1 above the half, plus floor(x) mod 2 at exactly
     the half (x - floor(x) is exact); inf and NaN give floor's own result."""
-    f = FloatMath(ctx, node)
-    down = f("floor", f.x)
-    fraction = f("sub", f.x, down, tag="fraction")
+    down = f("floor", x)
+    fraction = f("sub", x, down, tag="fraction")
     up = f("where", f("gt", fraction, 0.5), f("add", down, 1.0), down, tag="nearest")
     even = f("add", down, f("mod", down, 2.0), tag="even")
-    return [f.result("where", f("eq", fraction, 0.5), even, up)]
+    return f("where", f("eq", fraction, 0.5), even, up, tag="rounded", final=final)
 
 
 def convert_sign(ctx, node, attrs):
