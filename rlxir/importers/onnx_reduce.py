@@ -7,7 +7,8 @@
   static, and is sign * exp(sum(log |x|)) over a symbolic dim (floats only). ``axes`` is an
   attribute before the opset that made it an input (13 for ReduceSum, 18 for the others);
   no axes reduce every axis, unless ``noop_with_empty_axes`` asks for the input back (with
-  the op's elementwise step applied, as ONNX's reference does).
+  the op's elementwise step applied, as ONNX's reference does). A reduction of a constant is
+  evaluated while importing.
 - **ArgMax/ArgMin** are ``topk {k=1}`` (a tie goes to the first position);
   select_last_index takes the largest position that holds the max (min).
 - **CumSum** is the core ``cumsum``; **CumProd** a log-step (Hillis-Steele) scan of
@@ -23,7 +24,8 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx_ops import Arith, along, axes_argument, counter, hint, static_ints
+from rlxir.importers.onnx_context import concrete
+from rlxir.importers.onnx_ops import FOLD_LIMIT, Arith, along, axes_argument, counter, hint, static_ints
 from rlxir.importers.onnx_registry import register
 from rlxir.ops import normalize_axis
 from rlxir.symbolic import format_dim
@@ -59,6 +61,8 @@ def convert_reduce(ctx, node, attrs):
     name = hint(node)
     if axes is not None and any(type_.shape[axis] == 0 for axis in axes):
         return [_empty_reduction(ctx, node.op_type, type_, axes, keepdims, name)]
+    if ctx.is_static(node.input[0]) and ctx.static(node.input[0]).size <= FOLD_LIMIT:
+        return [_fold(node.op_type, concrete(ctx.static(node.input[0]), f"{node.op_type}'s input"), axes, keepdims)]
     if node.op_type in CORE:
         if axes is None:
             return [x]
@@ -92,6 +96,22 @@ def _empty_reduction(ctx, op_type: str, type_, axes, keepdims: bool, name: str) 
                                f"{value})")
     shape = [1 if axis in axes else dim for axis, dim in enumerate(type_.shape) if keepdims or axis not in axes]
     return ctx.builder.splat(name, value, TensorType(dtype, tuple(shape)))
+
+
+_FOLD = {
+    "ReduceSum": np.sum, "ReduceMean": np.mean, "ReduceMax": np.max, "ReduceMin": np.min, "ReduceProd": np.prod,
+    "ReduceL1": lambda x, **kw: np.sum(np.abs(x), **kw), "ReduceL2": lambda x, **kw: np.sqrt(np.sum(x * x, **kw)),
+    "ReduceSumSquare": lambda x, **kw: np.sum(x * x, **kw), "ReduceLogSum": lambda x, **kw: np.log(np.sum(x, **kw)),
+    "ReduceLogSumExp": lambda x, **kw: np.log(np.sum(np.exp(x), **kw)),
+}
+
+
+def _fold(op_type: str, values: np.ndarray, axes, keepdims: bool) -> np.ndarray:
+    """A reduction of a constant, evaluated while importing (no axes: the elementwise step
+    alone, as ``axis=()`` gives), in the input's type."""
+    with np.errstate(all="ignore"):
+        result = _FOLD[op_type](values, axis=() if axes is None else tuple(axes), keepdims=keepdims)
+    return np.asarray(result).astype(values.dtype)
 
 
 def _sum_between(ctx, op_type: str, x: str, axes, keepdims: bool, name: str) -> str:

@@ -1,6 +1,7 @@
 """ONNX op -> core ops: shape and tensor ops (Reshape, Flatten, Squeeze/Unsqueeze, Transpose,
-Concat, Slice, Split, Gather, Expand, Tile) and the static ones (Shape, Size, Constant,
-ConstantOfShape, Range) that shape arithmetic is made of.
+Concat, Slice, Split, Gather, GatherND, Compress, Expand, Tile) and the static ones (Shape,
+Size, Constant, ConstantOfShape, Range; NonZero and Unique of constants) that shape
+arithmetic is made of.
 
 Each converter evaluates its op while importing when its inputs are static (`foldable`),
 over symbolic dims where a dim is a symbol, and builds core ops otherwise.
@@ -322,6 +323,39 @@ def convert_compress(ctx, node, attrs):
     return [ctx.builder.op("gather", [value, positions], {"axis": axis}, hint=hint(node))]
 
 
+def _data_dependent(ctx, node) -> np.ndarray:
+    """The input of an op whose output's size depends on its values: it must be static."""
+    x = node.input[0]
+    if not (ctx.is_static(x) and ctx.static(x).size <= FOLD_LIMIT):
+        raise UnsupportedModel(f"{node.op_type} of a tensor computed at run time (its output's size depends on the "
+                               "values)", expected=f"a {node.op_type} of constants, evaluated while importing")
+    return concrete(ctx.static(x), f"{node.op_type}'s input")
+
+
+def convert_nonzero(ctx, node, attrs):
+    """NonZero of constants: the [rank, count] positions, evaluated while importing."""
+    values = _data_dependent(ctx, node)
+    return [np.array(np.nonzero(values), dtype=np.int64).reshape(values.ndim, -1)]
+
+
+def convert_unique(ctx, node, attrs):
+    """Unique of constants (sorted, or in order of first occurrence; over the flattened
+    input or slices along `axis`): values, first indices, inverse indices, counts."""
+    values = _data_dependent(ctx, node)
+    axis = attrs.get("axis")
+    axis = None if axis is None else normalize_axis(int(axis), values.ndim)
+    found, first, inverse, counts = np.unique(values, return_index=True, return_inverse=True, return_counts=True,
+                                              axis=axis)
+    inverse = inverse.reshape(-1)
+    if not attrs.get("sorted", 1):
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        found = np.take(found, order, axis=0 if axis is None else axis)
+        first, inverse, counts = first[order], rank[inverse], counts[order]
+    return [found, first.astype(np.int64), inverse.astype(np.int64), counts.astype(np.int64)]
+
+
 def convert_expand(ctx, node, attrs):
     x = node.input[0]
     target = static_ints(ctx, node, 1, "shape")
@@ -396,5 +430,5 @@ register({
     "Squeeze": convert_squeeze, "Unsqueeze": convert_unsqueeze, "Transpose": convert_transpose,
     "Concat": convert_concat, "Slice": convert_slice, "Split": convert_split, "Gather": convert_gather,
     "Expand": convert_expand, "Tile": convert_tile, "GatherElements": convert_gather_elements, "GatherND": convert_gather_nd, "Range": convert_range,
-    "Compress": convert_compress,
+    "Compress": convert_compress, "NonZero": convert_nonzero, "Unique": convert_unique,
 })

@@ -185,3 +185,32 @@ def test_shape_read_by_shape_arithmetic_stays_static():
     nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["y"])]
     model = make_model(nodes, [("x", F, ["N", 3])], [("y", F, None)], opset=15)
     assert ops_of(import_onnx(model)) == []
+
+
+# --- NonZero and Unique ----------------------------------------------------------------
+def test_nonzero_of_constants_is_evaluated_while_importing():
+    mask = np.array([[1, 0, 2], [0, 0, 3]], np.float32)
+    nodes = [helper.make_node("NonZero", ["m"], ["p"]), helper.make_node("Cast", ["p"], ["pf"], to=F),
+             helper.make_node("ReduceSum", ["pf"], ["s"], keepdims=0), helper.make_node("Mul", ["x", "s"], ["y"])]
+    model = make_model(nodes, [("x", F, [2])], [("y", F, None)], [("m", mask)], opset=13)
+    assert ops_of(import_onnx(model)) == ["mul"]
+    same_as_onnxruntime(model, {"x": floats(2)}, bindings={"B": 2})
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("sorted_", [0, 1])
+def test_unique_of_constants_is_evaluated_while_importing(sorted_, axis):
+    table = np.array([[2, 1, 2], [0, 5, 0], [2, 1, 2]], np.float32)
+    outputs = ["u", "first", "inverse", "counts"]
+    nodes = [helper.make_node("Unique", ["t"], outputs, sorted=sorted_, **({} if axis is None else {"axis": axis}))]
+    nodes += [helper.make_node("Add", ["u", "x"], ["y"])]
+    model = make_model(nodes, [("x", F, [1, 1, 1])], [("y", F, None)] + [(name, TensorProto.INT64, None)
+                                                                   for name in outputs[1:]], [("t", table)], opset=11)
+    got = same_as_onnxruntime(model, {"x": np.zeros((1, 1, 1), np.float32)}, bindings={"B": 1})
+    assert len(got) == 4
+
+
+def test_nonzero_of_a_run_time_tensor_is_refused():
+    model = make_model([helper.make_node("NonZero", ["x"], ["y"])], [("x", F, [3, 4])], [("y", I64, None)], opset=13)
+    with pytest.raises(UnsupportedModel, match="NonZero of a tensor computed at run time"):
+        import_onnx(model)
