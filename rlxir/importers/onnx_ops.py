@@ -450,28 +450,38 @@ def _training(ctx, node) -> bool:
 
 # --- softmax ---------------------------------------------------------------------------
 def convert_softmax(ctx, node, attrs):
+    """Softmax onto ``softmax``; LogSoftmax as the max-shifted `log_softmax` (a log of the
+    softmax would round tiny probabilities to log 0 = -inf). Before opset 13 both
+    normalise over all dims from `axis` on, flattened."""
     x = ctx.value(node.input[0])
     type_ = ctx.builder.type(x)
-    log = node.op_type == "LogSoftmax"
+    name = hint(node)
+    normalize = log_softmax if node.op_type == "LogSoftmax" else _softmax
     if ctx.opset >= 13:
-        name = f"{hint(node)}.softmax" if log else hint(node)
-        result = ctx.builder.op("softmax", [x], {"axis": attrs.get("axis", -1)}, hint=name)
-    else:
-        result = _softmax_coerced(ctx, node, x, type_, normalize_axis(attrs.get("axis", 1), type_.rank), log)
-    if log:
-        result = ctx.builder.op("log", [result], hint=hint(node))
-    return [result]
-
-
-def _softmax_coerced(ctx, node, x, type_, axis, log):
-    """Before opset 13, Softmax normalises over all dims from `axis` on, flattened."""
-    name = f"{hint(node)}.softmax" if log else hint(node)
+        return [normalize(ctx, x, normalize_axis(attrs.get("axis", -1), type_.rank), name)]
+    axis = normalize_axis(attrs.get("axis", 1), type_.rank)
     if axis == type_.rank - 1:
-        return ctx.builder.op("softmax", [x], {"axis": -1}, hint=name)
+        return [normalize(ctx, x, axis, name)]
     rows, columns = product(type_.shape[:axis]), product(type_.shape[axis:])
-    flat = ctx.builder.op("reshape", [x], {"shape": (rows, columns)}, hint=f"{hint(node)}.flat")
-    normalized = ctx.builder.op("softmax", [flat], {"axis": -1}, hint=f"{hint(node)}.rows")
-    return ctx.builder.op("reshape", [normalized], {"shape": tuple(type_.shape)}, hint=name)
+    flat = ctx.builder.op("reshape", [x], {"shape": (rows, columns)}, hint=f"{name}.flat")
+    normalized = normalize(ctx, flat, 1, f"{name}.rows")
+    return [ctx.builder.op("reshape", [normalized], {"shape": tuple(type_.shape)}, hint=name)]
+
+
+def _softmax(ctx, x: str, axis: int, name: str) -> str:
+    return ctx.builder.op("softmax", [x], {"axis": axis}, hint=name)
+
+
+def log_softmax(ctx, x: str, axis: int, name: str) -> str:
+    """x - m - log(sum(exp(x - m))) over `axis`, m the max there (no log of a rounded 0)."""
+    type_ = ctx.builder.type(x)
+    if not type_.dtype.is_float:
+        raise UnsupportedModel(f"a log-softmax of a {type_.dtype} tensor", expected="a float tensor")
+    f = Arith(ctx, type_.dtype, name)
+    spec = {"axes": (axis,), "keepdims": True}
+    shifted = f("sub", x, f("reduce_max", x, attrs=spec, tag="max"), tag="shifted")
+    total = f("log", f("reduce_sum", f("exp", shifted), attrs=spec, tag="sum"), tag="log_sum")
+    return f("sub", shifted, total, final=True)
 
 
 def product(dims) -> object:

@@ -108,6 +108,16 @@ def test_prelu_slope_per_channel_before_opset_7(opset, shape, slope_shape):
     np.testing.assert_allclose(got, np.where(x >= 0, x, x * slope.reshape(slope_shape)), rtol=1e-6)
 
 
+@pytest.mark.parametrize("opset, axis", [(11, 1), (11, 2), (13, 1), (13, -1)])
+def test_log_softmax_keeps_tiny_probabilities(opset, axis):
+    """Scores 200 apart: a log of the softmax would give log(0) = -inf."""
+    x = (samples(count=24).reshape(1, 2, 3, 4) * 100).astype(np.float32)
+    same_as_onnx("LogSoftmax", {"x": x}, opset=opset, rtol=1e-5, atol=1e-4, axis=axis)
+    (got,) = run_imported(make_model([helper.make_node("LogSoftmax", ["x"], ["y"], axis=axis)],
+                                     [("x", F, [1, 2, 3, 4])], [("y", F, None)], opset=opset), {"x": x})
+    assert np.isfinite(got).all()
+
+
 # --- rounding and tests ----------------------------------------------------------------
 def test_round_halves_to_even_and_keeps_inf_and_nan():
     x = np.array([[0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 2.4, -2.6, 1e9 + 0.5, np.inf, -np.inf, np.nan,
