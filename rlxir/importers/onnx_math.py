@@ -1,6 +1,6 @@
 """ONNX op -> core ops: elementwise math the IR has no op for, decomposed.
 
-- **Activations**: Selu, Celu, ThresholdedRelu, Shrink, Softsign, Swish, SwiGLU, Mish.
+- **Activations**: Softplus, Elu, Selu, Celu, ThresholdedRelu, Shrink, Softsign, Swish, SwiGLU, Mish.
 - **Rounding and tests**: Round (half to even), Sign, IsInf.
 - **Trigonometry**: Tan, Sinh, Cosh, Asinh, Acosh, Atanh from ``exp``/``log``/``sqrt``
   identities written the way a libm keeps them accurate (``expm1`` and ``log1p`` by Kahan's
@@ -116,6 +116,19 @@ def atan(f: Arith, x: str, final: bool = False) -> str:
 
 
 # --- activations ----------------------------------------------------------------------
+def convert_softplus(ctx, node, attrs):
+    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): no overflow for large x."""
+    f = FloatMath(ctx, node)
+    tail = log1p(f, f("exp", f("neg", f("abs", f.x)), tag="decay"))
+    return [f.result("add", f("maximum", f.x, 0.0), tail)]
+
+
+def convert_elu(ctx, node, attrs):
+    f = FloatMath(ctx, node)
+    negative = f("mul", expm1(f, f.x), attrs.get("alpha", 1.0), tag="negative")
+    return [f.result("where", f("gt", f.x, 0.0), f.x, negative)]
+
+
 def convert_selu(ctx, node, attrs):
     alpha = attrs.get("alpha", 1.67326319217681884765625)
     gamma = attrs.get("gamma", 1.05070102214813232421875)
@@ -356,7 +369,7 @@ def _cofactor_expansion(f: Arith, entries, columns: list[int]) -> str:
 
 
 register({
-    "Selu": convert_selu, "Celu": convert_celu, "ThresholdedRelu": convert_thresholded_relu, "Shrink": convert_shrink,
+    "Softplus": convert_softplus, "Elu": convert_elu, "Selu": convert_selu, "Celu": convert_celu, "ThresholdedRelu": convert_thresholded_relu, "Shrink": convert_shrink,
     "Softsign": convert_softsign, "Swish": convert_swish, "SwiGLU": convert_swiglu, "Mish": convert_mish, "Round": convert_round,
     "Sign": convert_sign, "IsInf": convert_isinf, "Tan": convert_tan, "Sinh": convert_sinh, "Cosh": convert_cosh,
     "Asinh": convert_asinh, "Acosh": convert_acosh, "Atanh": convert_atanh, "Atan": convert_atan,

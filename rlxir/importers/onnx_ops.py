@@ -239,9 +239,23 @@ def convert_binary(ctx, node, attrs):
     left, right = node.input[0], node.input[1]
     if foldable(ctx, node) and node.op_type in _FOLD_BINARY:
         return [_FOLD_BINARY[node.op_type](ctx.static(left), ctx.static(right))]
-    dtype = ctx.type(left).dtype if node.op_type == "Pow" else first_dtype(ctx, [left, right])
+    if node.op_type == "Pow":
+        return [_power(ctx, node, left, right)]
+    dtype = first_dtype(ctx, [left, right])
     operands = [operand(ctx, left, dtype), operand(ctx, right, dtype)]
     return [ctx.builder.op(BINARY[node.op_type], operands, hint=hint(node))]
+
+
+def _power(ctx, node, base: str, exponent: str) -> str:
+    """Pow has the base's type: a float base reads the exponent in its own type; an integer
+    base with a float exponent is raised in f64 and truncated back (as ONNX's reference
+    casts its float result)."""
+    dtype = ctx.type(base).dtype
+    if dtype.is_float or not ctx.type(exponent).dtype.is_float:
+        return ctx.builder.op("pow", [operand(ctx, base, dtype), operand(ctx, exponent, dtype)], hint=hint(node))
+    raised = ctx.builder.op("pow", [operand(ctx, base, DType.f64), operand(ctx, exponent, DType.f64)],
+                            hint=f"{hint(node)}.f64")
+    return ctx.builder.op("cast", [raised], {"to": dtype}, hint=hint(node))
 
 
 def convert_mod(ctx, node, attrs):
@@ -347,24 +361,6 @@ def convert_hard_sigmoid(ctx, node, attrs, alpha: float | None = None, beta: flo
 def convert_hard_swish(ctx, node, attrs):
     gate = convert_hard_sigmoid(ctx, node, attrs, 1 / 6, 0.5, name=f"{hint(node)}.gate")[0]
     return [ctx.builder.op("mul", [ctx.value(node.input[0]), gate], hint=hint(node))]
-
-
-def convert_softplus(ctx, node, attrs):
-    x = ctx.value(node.input[0])
-    exp = ctx.builder.op("exp", [x], hint=f"{hint(node)}.exp")
-    shifted = ctx.builder.op("add", [exp, ctx.builder.scalar(1, ctx.builder.type(x).dtype)], hint=f"{hint(node)}.plus1")
-    return [ctx.builder.op("log", [shifted], hint=hint(node))]
-
-
-def convert_elu(ctx, node, attrs):
-    x = ctx.value(node.input[0])
-    dtype = ctx.builder.type(x).dtype
-    exp = ctx.builder.op("exp", [x], hint=f"{hint(node)}.exp")
-    minus = ctx.builder.op("sub", [exp, ctx.builder.scalar(1, dtype)], hint=f"{hint(node)}.expm1")
-    alpha = ctx.builder.scalar(attrs.get("alpha", 1.0), dtype)
-    negative = ctx.builder.op("mul", [minus, alpha], hint=f"{hint(node)}.neg")
-    positive = ctx.builder.op("gt", [x, ctx.builder.scalar(0, dtype)], hint=f"{hint(node)}.positive")
-    return [ctx.builder.op("where", [positive, x, negative], hint=hint(node))]
 
 
 def convert_prelu(ctx, node, attrs):
@@ -505,7 +501,7 @@ def _converters() -> dict:
     table.update({
         "Mod": convert_mod, "Max": convert_variadic, "Min": convert_variadic, "Not": convert_not, "IsNaN": convert_isnan, "Reciprocal": convert_reciprocal,
         "Clip": convert_clip, "LeakyRelu": convert_leaky_relu, "HardSigmoid": convert_hard_sigmoid,
-        "HardSwish": convert_hard_swish, "Softplus": convert_softplus, "Elu": convert_elu, "PRelu": convert_prelu,
+        "HardSwish": convert_hard_swish, "PRelu": convert_prelu,
         "Gelu": convert_gelu, "Where": convert_where, "Cast": convert_cast, "CastLike": convert_cast,
         "Identity": convert_identity, "Dropout": convert_dropout, "Softmax": convert_softmax,
         "LogSoftmax": convert_softmax, "MatMul": convert_matmul,

@@ -118,6 +118,21 @@ def test_log_softmax_keeps_tiny_probabilities(opset, axis):
     assert np.isfinite(got).all()
 
 
+def test_softplus_and_elu_stay_accurate_at_the_extremes():
+    x = np.array([[-100.0, -30.0, -1e-6, 0.0, 1e-6, 30.0, 100.0, 1000.0]], np.float32)
+    (softplus,) = run_imported(make_model([helper.make_node("Softplus", ["x"], ["y"])], [("x", F, [1, 8])],
+                                          [("y", F, None)], opset=17), {"x": x})
+    np.testing.assert_allclose(softplus, np.logaddexp(0, x.astype(np.float64)), rtol=1e-6, atol=1e-44)  # f32 subnormals
+    same_as_onnx("Elu", {"x": samples()}, opset=17, rtol=2e-6, alpha=0.7)
+
+
+@pytest.mark.parametrize("base, exponent", [(np.int32, np.float32), (np.int64, np.int64), (np.float32, np.int32)])
+def test_pow_keeps_the_base_type(base, exponent):
+    a = np.array([[3, 2, 5, 7]], base)
+    b = np.array([[1.5, 3, 0.5, 2]]).astype(exponent)
+    same_as_onnx("Pow", {"a": a, "b": b}, opset=15, rtol=1e-6)
+
+
 # --- rounding and tests ----------------------------------------------------------------
 def test_round_halves_to_even_and_keeps_inf_and_nan():
     x = np.array([[0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 2.4, -2.6, 1e9 + 0.5, np.inf, -np.inf, np.nan,
