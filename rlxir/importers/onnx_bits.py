@@ -150,17 +150,16 @@ def convert_bitcast(ctx, node, attrs):
     name = hint(node)
     if source is target:
         return [x]
+    if source is DType.bool:
+        return [ctx.builder.op("cast", [x], {"to": target}, hint=name)]
+    if target is DType.bool:  # a byte read as a bool: any set bit is true
+        return [ctx.builder.op("ne", [x, ctx.builder.scalar(0, source)], hint=name)]
     f = Arith(ctx, DType.i64, name)
-    if source is DType.bool or target is DType.bool:
-        op = ("cast", [x], {"to": target}) if source is DType.bool else ("ne", [x, ctx.builder.scalar(0, source)], None)
-        return [ctx.builder.op(op[0], op[1], op[2], hint=name)]
     if source.is_float:
-        pattern = float_bits(ctx, x, source, name)
-        return [wrap_bits(f, pattern, target)]
-    wide = x if source is DType.i64 else f("cast", x, attrs={"to": DType.i64}, tag="wide")
-    if target.is_integer:
-        return [wrap_bits(f, wide, target)]
-    return [bits_float(ctx, wide, target, name)]
+        bits = float_bits(ctx, x, source, name)
+    else:
+        bits = x if source is DType.i64 else f("cast", x, attrs={"to": DType.i64}, tag="wide")
+    return [bits_float(ctx, bits, target, name) if target.is_float else wrap_bits(f, bits, target)]
 
 
 def float_bits(ctx, x: str, dtype: DType, name: str) -> str:

@@ -54,8 +54,8 @@ class FloatMath(Arith):
     """Arith on a float node's input `x`, computed in f32 for f16/bf16 inputs; `result`
     makes the last op, named after the node and cast back to the input's dtype."""
 
-    def __init__(self, ctx, node, index: int = 0):
-        value = ctx.value(node.input[index])
+    def __init__(self, ctx, node):
+        value = ctx.value(node.input[0])
         self.given = ctx.builder.type(value).dtype
         if not self.given.is_float:
             raise UnsupportedModel(f"{node.op_type} of a {self.given} tensor", expected="a float tensor")
