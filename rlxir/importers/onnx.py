@@ -45,6 +45,7 @@ import onnx
 
 from rlxir.importers import (  # noqa: F401  (each converter module registers its op types)
     onnx_attention,
+    onnx_bits,
     onnx_control,
     onnx_decoder,
     onnx_deform,
@@ -55,21 +56,24 @@ from rlxir.importers import (  # noqa: F401  (each converter module registers it
     onnx_loop,
     onnx_loss,
     onnx_math,
+    onnx_ml,
     onnx_nn,
     onnx_norm,
     onnx_ops,
+    onnx_optimizers,
     onnx_pool,
     onnx_pool_dilated,
     onnx_qconv,
+    onnx_quant,
     onnx_rearrange,
     onnx_recurrent,
     onnx_reduce,
     onnx_resize,
-    onnx_reverse_sequence,
     onnx_roi,
     onnx_scatter,
     onnx_sequence,
     onnx_shape,
+    onnx_signal,
     onnx_upsample,
 )
 from rlxir.errors import RlxError

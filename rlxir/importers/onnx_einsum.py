@@ -1,62 +1,76 @@
-"""ONNX Einsum -> transpose, reshape, reduce_sum and one matmul.
+"""ONNX Einsum -> transpose, reshape, reduce_sum and matmuls.
 
-The equations handled are those of one or two operands whose every letter appears at most
-once per operand, with no ellipsis: attention's ``bhid,bhjd->bhij`` and ``bhij,bhjd->bhid``,
-``bij,bjk->bik``, ``ij,jk->ik``, outer products, and one-operand transposes and sums
-(``ij->ji``, ``ij->i``). The letters of two operands fall into four groups:
+Any number of operands is contracted left to right, one matmul per pair. Of a pair, each
+letter falls into one of four groups:
 
-- *batch*: in both operands and the output (matmul's batch dims),
-- *left* / *right*: in one operand and the output (matmul's M and N),
-- *contracted*: in both operands, not the output (matmul's K).
+- *batch*: in both operands and kept (in the output or a later operand): matmul's batch,
+- *left* / *right*: in one operand and kept (matmul's M and N),
+- *contracted*: in both operands, not kept (matmul's K).
 
-A letter in one operand only and not in the output is summed away first. Each group becomes
-one dim (a reshape when it has several letters), the operands are put into
-``[batch, M, K]`` / ``[batch, K, N]`` order (or read transposed by the matmul when they
-already are), and the product is reshaped and transposed to the output's letter order.
-Anything else (an ellipsis, a repeated letter such as a diagonal ``ii->i``, three operands)
-is refused naming the equation.
+A letter in one operand only and kept nowhere is summed away first. Each group becomes one
+dim (a reshape when it has several letters), the operands are put into ``[batch, M, K]`` /
+``[batch, K, N]`` order (or read transposed by the matmul when they already are), and the
+product is reshaped and transposed to the letter order that follows. An ellipsis stands for
+the operand's remaining leading dims, named by letters the equation does not use (aligned
+from the right, as broadcasting aligns them); a letter repeated within one operand takes
+that operand's diagonal (a ``where`` against an equality mask of two counters, then a sum).
+A letter repeated in the output is refused naming the equation.
 """
 
 from __future__ import annotations
 
 import re
+import string
 
 import numpy as np
 
 from rlxir.importers.builder import UnsupportedModel
 from rlxir.importers.onnx_registry import register
-from rlxir.importers.onnx_ops import first_dtype, foldable, hint, operand, present, product
+from rlxir.importers.onnx_ops import along, counter, first_dtype, foldable, hint, operand, present, product
 
-_EXPECTED = "one or two operands, each letter at most once per operand, no ellipsis (e.g. bhid,bhjd->bhij)"
+_EXPECTED = "terms of letters (and at most one ellipsis each), one per operand (e.g. bhid,bhjd->bhij)"
 
 
-def parse_equation(equation: str, operands: int) -> tuple[list[str], str]:
-    """(letters per operand, output letters) of an explicit or implicit equation."""
+def parse_equation(equation: str, ranks: list[int]) -> tuple[list[str], str]:
+    """(letters per operand, output letters) of an explicit or implicit equation, an
+    ellipsis replaced by letters the equation does not use."""
     text = equation.replace(" ", "")
-    if "." in text:
-        raise UnsupportedModel(f"Einsum {equation!r} uses an ellipsis", expected=_EXPECTED)
     inputs_text, arrow, output = text.partition("->")
     inputs = inputs_text.split(",")
-    if len(inputs) != operands or not all(re.fullmatch(r"[A-Za-z]*", part) for part in inputs + [output]):
-        raise UnsupportedModel(f"Einsum {equation!r} for {operands} operand(s)", expected=_EXPECTED)
-    if not arrow:  # implicit form: the letters used once, in alphabetical order
-        counts = {letter: inputs_text.count(letter) for letter in set(inputs_text.replace(",", ""))}
-        output = "".join(sorted(letter for letter, count in counts.items() if count == 1))
-    for part in inputs + [output]:
-        if len(set(part)) != len(part):
-            raise UnsupportedModel(f"Einsum {equation!r} repeats a letter within one term (a diagonal)",
-                                   expected=_EXPECTED)
+    if len(inputs) != len(ranks) or not all(re.fullmatch(r"[A-Za-z]*(\.\.\.)?[A-Za-z]*", part)
+                                            for part in inputs + [output]):
+        raise UnsupportedModel(f"Einsum {equation!r} for {len(ranks)} operand(s)", expected=_EXPECTED)
+    if not arrow:  # implicit form: the ellipsis, then the letters used once, in alphabetical order
+        letters = inputs_text.replace(",", "").replace(".", "")
+        once = "".join(sorted(letter for letter in set(letters) if letters.count(letter) == 1))
+        output = ("..." if "..." in inputs_text else "") + once
+    inputs, output = _expand_ellipsis(equation, text, inputs, output, ranks)
+    if len(set(output)) != len(output):
+        raise UnsupportedModel(f"Einsum {equation!r} repeats a letter in its output", expected=_EXPECTED)
     if set(output) - set("".join(inputs)):
         raise UnsupportedModel(f"Einsum {equation!r} has output letters no operand has", expected=_EXPECTED)
     return inputs, output
 
 
+def _expand_ellipsis(equation: str, text: str, inputs: list[str], output: str, ranks: list[int]):
+    """Each ``...`` as the letters of the dims it covers, right-aligned among all of them."""
+    if "..." not in text:
+        return inputs, output
+    covered = [rank - len(term) + 3 for term, rank in zip(inputs, ranks) if "..." in term]
+    if min(covered) < 0:
+        raise UnsupportedModel(f"Einsum {equation!r}: an ellipsis term has more letters than its operand has dims",
+                               expected="one letter per axis")
+    spare = [letter for letter in string.ascii_letters if letter not in text]
+    extra = "".join(spare[:max(covered)])
+    expanded = [term.replace("...", extra[len(extra) - (rank - len(term) + 3):]) if "..." in term else term
+                for term, rank in zip(inputs, ranks)]
+    return expanded, output.replace("...", extra)
+
+
 def convert_einsum(ctx, node, attrs):
     equation = attrs["equation"]
     names = present(node)
-    if len(names) not in (1, 2):
-        raise UnsupportedModel(f"Einsum {equation!r} with {len(names)} operands", expected=_EXPECTED)
-    letters, output = parse_equation(equation, len(names))
+    letters, output = parse_equation(equation, [len(ctx.shape(name)) for name in names])
     for name, term in zip(names, letters):
         if len(term) != len(ctx.shape(name)):
             raise UnsupportedModel(f"Einsum {equation!r}: term {term!r} for an operand of rank {len(ctx.shape(name))}",
@@ -66,13 +80,40 @@ def convert_einsum(ctx, node, attrs):
         return [np.einsum(equation, *(np.asarray(ctx.static(name)) for name in names))]
     dtype = first_dtype(ctx, names)
     name = hint(node)
-    values = [operand(ctx, value, dtype) for value in names]
-    kept = set(output) | (set(letters[1]) if len(letters) == 2 else set())
-    a, a_letters = _sum_unshared(ctx, values[0], letters[0], kept, f"{name}.a")
-    if len(letters) == 1:
-        return [_arrange(ctx, a, a_letters, output, name)]
-    b, b_letters = _sum_unshared(ctx, values[1], letters[1], set(output) | set(a_letters), f"{name}.b")
-    return [_contract(ctx, a, a_letters, b, b_letters, output, name)]
+    terms = [_diagonals(ctx, operand(ctx, value, dtype), term, f"{name}.{index}")
+             for index, (value, term) in enumerate(zip(names, letters))]
+    value, term = terms[0]
+    for index, (other, other_term) in enumerate(terms[1:], start=1):
+        later = set(output).union(*(set(rest) for _, rest in terms[index + 1:]))
+        a, a_letters = _sum_unshared(ctx, value, term, later | set(other_term), f"{name}.a{index}")
+        b, b_letters = _sum_unshared(ctx, other, other_term, later | set(a_letters), f"{name}.b{index}")
+        last = index == len(terms) - 1
+        kept = output if last else "".join(dict.fromkeys(letter for letter in a_letters + b_letters if letter in later))
+        value, term = _contract(ctx, a, a_letters, b, b_letters, kept, name if last else f"{name}.{index}"), kept
+    if len(terms) > 1:
+        return [value]
+    value, term = _sum_unshared(ctx, value, term, set(output), f"{name}.a")
+    return [_arrange(ctx, value, term, output, name)]
+
+
+def _diagonals(ctx, value: str, term: str, name: str) -> tuple[str, str]:
+    """`value` with every letter repeated in `term` reduced to its diagonal: the elements
+    where the two axes' positions agree are kept (a ``where``, so an inf elsewhere cannot
+    turn into NaN) and the second axis summed away."""
+    while len(set(term)) != len(term):
+        letter = next(letter for letter in term if term.count(letter) > 1)
+        first, second = term.index(letter), term.index(letter, term.index(letter) + 1)
+        shape = ctx.builder.type(value).shape
+        rank, size = len(shape), shape[first]
+        rows = counter(ctx.builder, size, along(rank, first, size), f"{name}.{letter}.rows")
+        columns = counter(ctx.builder, size, along(rank, second, size), f"{name}.{letter}.columns")
+        same = ctx.builder.op("eq", [rows, columns], hint=f"{name}.{letter}.same")
+        zero = ctx.builder.scalar(0, ctx.builder.type(value).dtype)
+        kept = ctx.builder.op("where", [same, value, zero], hint=f"{name}.{letter}.kept")
+        value = ctx.builder.op("reduce_sum", [kept], {"axes": (second,), "keepdims": False},
+                               hint=f"{name}.{letter}.diagonal")
+        term = term[:second] + term[second + 1:]
+    return value, term
 
 
 def _same_sizes(ctx, equation: str, names: list[str], letters: list[str]) -> None:

@@ -12,7 +12,7 @@ class 0, then counts 0).
 from __future__ import annotations
 
 from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx_ops import Arith, hint, operand, optional_input
+from rlxir.importers.onnx_ops import Arith, hint, log_softmax, operand, optional_input
 from rlxir.importers.onnx_registry import register
 
 REDUCTIONS = ("none", "sum", "mean")
@@ -30,18 +30,6 @@ def convert_softmax_cross_entropy(ctx, node, attrs):
     log_prob = log_softmax(ctx, x, 1, hint(node, 1) if len(node.output) > 1 and node.output[1]
                            else f"{hint(node)}.log_prob")
     return [negative_log_likelihood(ctx, node, attrs, log_prob, hint(node)), log_prob]
-
-
-def log_softmax(ctx, x: str, axis: int, name: str) -> str:
-    """x - m - log(sum(exp(x - m))) over `axis`, m the max there (no log of a rounded 0)."""
-    type_ = ctx.builder.type(x)
-    if not type_.dtype.is_float:
-        raise UnsupportedModel(f"a log-softmax of a {type_.dtype} tensor", expected="float scores")
-    f = Arith(ctx, type_.dtype, name)
-    spec = {"axes": (axis,), "keepdims": True}
-    shifted = f("sub", x, f("reduce_max", x, attrs=spec, tag="max"), tag="shifted")
-    total = f("log", f("reduce_sum", f("exp", shifted), attrs=spec, tag="sum"), tag="log_sum")
-    return f("sub", shifted, total, final=True)
 
 
 def negative_log_likelihood(ctx, node, attrs, scores: str, name: str) -> str:

@@ -1,15 +1,15 @@
 """ONNX op -> core ops: elementwise math the IR has no op for, decomposed.
 
-- **Activations**: Selu, Celu, ThresholdedRelu, Shrink, Softsign, Swish, Mish.
+- **Activations**: Softplus, Elu, Selu, Celu, ThresholdedRelu, Shrink, Softsign, Swish, Mish (SwiGLU is in `onnx_decoder`).
 - **Rounding and tests**: Round (half to even), Sign, IsInf.
 - **Trigonometry**: Tan, Sinh, Cosh, Asinh, Acosh, Atanh from ``exp``/``log``/``sqrt``
   identities written the way a libm keeps them accurate (``expm1`` and ``log1p`` by Kahan's
   correction, so small arguments keep their relative precision); Atan, Asin, Acos from one
   range-reduced odd polynomial for atan (`ATAN_COEFFICIENTS`). f16 and bf16 inputs are
   computed in f32 and rounded back once.
-- **Bits**: BitShift, BitwiseAnd/Or/Xor/Not on the IR's integer types, by integer
-  arithmetic: a shift multiplies or floor-divides by a power of two (wrapped to the type's
-  width), And/Or/Xor split each operand into its bits along a new last axis.
+- **Det** of matrices up to 4x4, by cofactor expansion.
+
+Bit manipulation (BitShift, Bitwise*, BitCast) is in `rlxir.importers.onnx_bits`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx_ops import Arith, first_dtype, hint, operand
+from rlxir.importers.onnx_ops import Arith, hint
 from rlxir.importers.onnx_registry import register
+from rlxir.symbolic import format_dim
 from rlxir.types import TensorType
 
 BF16_MAX = float(np.array(0x7F7F0000, dtype=np.uint32).view(np.float32))
@@ -53,8 +54,8 @@ class FloatMath(Arith):
     """Arith on a float node's input `x`, computed in f32 for f16/bf16 inputs; `result`
     makes the last op, named after the node and cast back to the input's dtype."""
 
-    def __init__(self, ctx, node, index: int = 0):
-        value = ctx.value(node.input[index])
+    def __init__(self, ctx, node):
+        value = ctx.value(node.input[0])
         self.given = ctx.builder.type(value).dtype
         if not self.given.is_float:
             raise UnsupportedModel(f"{node.op_type} of a {self.given} tensor", expected="a float tensor")
@@ -115,6 +116,19 @@ def atan(f: Arith, x: str, final: bool = False) -> str:
 
 
 # --- activations ----------------------------------------------------------------------
+def convert_softplus(ctx, node, attrs):
+    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): no overflow for large x."""
+    f = FloatMath(ctx, node)
+    tail = log1p(f, f("exp", f("neg", f("abs", f.x)), tag="decay"))
+    return [f.result("add", f("maximum", f.x, 0.0), tail)]
+
+
+def convert_elu(ctx, node, attrs):
+    f = FloatMath(ctx, node)
+    negative = f("mul", expm1(f, f.x), attrs.get("alpha", 1.0), tag="negative")
+    return [f.result("where", f("gt", f.x, 0.0), f.x, negative)]
+
+
 def convert_selu(ctx, node, attrs):
     alpha = attrs.get("alpha", 1.67326319217681884765625)
     gamma = attrs.get("gamma", 1.05070102214813232421875)
@@ -179,14 +193,18 @@ def convert_mish(ctx, node, attrs):
 
 # --- rounding and tests -----------------------------------------------------------------
 def convert_round(ctx, node, attrs):
+    f = FloatMath(ctx, node)
+    return [_narrowed(f, round_half_even(f, f.x, final=f.dtype is f.given))]
+
+
+def round_half_even(f: Arith, x: str, final: bool = False) -> str:
     """Round half to even: floor(x), plus 1 above the half, plus floor(x) mod 2 at exactly
     the half (x - floor(x) is exact); inf and NaN give floor's own result."""
-    f = FloatMath(ctx, node)
-    down = f("floor", f.x)
-    fraction = f("sub", f.x, down, tag="fraction")
+    down = f("floor", x)
+    fraction = f("sub", x, down, tag="fraction")
     up = f("where", f("gt", fraction, 0.5), f("add", down, 1.0), down, tag="nearest")
     even = f("add", down, f("mod", down, 2.0), tag="even")
-    return [f.result("where", f("eq", fraction, 0.5), even, up)]
+    return f("where", f("eq", fraction, 0.5), even, up, tag="rounded", final=final)
 
 
 def convert_sign(ctx, node, attrs):
@@ -295,122 +313,56 @@ def _narrowed(f: FloatMath, value: str) -> str:
     return f.builder.op("cast", [value], {"to": f.given}, hint=f.name)
 
 
-# --- bits -------------------------------------------------------------------------------
-BITS = {DType.i8: 8, DType.u8: 8, DType.i16: 16, DType.i32: 32, DType.u32: 32, DType.i64: 64}
-SIGNED = {DType.i8, DType.i16, DType.i32, DType.i64}
+# --- determinant -----------------------------------------------------------------------
+DET_LIMIT = 4
+"""The largest matrix Det expands by cofactors (n! products: 24 at 4)."""
 
 
-def _integer_operands(ctx, node) -> tuple[list[str], DType]:
-    names = [name for name in node.input if name]
-    dtype = first_dtype(ctx, names)
-    if dtype not in BITS:
-        raise UnsupportedModel(f"{node.op_type} of {dtype} tensors", expected="integer tensors")
-    return [operand(ctx, name, dtype) for name in names], dtype
+def convert_det(ctx, node, attrs):
+    """Det of [..., n, n] by cofactor expansion along the first row, each entry a slice
+    [..., 1, 1] of the input, for static n up to `DET_LIMIT` (larger ones need a pivoted
+    elimination, which this expansion is not)."""
+    x = ctx.value(node.input[0])
+    type_ = ctx.builder.type(x)
+    if type_.rank < 2 or type_.shape[-1] != type_.shape[-2] or not isinstance(type_.shape[-1], int):
+        shape = ", ".join(format_dim(dim) for dim in type_.shape)
+        raise UnsupportedModel(f"Det of shape [{shape}]", expected="[..., n, n] with a static n")
+    size = type_.shape[-1]
+    if size > DET_LIMIT:
+        raise UnsupportedModel(f"Det of {size}x{size} matrices",
+                               expected=f"n <= {DET_LIMIT} (expanded by cofactors, which grows as n!)")
+    if not type_.dtype.is_float:
+        raise UnsupportedModel(f"Det of a {type_.dtype} tensor", expected="a float tensor")
+    f = Arith(ctx, type_.dtype, hint(node))
+    rows = [f("slice", x, attrs={"axis": type_.rank - 2, "start": row, "len": 1}, tag=f"row{row}")
+            for row in range(size)]
+    entries = [[f("slice", row, attrs={"axis": type_.rank - 1, "start": column, "len": 1}, tag=f"e{index}{column}")
+                for column in range(size)] for index, row in enumerate(rows)]
+    value = _cofactor_expansion(f, entries, list(range(size)))
+    return [f.builder.op("reshape", [value], {"shape": tuple(type_.shape[:-2])}, hint=f.name)]
 
 
-def floor_divide(f: Arith, a: str, divisor: str) -> str:
-    """floor(a / divisor) for a positive integer divisor: (a - a mod divisor) / divisor is
-    exact, so the truncating ``div`` gives the floor."""
-    return f("div", f("sub", a, f("mod", a, divisor)), divisor, tag="floor_div")
-
-
-def wrap_bits(f: Arith, value: str, dtype: DType) -> str:
-    """An i64 `value` reduced to `dtype`'s width in two's complement, then cast to it (i64
-    itself wraps in its own arithmetic)."""
-    width = BITS[dtype]
-    if width < 64:
-        value = f("mod", value, 1 << width, tag="wrapped")
-        if dtype in SIGNED:
-            value = f("where", f("ge", value, 1 << (width - 1)), f("sub", value, 1 << width), value, tag="signed")
-    return value if dtype is DType.i64 else f.builder.op("cast", [value], {"to": dtype}, hint=f.name)
-
-
-def _powers_of_two(f: Arith, shift: str, top: int) -> str:
-    """2 ** shift for shift in [0, top] (clamped there), as i64 picked from a table (the
-    IR's pow goes through floats; 2 ** 63 is the table's wrapped -2 ** 63)."""
-    table = np.array([1 << k if k < 63 else -(1 << 63) for k in range(top + 1)], dtype=np.int64)
-    clamped = f("minimum", f("maximum", shift, 0), top, tag="clamped_shift")
-    return f.builder.op("gather", [f.builder.literal(f"{f.name}.powers", table), clamped], {"axis": 0},
-                        hint=f"{f.name}.power")
-
-
-def convert_bit_shift(ctx, node, attrs):
-    """BitShift as ONNX's reference defines it for every integer type: LEFT multiplies by
-    2^shift wrapped to the width, RIGHT floor-divides (an arithmetic shift on signed types);
-    a shift outside [0, width) gives 0 (or -1 for a negative value shifted right)."""
-    direction = attrs.get("direction", "")
-    if direction not in ("LEFT", "RIGHT"):
-        raise UnsupportedModel(f"BitShift direction {direction!r}", expected="LEFT or RIGHT")
-    (a, shift), dtype = _integer_operands(ctx, node)
-    width, signed = BITS[dtype], dtype in SIGNED
-    f = Arith(ctx, DType.i64, hint(node))
-    if dtype is not DType.i64:
-        a = f("cast", a, attrs={"to": DType.i64}, tag="a")
-        shift = f("cast", shift, attrs={"to": DType.i64}, tag="shift")
-    in_range = f("minimum", f("ge", shift, 0), f("lt", shift, width), tag="in_range")
-    if direction == "LEFT":
-        moved = wrap_bits(f, f("mul", a, _powers_of_two(f, shift, width - 1), tag="moved"), dtype)
-        return [ctx.builder.op("where", [in_range, moved, ctx.builder.scalar(0, dtype)], hint=hint(node))]
-    top = width - 2 if signed else width - 1  # a signed shift by width - 1 is the sign, as out of range
-    moved = floor_divide(f, a, _powers_of_two(f, shift, top))
-    in_range = f("minimum", in_range, f("le", shift, top), tag="in_range") if signed else in_range
-    beyond = f("where", f("lt", a, 0), -1, 0, tag="beyond") if signed else f.const(0)
-    shifted = f("where", in_range, moved, beyond, tag="shifted", final=dtype is DType.i64)
-    return [shifted if dtype is DType.i64 else ctx.builder.op("cast", [shifted], {"to": dtype}, hint=hint(node))]
-
-
-def bits_of(f: Arith, a: str, width: int) -> str:
-    """The `width` bits of an i64 `a` (a value of a type that wide), least significant
-    first, along a new last axis: floor(a / 2^k) mod 2; the top bit of a 64-bit value is
-    its sign."""
-    low = min(width, 63)
-    powers = f.builder.literal(f"{f.name}.bit_weights", np.array([1 << k for k in range(low)], dtype=np.int64))
-    column = f.builder.op("reshape", [a], {"shape": (*f.builder.type(a).shape, 1)}, hint=f"{f.name}.column")
-    bits = f("mod", floor_divide(f, column, powers), 2, tag="bits")
-    if width == 64:
-        sign = f("cast", f("lt", column, 0), attrs={"to": DType.i64}, tag="sign_bit")
-        bits = f.builder.op("concat", [bits, sign], {"axis": -1}, hint=f"{f.name}.bits")
-    return bits
-
-
-def convert_bitwise(ctx, node, attrs):
-    """BitwiseAnd/Or/Xor: both operands split into bits (`bits_of`, broadcast against each
-    other), combined per bit (min, max, not-equal), and summed back with the weights of a
-    two's complement number of the type's width."""
-    (a, b), dtype = _integer_operands(ctx, node)
-    width = BITS[dtype]
-    f = Arith(ctx, DType.i64, hint(node))
-    wide = [value if dtype is DType.i64 else f("cast", value, attrs={"to": DType.i64}, tag="wide") for value in (a, b)]
-    bits_a, bits_b = (bits_of(f, value, width) for value in wide)
-    if node.op_type == "BitwiseAnd":
-        combined = f("minimum", bits_a, bits_b, tag="combined")
-    elif node.op_type == "BitwiseOr":
-        combined = f("maximum", bits_a, bits_b, tag="combined")
-    else:
-        combined = f("cast", f("ne", bits_a, bits_b), attrs={"to": DType.i64}, tag="combined")
-    weights = [1 << k for k in range(width)]
-    if dtype in SIGNED:
-        weights[-1] = -(1 << (width - 1))
-    weight = f.builder.literal(f"{f.name}.weights", np.array(weights, dtype=np.int64))
-    total = f("reduce_sum", f("mul", combined, weight), attrs={"axes": (-1,), "keepdims": False}, tag="total",
-              final=dtype is DType.i64)
-    return [total if dtype is DType.i64 else ctx.builder.op("cast", [total], {"to": dtype}, hint=hint(node))]
-
-
-def convert_bitwise_not(ctx, node, attrs):
-    """~a is -a - 1 on signed types and (2^width - 1) - a on unsigned ones."""
-    (a,), dtype = _integer_operands(ctx, node)
-    f = Arith(ctx, dtype, hint(node))
-    if dtype in SIGNED:
-        return [f("sub", f("neg", a), 1, final=True)]
-    return [f("sub", (1 << BITS[dtype]) - 1, a, final=True)]
+def _cofactor_expansion(f: Arith, entries, columns: list[int]) -> str:
+    """The determinant of the rows ``len(entries) - len(columns)`` on and `columns` of
+    `entries`, expanded along its first row."""
+    row = len(entries) - len(columns)
+    if len(columns) == 1:
+        return entries[row][columns[0]]
+    total = None
+    for position, column in enumerate(columns):
+        minor = _cofactor_expansion(f, entries, columns[:position] + columns[position + 1:])
+        term = f("mul", entries[row][column], minor, tag="term")
+        if total is None:
+            total = term
+        else:
+            total = f("sub" if position % 2 else "add", total, term, tag="sum")
+    return total
 
 
 register({
-    "Selu": convert_selu, "Celu": convert_celu, "ThresholdedRelu": convert_thresholded_relu, "Shrink": convert_shrink,
+    "Softplus": convert_softplus, "Elu": convert_elu, "Selu": convert_selu, "Celu": convert_celu, "ThresholdedRelu": convert_thresholded_relu, "Shrink": convert_shrink,
     "Softsign": convert_softsign, "Swish": convert_swish, "Mish": convert_mish, "Round": convert_round,
     "Sign": convert_sign, "IsInf": convert_isinf, "Tan": convert_tan, "Sinh": convert_sinh, "Cosh": convert_cosh,
     "Asinh": convert_asinh, "Acosh": convert_acosh, "Atanh": convert_atanh, "Atan": convert_atan,
-    "Asin": convert_asin, "Acos": convert_acos, "BitShift": convert_bit_shift, "BitwiseAnd": convert_bitwise,
-    "BitwiseOr": convert_bitwise, "BitwiseXor": convert_bitwise, "BitwiseNot": convert_bitwise_not,
+    "Asin": convert_asin, "Acos": convert_acos, "Det": convert_det,
 })

@@ -22,6 +22,7 @@ from rlxir.importers.onnx_context import concrete, onnx_dtype
 from rlxir.ops import normalize_axis
 from rlxir.ops.reference import erf
 from rlxir.symbolic import Expr, format_dim, mul, never_negative, sub
+from rlxir.types import TensorType
 
 FOLD_LIMIT = 1 << 20
 """Ops on static tensors are evaluated while importing when no input is larger than this."""
@@ -121,14 +122,53 @@ def nd_index_depth(ctx, node, data: str, indices: str) -> tuple:
 
 
 def wrapped_index(ctx, index: str, dim, name: str) -> str:
-    """`index` with negative entries counted from the end of a static dim `dim` (ONNX allows
-    them); on a symbolic dim the index is taken as it is."""
-    if not isinstance(dim, int):
-        return index
+    """`index` with negative entries counted from the end of `dim` (ONNX allows them); a
+    symbolic dim's size is counted at run time (`dim_value`)."""
     dtype = ctx.builder.type(index).dtype
+    size = ctx.builder.scalar(dim, dtype) if isinstance(dim, int) else dim_value(ctx.builder, dim, dtype, name)
     negative = ctx.builder.op("lt", [index, ctx.builder.scalar(0, dtype)], hint=f"{name}.negative")
-    wrapped = ctx.builder.op("add", [index, ctx.builder.scalar(dim, dtype)], hint=f"{name}.wrapped")
+    wrapped = ctx.builder.op("add", [index, size], hint=f"{name}.wrapped")
     return ctx.builder.op("where", [negative, wrapped, index], hint=f"{name}.idx")
+
+
+def dim_value(builder, dim, dtype: DType, name: str) -> str:
+    """A symbolic `dim` as a rank-0 tensor of `dtype` at run time: the sum of `dim` ones
+    (the IR holds symbols in shapes, not as data)."""
+    ones = builder.splat(f"{name}.ones", 1, TensorType(dtype, (dim,)))
+    return builder.op("reduce_sum", [ones], {"axes": (0,), "keepdims": False}, hint=f"{name}.size")
+
+
+def counter(builder, count, shape: tuple, name: str, dtype: DType = DType.i64) -> str:
+    """``0, 1, ..., count - 1`` as a tensor of `shape` (`count` elements, so unit dims
+    elsewhere place it along one axis): an exclusive ``cumsum`` of ones, no stored array,
+    so `count` may be a symbolic dim."""
+    ones = builder.splat(f"{name}.ones", 1, TensorType(dtype, (count,)))
+    counted = builder.op("cumsum", [ones], {"axis": 0, "exclusive": True}, hint=f"{name}.count")
+    if tuple(shape) == (count,):
+        return counted
+    return builder.op("reshape", [counted], {"shape": tuple(shape)}, hint=name)
+
+
+def along(rank: int, axis: int, dim) -> tuple:
+    """The shape of rank `rank` that is `dim` on `axis` and 1 elsewhere."""
+    return tuple(dim if index == axis else 1 for index in range(rank))
+
+
+def dims_tensor(builder, array: np.ndarray, name: str) -> str:
+    """A static i64 array that holds symbolic dims, as a tensor computed at run time: its
+    static elements a literal, each symbolic one `dim_value`, joined in row-major order."""
+    flat = array.reshape(-1)
+    if flat.size == 0 or all(not isinstance(item, Expr) for item in flat):
+        return builder.literal(name, concrete(array, "a shape").astype(np.int64))
+    pieces = []
+    for index, item in enumerate(flat):
+        if isinstance(item, Expr):
+            size = dim_value(builder, item, DType.i64, f"{name}.{index}")
+            pieces.append(builder.op("reshape", [size], {"shape": (1,)}, hint=f"{name}.{index}.dim"))
+        else:
+            pieces.append(builder.literal(f"{name}.{index}.dim", np.array([int(item)], np.int64)))
+    joined = pieces[0] if len(pieces) == 1 else builder.op("concat", pieces, {"axis": 0}, hint=f"{name}.flat")
+    return builder.op("reshape", [joined], {"shape": array.shape}, hint=name)
 
 
 class Arith:
@@ -197,9 +237,23 @@ def convert_binary(ctx, node, attrs):
     left, right = node.input[0], node.input[1]
     if foldable(ctx, node) and node.op_type in _FOLD_BINARY:
         return [_FOLD_BINARY[node.op_type](ctx.static(left), ctx.static(right))]
-    dtype = ctx.type(left).dtype if node.op_type == "Pow" else first_dtype(ctx, [left, right])
+    if node.op_type == "Pow":
+        return [_power(ctx, node, left, right)]
+    dtype = first_dtype(ctx, [left, right])
     operands = [operand(ctx, left, dtype), operand(ctx, right, dtype)]
     return [ctx.builder.op(BINARY[node.op_type], operands, hint=hint(node))]
+
+
+def _power(ctx, node, base: str, exponent: str) -> str:
+    """Pow has the base's type: a float base reads the exponent in its own type; an integer
+    base with a float exponent is raised in f64 and truncated back (as ONNX's reference
+    casts its float result)."""
+    dtype = ctx.type(base).dtype
+    if dtype.is_float or not ctx.type(exponent).dtype.is_float:
+        return ctx.builder.op("pow", [operand(ctx, base, dtype), operand(ctx, exponent, dtype)], hint=hint(node))
+    raised = ctx.builder.op("pow", [operand(ctx, base, DType.f64), operand(ctx, exponent, DType.f64)],
+                            hint=f"{hint(node)}.f64")
+    return ctx.builder.op("cast", [raised], {"to": dtype}, hint=hint(node))
 
 
 def convert_mod(ctx, node, attrs):
@@ -334,35 +388,17 @@ def convert_hard_swish(ctx, node, attrs):
     return [ctx.builder.op("mul", [ctx.value(node.input[0]), gate], hint=hint(node))]
 
 
-def convert_softplus(ctx, node, attrs):
-    x = ctx.value(node.input[0])
-    exp = ctx.builder.op("exp", [x], hint=f"{hint(node)}.exp")
-    shifted = ctx.builder.op("add", [exp, ctx.builder.scalar(1, ctx.builder.type(x).dtype)], hint=f"{hint(node)}.plus1")
-    return [ctx.builder.op("log", [shifted], hint=hint(node))]
-
-
-def convert_elu(ctx, node, attrs):
-    x = ctx.value(node.input[0])
-    dtype = ctx.builder.type(x).dtype
-    exp = ctx.builder.op("exp", [x], hint=f"{hint(node)}.exp")
-    minus = ctx.builder.op("sub", [exp, ctx.builder.scalar(1, dtype)], hint=f"{hint(node)}.expm1")
-    alpha = ctx.builder.scalar(attrs.get("alpha", 1.0), dtype)
-    negative = ctx.builder.op("mul", [minus, alpha], hint=f"{hint(node)}.neg")
-    positive = ctx.builder.op("gt", [x, ctx.builder.scalar(0, dtype)], hint=f"{hint(node)}.positive")
-    return [ctx.builder.op("where", [positive, x, negative], hint=hint(node))]
-
-
 def convert_prelu(ctx, node, attrs):
-    """``where(x >= 0, x, slope * x)``. From opset 7 the slope broadcasts as NumPy does;
-    before it, a slope of one value per channel ``[C]`` applies along axis 1 (the legacy
-    per-channel form), so it is read as a ``[C, 1, ...]`` column."""
+    """PRelu: x where x >= 0, slope * x elsewhere. Before opset 7 a 1-D slope of C values
+    is per channel (axis 1), not broadcast from the last axis."""
     x = ctx.value(node.input[0])
-    dtype = ctx.builder.type(x).dtype
+    type_ = ctx.builder.type(x)
+    dtype = type_.dtype
     slope = operand(ctx, node.input[1], dtype)
-    shape, slope_shape = ctx.builder.type(x).shape, ctx.builder.type(slope).shape
-    if ctx.opset < 7 and len(slope_shape) == 1 and len(shape) > 2 and slope_shape[0] == shape[1] != 1:
-        column = (slope_shape[0],) + (1,) * (len(shape) - 2)
-        slope = ctx.builder.op("reshape", [slope], {"shape": column}, hint=f"{hint(node)}.slope")
+    slope_shape = ctx.builder.type(slope).shape
+    if ctx.opset < 7 and type_.rank > 2 and len(slope_shape) == 1 and slope_shape[0] != 1:
+        slope = ctx.builder.op("reshape", [slope], {"shape": (slope_shape[0],) + (1,) * (type_.rank - 2)},
+                               hint=f"{hint(node)}.per_channel")
     scaled = ctx.builder.op("mul", [x, slope], hint=f"{hint(node)}.scaled")
     positive = ctx.builder.op("ge", [x, ctx.builder.scalar(0, dtype)], hint=f"{hint(node)}.positive")
     return [ctx.builder.op("where", [positive, x, scaled], hint=hint(node))]
@@ -400,36 +436,75 @@ def convert_cast(ctx, node, attrs):
 
 
 def convert_identity(ctx, node, attrs):
-    if node.op_type == "Dropout":
-        refuse_used_outputs(ctx, node, 1, "the dropout mask")
     x = node.input[0]
     return [ctx.static(x) if ctx.is_static(x) else ctx.value(x)]
 
 
+def convert_dropout(ctx, node, attrs):
+    """Dropout at inference: the input, and a mask of all true (bool from opset 10, the
+    input's type before). From opset 12 a ``training_mode`` input may ask for random
+    dropping; that is refused unless it is a constant false (or the ratio a constant 0)."""
+    if ctx.opset >= 12 and optional_input(node, 2) is not None and _training(ctx, node):
+        raise UnsupportedModel("Dropout in training mode (it draws a random mask)",
+                               expected="training_mode false, as at inference")
+    x = node.input[0]
+    result = ctx.static(x) if ctx.is_static(x) else ctx.value(x)
+    if unused(ctx, node, 1):
+        return [result, None]
+    type_ = ctx.type(x)
+    mask_type = TensorType(DType.bool if ctx.opset >= 10 else type_.dtype, type_.shape)
+    return [result, ctx.builder.splat(hint(node, 1), 1, mask_type)]
+
+
+def _training(ctx, node) -> bool:
+    """Whether Dropout's training_mode (input 2) holds: constant true with a ratio that is
+    not a constant 0; an input computed at run time is refused."""
+    mode = static_input(ctx, node, 2, "training_mode")
+    if not bool(concrete(mode, "Dropout's training_mode").reshape(-1)[0]):
+        return False
+    ratio = optional_input(node, 1)
+    if ratio is None:
+        return True
+    ratio_value = static_input(ctx, node, 1, "ratio")
+    return float(concrete(ratio_value, "Dropout's ratio").reshape(-1)[0]) != 0.0
+
+
 # --- softmax ---------------------------------------------------------------------------
 def convert_softmax(ctx, node, attrs):
+    """Softmax onto ``softmax``; LogSoftmax as the max-shifted `log_softmax` (a log of the
+    softmax would round tiny probabilities to log 0 = -inf). Before opset 13 both
+    normalise over all dims from `axis` on, flattened."""
     x = ctx.value(node.input[0])
     type_ = ctx.builder.type(x)
-    log = node.op_type == "LogSoftmax"
+    name = hint(node)
+    normalize = log_softmax if node.op_type == "LogSoftmax" else _softmax
     if ctx.opset >= 13:
-        name = f"{hint(node)}.softmax" if log else hint(node)
-        result = ctx.builder.op("softmax", [x], {"axis": attrs.get("axis", -1)}, hint=name)
-    else:
-        result = _softmax_coerced(ctx, node, x, type_, normalize_axis(attrs.get("axis", 1), type_.rank), log)
-    if log:
-        result = ctx.builder.op("log", [result], hint=hint(node))
-    return [result]
-
-
-def _softmax_coerced(ctx, node, x, type_, axis, log):
-    """Before opset 13, Softmax normalises over all dims from `axis` on, flattened."""
-    name = f"{hint(node)}.softmax" if log else hint(node)
+        return [normalize(ctx, x, normalize_axis(attrs.get("axis", -1), type_.rank), name)]
+    axis = normalize_axis(attrs.get("axis", 1), type_.rank)
     if axis == type_.rank - 1:
-        return ctx.builder.op("softmax", [x], {"axis": -1}, hint=name)
+        return [normalize(ctx, x, axis, name)]
     rows, columns = product(type_.shape[:axis]), product(type_.shape[axis:])
-    flat = ctx.builder.op("reshape", [x], {"shape": (rows, columns)}, hint=f"{hint(node)}.flat")
-    normalized = ctx.builder.op("softmax", [flat], {"axis": -1}, hint=f"{hint(node)}.rows")
-    return ctx.builder.op("reshape", [normalized], {"shape": tuple(type_.shape)}, hint=name)
+    flat = ctx.builder.op("reshape", [x], {"shape": (rows, columns)}, hint=f"{name}.flat")
+    normalized = normalize(ctx, flat, 1, f"{name}.rows")
+    return [ctx.builder.op("reshape", [normalized], {"shape": tuple(type_.shape)}, hint=name)]
+
+
+def _softmax(ctx, x: str, axis: int, name: str) -> str:
+    # the last axis is written as the op's default -1, the canonical text
+    last = axis == ctx.builder.type(x).rank - 1
+    return ctx.builder.op("softmax", [x], {"axis": -1 if last else axis}, hint=name)
+
+
+def log_softmax(ctx, x: str, axis: int, name: str) -> str:
+    """x - m - log(sum(exp(x - m))) over `axis`, m the max there (no log of a rounded 0)."""
+    type_ = ctx.builder.type(x)
+    if not type_.dtype.is_float:
+        raise UnsupportedModel(f"a log-softmax of a {type_.dtype} tensor", expected="a float tensor")
+    f = Arith(ctx, type_.dtype, name)
+    spec = {"axes": (axis,), "keepdims": True}
+    shifted = f("sub", x, f("reduce_max", x, attrs=spec, tag="max"), tag="shifted")
+    total = f("log", f("reduce_sum", f("exp", shifted), attrs=spec, tag="sum"), tag="log_sum")
+    return f("sub", shifted, total, final=True)
 
 
 def product(dims) -> object:
@@ -453,9 +528,9 @@ def _converters() -> dict:
     table.update({
         "Mod": convert_mod, "Max": convert_variadic, "Min": convert_variadic, "Not": convert_not, "IsNaN": convert_isnan, "Reciprocal": convert_reciprocal,
         "Clip": convert_clip, "LeakyRelu": convert_leaky_relu, "HardSigmoid": convert_hard_sigmoid,
-        "HardSwish": convert_hard_swish, "Softplus": convert_softplus, "Elu": convert_elu, "PRelu": convert_prelu,
+        "HardSwish": convert_hard_swish, "PRelu": convert_prelu,
         "Gelu": convert_gelu, "Where": convert_where, "Cast": convert_cast, "CastLike": convert_cast,
-        "Identity": convert_identity, "Dropout": convert_identity, "Softmax": convert_softmax,
+        "Identity": convert_identity, "Dropout": convert_dropout, "Softmax": convert_softmax,
         "LogSoftmax": convert_softmax, "MatMul": convert_matmul,
     })
     return table

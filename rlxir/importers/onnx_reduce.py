@@ -7,7 +7,8 @@
   static, and is sign * exp(sum(log |x|)) over a symbolic dim (floats only). ``axes`` is an
   attribute before the opset that made it an input (13 for ReduceSum, 18 for the others);
   no axes reduce every axis, unless ``noop_with_empty_axes`` asks for the input back (with
-  the op's elementwise step applied, as ONNX's reference does).
+  the op's elementwise step applied, as ONNX's reference does). A reduction of a constant is
+  evaluated while importing.
 - **ArgMax/ArgMin** are ``topk {k=1}`` (a tie goes to the first position);
   select_last_index takes the largest position that holds the max (min).
 - **CumSum** is the core ``cumsum``; **CumProd** a log-step (Hillis-Steele) scan of
@@ -17,11 +18,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx_ops import Arith, axes_argument, hint, static_ints
+from rlxir.importers.onnx_context import concrete
+from rlxir.importers.onnx_ops import FOLD_LIMIT, Arith, along, axes_argument, counter, hint, static_ints
 from rlxir.importers.onnx_registry import register
 from rlxir.ops import normalize_axis
 from rlxir.symbolic import format_dim
@@ -55,6 +59,10 @@ def convert_reduce(ctx, node, attrs):
     axes = reduced_axes(ctx, node, attrs, type_.rank)
     keepdims = bool(attrs.get("keepdims", 1))
     name = hint(node)
+    if axes is not None and any(type_.shape[axis] == 0 for axis in axes):
+        return [_empty_reduction(ctx, node.op_type, type_, axes, keepdims, name)]
+    if ctx.is_static(node.input[0]) and ctx.static(node.input[0]).size <= FOLD_LIMIT:
+        return [_fold(node.op_type, concrete(ctx.static(node.input[0]), f"{node.op_type}'s input"), axes, keepdims)]
     if node.op_type in CORE:
         if axes is None:
             return [x]
@@ -64,6 +72,46 @@ def convert_reduce(ctx, node, attrs):
     if node.op_type == "ReduceLogSumExp":
         return [reduce_log_sum_exp(ctx, x, axes, keepdims, name)]
     return [_sum_between(ctx, node.op_type, x, axes, keepdims, name)]
+
+
+def _empty_reduction(ctx, op_type: str, type_, axes, keepdims: bool, name: str) -> str:
+    """A reduction over no elements is its identity everywhere: 0 for sums, 1 for the
+    product, the lowest (highest) value for Max (Min), -inf for the log-sums, NaN for the
+    mean, as ONNX's reference gives."""
+    dtype = type_.dtype
+    if op_type in ("ReduceMax", "ReduceMin"):
+        low = op_type == "ReduceMax"
+        if dtype is DType.bool:
+            value = not low
+        elif dtype.is_integer:
+            limits = np.iinfo(dtype.numpy)
+            value = int(limits.min if low else limits.max)
+        else:
+            value = -math.inf if low else math.inf
+    else:
+        value = {"ReduceProd": 1, "ReduceMean": math.nan, "ReduceLogSum": -math.inf,
+                 "ReduceLogSumExp": -math.inf}.get(op_type, 0)
+    if not dtype.is_float and isinstance(value, float):
+        raise UnsupportedModel(f"{op_type} of an empty {dtype} tensor", expected="a float tensor (the result is "
+                               f"{value})")
+    shape = [1 if axis in axes else dim for axis, dim in enumerate(type_.shape) if keepdims or axis not in axes]
+    return ctx.builder.splat(name, value, TensorType(dtype, tuple(shape)))
+
+
+_FOLD = {
+    "ReduceSum": np.sum, "ReduceMean": np.mean, "ReduceMax": np.max, "ReduceMin": np.min, "ReduceProd": np.prod,
+    "ReduceL1": lambda x, **kw: np.sum(np.abs(x), **kw), "ReduceL2": lambda x, **kw: np.sqrt(np.sum(x * x, **kw)),
+    "ReduceSumSquare": lambda x, **kw: np.sum(x * x, **kw), "ReduceLogSum": lambda x, **kw: np.log(np.sum(x, **kw)),
+    "ReduceLogSumExp": lambda x, **kw: np.log(np.sum(np.exp(x), **kw)),
+}
+
+
+def _fold(op_type: str, values: np.ndarray, axes, keepdims: bool) -> np.ndarray:
+    """A reduction of a constant, evaluated while importing (no axes: the elementwise step
+    alone, as ``axis=()`` gives), in the input's type."""
+    with np.errstate(all="ignore"):
+        result = _FOLD[op_type](values, axis=() if axes is None else tuple(axes), keepdims=keepdims)
+    return np.asarray(result).astype(values.dtype)
 
 
 def _sum_between(ctx, op_type: str, x: str, axes, keepdims: bool, name: str) -> str:
@@ -199,10 +247,7 @@ def _last_position(ctx, op_type: str, x: str, axis: int, keepdims: bool, name: s
     extreme = ctx.builder.op("reduce_max" if op_type == "ArgMax" else "reduce_min", [x],
                              {"axes": (axis,), "keepdims": True}, hint=f"{name}.extreme")
     hit = ctx.builder.op("eq", [x, extreme], hint=f"{name}.hit")
-    ones = ctx.builder.splat(f"{name}.ones", 1, TensorType(DType.i64, (shape[axis],)))
-    counted = ctx.builder.op("cumsum", [ones], {"axis": 0, "exclusive": True}, hint=f"{name}.count")
-    along = tuple(dim if index == axis else 1 for index, dim in enumerate(shape))
-    positions = ctx.builder.op("reshape", [counted], {"shape": along}, hint=f"{name}.positions")
+    positions = counter(ctx.builder, shape[axis], along(len(shape), axis, shape[axis]), f"{name}.positions")
     kept = ctx.builder.op("where", [hit, positions, ctx.builder.scalar(-1, DType.i64)], hint=f"{name}.kept")
     return ctx.builder.op("reduce_max", [kept], {"axes": (axis,), "keepdims": keepdims}, hint=name)
 

@@ -1,10 +1,13 @@
-"""ONNX op -> core ops: ScatterND, ScatterElements, TopK and Trilu.
+"""ONNX op -> core ops: ScatterND, ScatterElements (and the older Scatter), TopK, Trilu,
+EyeLike, OneHot and ReverseSequence.
 
 ScatterND writes slices of `data` addressed by the leading axes; it becomes the core
 ``scatter_elements`` over `data` with those axes flattened into one, at the row-major
 linear index of each index row (the index that `linear_index` computes for GatherND too),
-broadcast over the slice. All four fold to arrays when every input is static (the shifted
-window masks of Swin are built this way from constants).
+broadcast over the slice. The scatters, TopK and Trilu fold to arrays when every input is
+static (the shifted window masks of Swin are built this way from constants). EyeLike,
+OneHot and ReverseSequence compare ``cumsum``-counted positions, so they need no stored
+index arrays and work over symbolic dims.
 """
 
 from __future__ import annotations
@@ -14,11 +17,10 @@ import numpy as np
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, flatten_leading_axes, linear_index
 from rlxir.importers.onnx_registry import register
-from rlxir.importers.onnx_context import concrete
-from rlxir.importers.onnx_ops import (foldable, hint, nd_index_depth, operand, optional_input, product, static_ints,
-                                      unused, wrapped_index)
+from rlxir.importers.onnx_context import concrete, onnx_dtype
+from rlxir.importers.onnx_ops import (along, counter, foldable, hint, nd_index_depth, operand, optional_input, product,
+                                      static_input, static_ints, unused, wrapped_index)
 from rlxir.ops import normalize_axis
-from rlxir.types import TensorType
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 _COMBINE = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -163,8 +165,8 @@ def convert_trilu(ctx, node, attrs):
         return [np.triu(values, k) if upper else np.tril(values, k)]
     name = hint(node)
     rows, columns = shape[-2], shape[-1]
-    row = _counter(ctx, f"{name}.row", rows, (rows, 1))
-    column = _counter(ctx, f"{name}.column", columns, (1, columns))
+    row = counter(ctx.builder, rows, (rows, 1), f"{name}.row")
+    column = counter(ctx.builder, columns, (1, columns), f"{name}.column")
     offset = ctx.builder.op("sub", [column, row], hint=f"{name}.offset")
     kept = ctx.builder.op("ge" if upper else "le", [offset, ctx.builder.scalar(k, DType.i64)], hint=f"{name}.kept")
     value = ctx.value(x)
@@ -172,14 +174,93 @@ def convert_trilu(ctx, node, attrs):
     return [ctx.builder.op("where", [kept, value, zero], hint=name)]
 
 
-def _counter(ctx, name: str, count, shape: tuple) -> str:
-    """``0, 1, ..., count - 1`` as an i64 tensor of `shape`."""
-    ones = ctx.builder.splat(f"{name}.ones", 1, TensorType(DType.i64, (count,)))
-    counted = ctx.builder.op("cumsum", [ones], {"axis": 0, "exclusive": True}, hint=f"{name}.count")
-    return ctx.builder.op("reshape", [counted], {"shape": shape}, hint=name)
+# --- EyeLike, OneHot, ReverseSequence ---------------------------------------------------
+def convert_eye_like(ctx, node, attrs):
+    """EyeLike: ones where column - row equals k, over the input's 2-D shape (counted by
+    ``cumsum`` as in Trilu, so a symbolic dim works), in `dtype` or the input's type."""
+    x = node.input[0]
+    shape = ctx.shape(x)
+    if len(shape) != 2:
+        raise UnsupportedModel(f"EyeLike of a rank-{len(shape)} input", expected="a 2-D input")
+    dtype = onnx_dtype(attrs["dtype"], "EyeLike's dtype") if "dtype" in attrs else ctx.type(x).dtype
+    k = int(attrs.get("k", 0))
+    if all(isinstance(dim, int) for dim in shape):
+        return [np.eye(shape[0], shape[1], k, dtype=dtype.numpy)]
+    name = hint(node)
+    row = counter(ctx.builder, shape[0], (shape[0], 1), f"{name}.row")
+    column = counter(ctx.builder, shape[1], (1, shape[1]), f"{name}.column")
+    offset = ctx.builder.op("sub", [column, row], hint=f"{name}.offset")
+    on = ctx.builder.op("eq", [offset, ctx.builder.scalar(k, DType.i64)], hint=name if dtype is DType.bool
+                        else f"{name}.on")
+    return [on if dtype is DType.bool else ctx.builder.op("cast", [on], {"to": dtype}, hint=name)]
+
+
+def convert_one_hot(ctx, node, attrs):
+    """OneHot: on_value where the (wrapped) index equals the position along the new axis,
+    off_value elsewhere; an index outside [-depth, depth) matches nothing. Float indices
+    are truncated to integers, as ONNX specifies."""
+    depth = static_input(ctx, node, 1, "depth").reshape(-1)
+    depth = int(concrete(depth, "OneHot's depth")[0])
+    indices = ctx.value(node.input[0])
+    shape = ctx.builder.type(indices).shape
+    rank = len(shape) + 1
+    axis = normalize_axis(int(attrs.get("axis", -1)), rank)
+    name = hint(node)
+    if not ctx.builder.type(indices).dtype.is_integer:
+        indices = ctx.builder.op("cast", [indices], {"to": DType.i64}, hint=f"{name}.int")
+    index = wrapped_index(ctx, indices, depth, name)
+    index = ctx.builder.op("reshape", [index], {"shape": (*shape[:axis], 1, *shape[axis:])}, hint=f"{name}.column")
+    positions = counter(ctx.builder, depth, along(rank, axis, depth), f"{name}.position")
+    if ctx.builder.type(index).dtype is not DType.i64:
+        positions = ctx.builder.op("cast", [positions], {"to": ctx.builder.type(index).dtype}, hint=f"{name}.positions")
+    hit = ctx.builder.op("eq", [index, positions], hint=f"{name}.hit")
+    off, on = _pair(ctx, node, name)
+    return [ctx.builder.op("where", [hit, on, off], hint=name)]
+
+
+def _pair(ctx, node, name: str) -> tuple[str, str]:
+    """OneHot's (off_value, on_value), as scalars when static."""
+    values = node.input[2]
+    if ctx.is_static(values):
+        pair = concrete(ctx.static(values), "OneHot's values").reshape(-1)
+        dtype = ctx.type(values).dtype
+        return ctx.builder.scalar(pair[0].item(), dtype), ctx.builder.scalar(pair[1].item(), dtype)
+    value = ctx.value(values)
+    off, on = (ctx.builder.op("reshape", [ctx.builder.op("slice", [value], {"axis": 0, "start": index, "len": 1},
+                                                         hint=f"{name}.{what}1")], {"shape": ()}, hint=f"{name}.{what}")
+               for index, what in ((0, "off"), (1, "on")))
+    return off, on
+
+
+def convert_reverse_sequence(ctx, node, attrs):
+    """ReverseSequence: along the time axis, position t of batch entry b reads position
+    len[b] - 1 - t when t < len[b] and stays otherwise; one ``gather_elements`` at that
+    index, built from a counter and the lengths broadcast over the input."""
+    x = ctx.value(node.input[0])
+    type_ = ctx.builder.type(x)
+    if type_.rank < 2:
+        raise UnsupportedModel(f"ReverseSequence of a rank-{type_.rank} input", expected="rank at least 2")
+    batch_axis = normalize_axis(int(attrs.get("batch_axis", 1)), type_.rank)
+    time_axis = normalize_axis(int(attrs.get("time_axis", 0)), type_.rank)
+    if {batch_axis, time_axis} != {0, 1}:
+        raise UnsupportedModel(f"ReverseSequence with batch_axis {batch_axis} and time_axis {time_axis}",
+                               expected="axes 0 and 1, one each")
+    name = hint(node)
+    steps = type_.shape[time_axis]
+    time = counter(ctx.builder, steps, along(type_.rank, time_axis, steps), f"{name}.time")
+    lengths = operand(ctx, node.input[1], DType.i64)
+    lengths = ctx.builder.op("reshape", [lengths], {"shape": along(type_.rank, batch_axis, type_.shape[batch_axis])},
+                             hint=f"{name}.lens")
+    inside = ctx.builder.op("lt", [time, lengths], hint=f"{name}.inside")
+    last = ctx.builder.op("sub", [lengths, ctx.builder.scalar(1, DType.i64)], hint=f"{name}.last")
+    mirrored = ctx.builder.op("sub", [last, time], hint=f"{name}.mirrored")
+    source = ctx.builder.op("where", [inside, mirrored, time], hint=f"{name}.source")
+    source = ctx.builder.op("expand", [source], {"shape": tuple(type_.shape)}, hint=f"{name}.index")
+    return [ctx.builder.op("gather_elements", [x, source], {"axis": time_axis}, hint=name)]
 
 
 register({
-    "ScatterND": convert_scatter_nd, "ScatterElements": convert_scatter_elements, "TopK": convert_topk,
-    "Trilu": convert_trilu,
+    "ScatterND": convert_scatter_nd, "ScatterElements": convert_scatter_elements, "Scatter": convert_scatter_elements,
+    "TopK": convert_topk, "Trilu": convert_trilu, "EyeLike": convert_eye_like, "OneHot": convert_one_hot,
+    "ReverseSequence": convert_reverse_sequence,
 })

@@ -1,6 +1,7 @@
 """ONNX op -> core ops: shape and tensor ops (Reshape, Flatten, Squeeze/Unsqueeze, Transpose,
-Concat, Slice, Split, Gather, Expand, Tile) and the static ones (Shape, Size, Constant,
-ConstantOfShape, Range) that shape arithmetic is made of.
+Concat, Slice, Split, Gather, GatherND, Compress, Expand, Tile) and the static ones (Shape,
+Size, Constant, ConstantOfShape, Range; NonZero and Unique of constants) that shape
+arithmetic is made of.
 
 Each converter evaluates its op while importing when its inputs are static (`foldable`),
 over symbolic dims where a dim is a symbol, and builds core ops otherwise.
@@ -14,8 +15,8 @@ from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, dtype_of_array, gather_leading_axes
 from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_context import concrete, normalize_static
-from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, first_dtype, foldable, hint, nd_index_depth,
-                                      operand, optional_input, present, product, static_input, static_ints,
+from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, counter, dims_tensor, first_dtype, foldable,
+                                      hint, operand, optional_input, present, product, static_input, static_ints,
                                       wrapped_index)
 from rlxir.ops import broadcast_shapes, normalize_axis
 from rlxir.importers.strided import slice_any
@@ -27,11 +28,20 @@ def convert_shape(ctx, node, attrs):
     shape = list(ctx.shape(node.input[0]))
     start, end = attrs.get("start", 0), attrs.get("end")
     picked = shape[start:end] if end is not None else shape[start:]
-    return [normalize_static(np.array(picked, dtype=object)) if picked else np.zeros((0,), np.int64)]
+    return [_static_or_counted(ctx, node, np.array(picked, dtype=object)) if picked else np.zeros((0,), np.int64)]
 
 
 def convert_size(ctx, node, attrs):
-    return [normalize_static(np.array(product(ctx.shape(node.input[0])), dtype=object))]
+    return [_static_or_counted(ctx, node, np.array(product(ctx.shape(node.input[0])), dtype=object))]
+
+
+def _static_or_counted(ctx, node, dims: np.ndarray):
+    """Shape and Size stay static (shape arithmetic reads them while importing), except
+    that a graph output holding symbolic dims is counted at run time (`dims_tensor`)."""
+    dims = normalize_static(dims)
+    if dims.dtype == object and node.output[0] in ctx.graph_outputs:
+        return dims_tensor(ctx.builder, dims, hint(node))
+    return dims
 
 
 def convert_constant(ctx, node, attrs):
@@ -187,21 +197,58 @@ def convert_slice(ctx, node, attrs):
 
 
 def convert_gather_nd(ctx, node, attrs):
-    """GatherND with batch_dims 0: the last axis of `indices` addresses the first k axes of
-    `data`, so those k axes are flattened into one and indexed by the row-major linear index
-    (negative indices wrap on static dims)."""
-    if attrs.get("batch_dims", 0) != 0:
-        raise UnsupportedModel(f"GatherND with batch_dims={attrs['batch_dims']}", expected="batch_dims 0")
+    """GatherND: the last axis of `indices` addresses k axes of `data` after its first
+    `batch_dims` (which `indices` shares). Those k axes are flattened into one and indexed
+    by the row-major linear index (negative indices wrap on static dims); batch axes are
+    flattened into one more leading axis, addressed by each row's batch number."""
+    batch = int(attrs.get("batch_dims", 0))
     data, indices = node.input[0], node.input[1]
-    shape, index_shape, depth = nd_index_depth(ctx, node, data, indices)
+    shape, index_shape = ctx.shape(data), ctx.shape(indices)
+    if not 0 <= batch < min(len(shape), len(index_shape)):
+        raise UnsupportedModel(f"GatherND with batch_dims={batch} for data of rank {len(shape)} and indices of rank "
+                               f"{len(index_shape)}", expected="0 <= batch_dims < both ranks")
+    if any(isinstance(a, int) and isinstance(b, int) and a != b for a, b in zip(shape[:batch], index_shape)):
+        raise UnsupportedModel(f"GatherND batch dims {list(shape[:batch])} of data and {list(index_shape[:batch])} "
+                               "of indices differ", expected="the same leading batch_dims dims")
+    depth = index_shape[-1]
+    if not isinstance(depth, int) or not 1 <= depth <= len(shape) - batch:
+        raise UnsupportedModel(f"GatherND indices of shape {list(index_shape)}",
+                               expected=f"a static last axis of 1..{len(shape) - batch} (data's rank after the batch)")
     if foldable(ctx, node):
         values, index = ctx.static(data), np.asarray(concrete(ctx.static(indices), "GatherND's indices"))
-        return [values[tuple(np.moveaxis(index, -1, 0))]]
+        return [_fold_gather_nd(values, index, batch)]
     index, name = ctx.value(indices), hint(node)
-    last = len(index_shape) - 1
+    if batch == 0:
+        return [_gather_nd_leading(ctx, ctx.value(data), index, depth, index_shape[:-1], [], name)]
+    rows = product(shape[:batch])
+    flat_data = _reshape(ctx, ctx.value(data), (rows, *shape[batch:]), f"{name}.data")
+    # a batch dim that is the batch symbol in data may be its static size in constant indices
+    rows = product(index_shape[:batch])
+    flat_index = _reshape(ctx, index, (rows, *index_shape[batch:]), f"{name}.rows")
+    middle = tuple(index_shape[batch:-1])
+    dtype = ctx.builder.type(index).dtype
+    row = counter(ctx.builder, rows, (rows, *(1,) * (len(middle) + 1)), f"{name}.row", dtype)
+    gathered = _gather_nd_leading(ctx, flat_data, flat_index, depth, (rows, *middle), [row], f"{name}.flat")
+    return [_reshape(ctx, gathered, (*index_shape[:batch], *middle, *shape[batch + depth:]), name)]
+
+
+def _gather_nd_leading(ctx, data: str, index: str, depth: int, index_shape, leading: list, name: str) -> str:
+    """`data` at the rows of `index`'s last axis (`depth` columns), after the `leading`
+    index parts (which address data's first axes)."""
+    last = ctx.builder.type(index).rank - 1
     parts = [ctx.builder.op("slice", [index], {"axis": last, "start": axis, "len": 1}, hint=f"{name}.col{axis}")
              for axis in range(depth)]
-    return [gather_leading_axes(ctx.builder, ctx.value(data), parts, name, index_shape=index_shape[:-1])]
+    return gather_leading_axes(ctx.builder, data, leading + parts, name, index_shape=tuple(index_shape))
+
+
+def _fold_gather_nd(values: np.ndarray, index: np.ndarray, batch: int) -> np.ndarray:
+    if batch == 0:
+        return values[tuple(np.moveaxis(index, -1, 0))]
+    leading = values.shape[:batch]
+    flat_values = values.reshape(-1, *values.shape[batch:])
+    flat_index = index.reshape(-1, *index.shape[batch:])
+    rows = [flat_values[row][tuple(np.moveaxis(flat_index[row], -1, 0))] for row in range(flat_values.shape[0])]
+    return np.stack(rows).reshape(*leading, *rows[0].shape)
 
 
 def convert_split(ctx, node, attrs):
@@ -247,8 +294,66 @@ def convert_gather(ctx, node, attrs):
             return [np.take(ctx.static(table), index, axis=axis)]
         index_value = ctx.builder.tensor(f"{hint(node)}.idx", index.astype(np.int64))
     else:
-        index_value = ctx.value(indices)
+        index_value = wrapped_index(ctx, ctx.value(indices), shape[axis], hint(node))  # ONNX allows negatives
     return [ctx.builder.op("gather", [ctx.value(table), index_value], {"axis": axis}, hint=hint(node))]
+
+
+def convert_compress(ctx, node, attrs):
+    """Compress with a condition known while importing: a ``gather`` of the kept positions
+    along the axis (of the flattened input without one). A run-time condition would make
+    the output's size data-dependent, which a static-shaped graph cannot hold."""
+    condition = np.asarray(concrete(static_input(ctx, node, 1, "condition"), "Compress's condition"))
+    keep = condition.reshape(-1).astype(bool)
+    x = node.input[0]
+    shape = ctx.shape(x)
+    flat = attrs.get("axis") is None
+    axis = 0 if flat else normalize_axis(int(attrs["axis"]), len(shape))
+    dim = product(shape) if flat else shape[axis]
+    if isinstance(dim, int) and keep.size > dim:
+        raise UnsupportedModel(f"Compress with a condition of {keep.size} entries for a dim of {dim}",
+                               expected="at most one entry per position")
+    if not keep.any():
+        raise UnsupportedModel("Compress that keeps nothing (an empty result)", expected="a condition with a true entry")
+    if ctx.is_static(x) and ctx.static(x).size <= FOLD_LIMIT:
+        return [np.compress(keep, concrete(ctx.static(x), "Compress's input"), axis=None if flat else axis)]
+    value = ctx.value(x)
+    if flat:
+        value = _reshape(ctx, value, (dim,), f"{hint(node)}.flat")
+    positions = ctx.builder.literal(f"{hint(node)}.kept", np.flatnonzero(keep).astype(np.int64))
+    return [ctx.builder.op("gather", [value, positions], {"axis": axis}, hint=hint(node))]
+
+
+def _data_dependent(ctx, node) -> np.ndarray:
+    """The input of an op whose output's size depends on its values: it must be static."""
+    x = node.input[0]
+    if not (ctx.is_static(x) and ctx.static(x).size <= FOLD_LIMIT):
+        raise UnsupportedModel(f"{node.op_type} of a tensor computed at run time (its output's size depends on the "
+                               "values)", expected=f"a {node.op_type} of constants, evaluated while importing")
+    return concrete(ctx.static(x), f"{node.op_type}'s input")
+
+
+def convert_nonzero(ctx, node, attrs):
+    """NonZero of constants: the [rank, count] positions, evaluated while importing."""
+    values = _data_dependent(ctx, node)
+    return [np.array(np.nonzero(values), dtype=np.int64).reshape(values.ndim, -1)]
+
+
+def convert_unique(ctx, node, attrs):
+    """Unique of constants (sorted, or in order of first occurrence; over the flattened
+    input or slices along `axis`): values, first indices, inverse indices, counts."""
+    values = _data_dependent(ctx, node)
+    axis = attrs.get("axis")
+    axis = None if axis is None else normalize_axis(int(axis), values.ndim)
+    found, first, inverse, counts = np.unique(values, return_index=True, return_inverse=True, return_counts=True,
+                                              axis=axis)
+    inverse = inverse.reshape(-1)
+    if not attrs.get("sorted", 1):
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        found = np.take(found, order, axis=0 if axis is None else axis)
+        first, inverse, counts = first[order], rank[inverse], counts[order]
+    return [found, first.astype(np.int64), inverse.astype(np.int64), counts.astype(np.int64)]
 
 
 def convert_expand(ctx, node, attrs):
@@ -327,8 +432,7 @@ def convert_range(ctx, node, attrs):
         raise UnsupportedModel(f"Range({start}, {limit}, {delta}) over a symbolic dim", expected="a step of 1")
     # [start, limit) as an exclusive running sum of ones: the IR has no iota op.
     count = limit - start
-    ones = ctx.builder.splat(f"{hint(node)}.ones", 1, TensorType(DType.i64, (count,)))
-    steps = ctx.builder.op("cumsum", [ones], {"axis": 0, "exclusive": True}, hint=f"{hint(node)}.steps")
+    steps = counter(ctx.builder, count, (count,), f"{hint(node)}.steps")
     if start == 0:
         return [steps]
     return [ctx.builder.op("add", [steps, ctx.builder.scalar(start, DType.i64)], hint=hint(node))]
@@ -340,4 +444,5 @@ register({
     "Squeeze": convert_squeeze, "Unsqueeze": convert_unsqueeze, "Transpose": convert_transpose,
     "Concat": convert_concat, "Slice": convert_slice, "Split": convert_split, "Gather": convert_gather,
     "Expand": convert_expand, "Tile": convert_tile, "GatherElements": convert_gather_elements, "GatherND": convert_gather_nd, "Range": convert_range,
+    "Compress": convert_compress, "NonZero": convert_nonzero, "Unique": convert_unique,
 })

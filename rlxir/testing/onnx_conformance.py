@@ -113,6 +113,10 @@ def _arrays(values) -> list[np.ndarray]:
     for value in values:
         if isinstance(value, (np.ndarray, np.generic)):
             arrays.append(np.asarray(value))
+        elif type(value).__name__ == "TensorProto":  # a case that stores its data as a tensor proto
+            from onnx import numpy_helper
+
+            arrays.append(numpy_helper.to_array(value))
         else:
             holder = np.empty((), dtype=object)
             holder[()] = value

@@ -76,15 +76,16 @@ def test_unsupported_ops_exit_1_with_one_listing(tmp_path, capsys):
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper
 
-    nodes = [helper.make_node("Unique", ["x"], ["r"]), helper.make_node("Unique", ["r"], ["y"]),
-             helper.make_node("NonZero", ["y"], ["d"])]
+    nodes = [helper.make_node("Blur", ["x"], ["r"], domain="com.example"),
+             helper.make_node("Blur", ["r"], ["y"], domain="com.example"),
+             helper.make_node("Warp", ["y"], ["d"], domain="com.example")]
     graph = helper.make_graph(nodes, "up", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
                               [helper.make_tensor_value_info("d", TensorProto.FLOAT, None)])
     path = tmp_path / "up.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
     code, out, err = run(["import", path], capsys)
     assert code == 1 and out == ""
-    assert f"cannot import {path}: 2 ONNX op types have no rlx mapping: NonZero x1, Unique x2" in err
+    assert f"cannot import {path}: 2 ONNX op types have no rlx mapping: com.example.Blur x2, com.example.Warp x1" in err
     assert "Traceback" not in err
 
 

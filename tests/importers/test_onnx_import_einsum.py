@@ -1,5 +1,6 @@
 """ONNX Einsum: the contractions attention and MLPs use become one matmul (plus transposes and
-reshapes), checked against onnxruntime and compiled on the six targets; others are refused."""
+reshapes), ellipses, diagonals and more operands one matmul per pair; checked against
+onnxruntime and compiled on the six targets; malformed equations are refused."""
 
 from __future__ import annotations
 
@@ -51,15 +52,35 @@ def test_one_operand_transposes_and_sums(equation, shape, out, core):
     assert ops_of(imported) == [core]
 
 
+@pytest.mark.parametrize("equation, shapes", [
+    ("bii->bi", [["N", 3, 3]]),
+    ("...ii->...i", [["N", 2, 3, 3]]),
+    ("bii", [["N", 3, 3]]),
+    ("...ij,...jk->...ik", [["N", 3, 4], ["N", 4, 5]]),
+    ("...ij,jk->...ik", [["N", 2, 3, 4], [4, 5]]),
+    ("bij,...jk", [["N", 3, 4], [4, 5]]),
+    ("ab,bc,cd->ad", [[2, 3], [3, 4], [4, 5]]),
+    ("bi,bij,bj->b", [["N", 3], ["N", 3, 4], ["N", 4]]),
+    ("i,i", [[5], [5]]),
+    ("bij,bkj,bii->bk", [["N", 3, 4], ["N", 2, 4], ["N", 3, 3]]),
+])
+def test_ellipses_diagonals_and_more_operands(equation, shapes):
+    names = [f"x{index}" for index in range(len(shapes))]
+    node = helper.make_node("Einsum", names, ["y"], equation=equation)
+    model = make_model([node], [(name, F, shape) for name, shape in zip(names, shapes)], [("y", F, None)], opset=12)
+    imported = check_everywhere(model, {"B": 2} if any(shape[0] == "N" for shape in shapes) else None)
+    assert ops_of(imported).count("matmul") == len(shapes) - 1
+
+
 @pytest.mark.parametrize("equation, shapes, why", [
-    ("bii->bi", [["N", 3, 3]], "repeats a letter"),
-    ("...ij,...jk->...ik", [["N", 3, 4], ["N", 4, 5]], "ellipsis"),
-    ("ab,bc,cd->ad", [[2, 3], [3, 4], [4, 5]], "3 operands"),
+    ("...ijk,jk->...i", [[3], [2, 3]], "an ellipsis term has more letters"),
+    ("ij,jk->ik", [[2, 3]], "for 1 operand"),
 ])
 def test_other_equations_are_refused_naming_the_node_and_equation(equation, shapes, why):
     names = [f"x{index}" for index in range(len(shapes))]
     node = helper.make_node("Einsum", names, ["y"], equation=equation, name="e0")
     model = make_model([node], [(name, F, shape) for name, shape in zip(names, shapes)], [("y", F, None)], opset=12)
+    model.graph.output[0].type.tensor_type.ClearField("shape")
     with pytest.raises(UnsupportedModel, match=rf"ONNX node 'e0' \(Einsum\): Einsum '{__import__('re').escape(equation)}'.*{why}"):
         import_onnx(model)
 

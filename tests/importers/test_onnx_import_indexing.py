@@ -95,13 +95,24 @@ def test_gather_nd_of_whole_elements_and_of_rows(batch):
     assert "gather" in ops_of(imported)
 
 
-def test_gather_nd_with_batch_dims_is_a_located_error():
-    node = helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1, name="g0")
+@pytest.mark.parametrize("batch", ["N", 2])
+def test_gather_nd_with_batch_dims(batch):
+    """batch_dims=1: each batch row gathers from its own slice of data (rows of [4, 3]
+    addressed by 1 index, single elements by 2, negative ones wrapped)."""
+    for indices in (np.array([[[1], [-1]], [[0], [2]]], np.int64),
+                    np.array([[[1, 2], [3, -1]], [[0, 0], [-2, 1]]], np.int64)):
+        node = helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1)
+        model = make_model([node], [("x", F, [batch, 4, 3])], [("y", F, None)], [("i", indices)])
+        check(model, bindings={"B": 2})
+
+
+def test_gather_nd_with_too_many_batch_dims_is_a_located_error():
+    node = helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=2, name="g0")
     model = make_model([node], [("x", F, [2, 4, 3]), ("i", I64, [2, 1])], [("y", F, None)])
     from rlxir.importers import UnsupportedModel
     from rlxir.importers.onnx import import_onnx
 
-    with pytest.raises(UnsupportedModel, match=r"ONNX node 'g0' \(GatherND\).*batch_dims"):
+    with pytest.raises(UnsupportedModel, match=r"ONNX node 'g0' \(GatherND\): GatherND with batch_dims=2"):
         import_onnx(model)
 
 

@@ -144,3 +144,19 @@ def test_cumprod_along_the_batch_symbol_is_refused():
                        [("axis", np.array(0, np.int64))], opset=26)
     with pytest.raises(UnsupportedModel, match="CumProd along the symbolic dim B"):
         import_onnx(model)
+
+
+@pytest.mark.parametrize("keepdims", [0, 1])
+@pytest.mark.parametrize("op", REDUCTIONS)
+def test_a_reduction_over_an_empty_axis_is_its_identity(op, keepdims):
+    x = np.zeros((2, 0, 4), np.float32)
+    model = reduction_model(op, x, [1], 18, keepdims=keepdims)
+    assert ops_of(import_onnx(model)) == []  # one splat const
+    same_as_onnx(model, {"x": x}, reference=True, bindings={"B": 2})
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.bool_])
+def test_max_and_min_over_an_empty_axis_of_integers_and_bools(dtype):
+    x = np.zeros((2, 0, 3), dtype)
+    for op in ("ReduceMax", "ReduceMin"):
+        same_as_onnx(reduction_model(op, x, [1], 20, keepdims=0), {"x": x}, reference=True, bindings={"B": 2})

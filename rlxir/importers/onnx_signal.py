@@ -1,0 +1,131 @@
+"""ONNX op -> core ops: the discrete Fourier transform (DFT) and the short-time one (STFT).
+
+A signal is real ([..., 1]) or complex ([..., 2]: real and imaginary parts) in its last
+dim. The transform along a static axis of n points is a ``matmul`` of each part, the axis
+moved last, by constant cos/sin matrices (computed in f64 while importing, stored in the
+signal's type): the forward X[k] = sum_t x[t] e^(-2 pi i k t / n), the inverse the same
+with +i and a 1/n. ``dft_length`` crops or zero-pads the signal to n (a cropped position
+simply has no row), ``onesided`` keeps the n // 2 + 1 first frequencies (forward) or reads
+them as a Hermitian spectrum whose real signal of n points it returns (inverse), as
+NumPy's fft, rfft, ifft and irfft do, which ONNX's reference uses. STFT gathers the frames
+(a constant index table), weights them by the window and transforms each.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.onnx_context import concrete
+from rlxir.importers.onnx_ops import hint, operand, optional_input, static_input
+from rlxir.importers.onnx_registry import register
+from rlxir.ops import normalize_axis
+
+
+def transform_matrices(rows: int, n: int, inverse: bool, onesided: bool) -> list[np.ndarray]:
+    """[rows, K] f64 matrices that map the parts of a signal (real, then imaginary) to the
+    parts of its transform: four for a complex result (re->re, im->re, re->im, im->im),
+    two (re->out, im->out) for the real one of an inverse onesided transform."""
+    if inverse and onesided:
+        bins = np.arange(rows)[:, None]
+        weight = np.where((bins == 0) | (2 * bins == n), 1.0, 2.0) * (bins <= n // 2)
+        angle = 2 * np.pi * bins * np.arange(n)[None, :] / n
+        return [weight * np.cos(angle) / n, -weight * np.sin(angle) / n]
+    columns = n // 2 + 1 if onesided else n
+    positions = np.arange(rows)[:, None]
+    kept = (positions < n).astype(np.float64)  # a signal longer than n is cropped
+    angle = 2 * np.pi * positions * np.arange(columns)[None, :] / n
+    sign, scale = (1.0, 1.0 / n) if inverse else (-1.0, 1.0)
+    cosine, sine = kept * np.cos(angle) * scale, kept * np.sin(angle) * scale * sign
+    return [cosine, -sine, sine, cosine]
+
+
+def fourier(ctx, value: str, axis: int, n: int, inverse: bool, onesided: bool, name: str) -> str:
+    """The transform of `value` ([..., 1 or 2]) along `axis` (not the last)."""
+    type_ = ctx.builder.type(value)
+    rank, rows = type_.rank, type_.shape[axis]
+    if not isinstance(rows, int):
+        raise UnsupportedModel(f"a DFT along the symbolic dim {rows}", expected="a static signal axis")
+    perm = tuple(index for index in range(rank - 1) if index != axis) + (axis,)
+    back = tuple(int(np.argsort(perm)[index]) for index in range(rank - 1))
+    parts = []
+    for index in range(type_.shape[-1]):
+        part = ctx.builder.op("slice", [value], {"axis": rank - 1, "start": index, "len": 1}, hint=f"{name}.part{index}")
+        part = ctx.builder.op("reshape", [part], {"shape": tuple(type_.shape[:-1])}, hint=f"{name}.flat{index}")
+        parts.append(part if axis == rank - 2 else ctx.builder.op("transpose", [part], {"perm": perm},
+                                                                    hint=f"{name}.moved{index}"))
+    matrices = transform_matrices(rows, n, inverse, onesided)
+    outputs = 1 if inverse and onesided else 2
+    results = []
+    for output in range(outputs):
+        total = None
+        for index, part in enumerate(parts):
+            matrix = ctx.builder.tensor(f"{name}.basis{output}{index}", matrices[output * len(matrices) // outputs + index]
+                                        .astype(type_.dtype.numpy), dtype=type_.dtype)
+            term = ctx.builder.op("matmul", [part, matrix], hint=f"{name}.term{output}{index}")
+            total = term if total is None else ctx.builder.op("add", [total, term], hint=f"{name}.sum{output}")
+        if axis != rank - 2:
+            total = ctx.builder.op("transpose", [total], {"perm": back}, hint=f"{name}.back{output}")
+        shape = tuple(ctx.builder.type(total).shape) + (1,)
+        results.append(ctx.builder.op("reshape", [total], {"shape": shape},
+                                      hint=name if outputs == 1 else f"{name}.out{output}"))
+    return results[0] if outputs == 1 else ctx.builder.op("concat", results, {"axis": rank - 1}, hint=name)
+
+
+def convert_dft(ctx, node, attrs):
+    x = ctx.value(node.input[0])
+    type_ = ctx.builder.type(x)
+    if type_.rank < 2 or type_.shape[-1] not in (1, 2) or not type_.dtype.is_float:
+        raise UnsupportedModel(f"DFT of a {type_}", expected="a float signal [..., 1] (real) or [..., 2] (complex)")
+    if ctx.opset >= 20:
+        given = optional_input(node, 2)
+        axis = int(concrete(static_input(ctx, node, 2, "axis"), "DFT's axis").reshape(-1)[0]) if given else -2
+    else:
+        axis = int(attrs.get("axis", 1))
+    axis = normalize_axis(axis, type_.rank)
+    if axis == type_.rank - 1:
+        raise UnsupportedModel("a DFT along the last (real/imaginary) axis", expected="a signal axis")
+    inverse, onesided = bool(attrs.get("inverse", 0)), bool(attrs.get("onesided", 0))
+    rows = type_.shape[axis]
+    if optional_input(node, 1):
+        n = int(concrete(static_input(ctx, node, 1, "dft_length"), "DFT's dft_length").reshape(-1)[0])
+    else:
+        n = 2 * (rows - 1) if inverse and onesided and isinstance(rows, int) else rows
+    if not isinstance(n, int) or n < 1:
+        raise UnsupportedModel(f"a DFT of length {n}", expected="a static, positive length")
+    return [fourier(ctx, x, axis, n, inverse, onesided, hint(node))]
+
+
+def convert_stft(ctx, node, attrs):
+    """STFT(signal [batch, length, 1 or 2], frame_step, window?, frame_length?) ->
+    [batch, frames, bins, 2], frames = (length - frame_length) // frame_step + 1."""
+    signal = ctx.value(node.input[0])
+    type_ = ctx.builder.type(signal)
+    if type_.rank != 3 or type_.shape[-1] not in (1, 2) or not isinstance(type_.shape[1], int):
+        raise UnsupportedModel(f"STFT of a {type_}", expected="a signal [batch, static length, 1 or 2]")
+    step = int(concrete(static_input(ctx, node, 1, "frame_step"), "STFT's frame_step").reshape(-1)[0])
+    window = optional_input(node, 2)
+    length = type_.shape[1]
+    if optional_input(node, 3):
+        frame = int(concrete(static_input(ctx, node, 3, "frame_length"), "STFT's frame_length").reshape(-1)[0])
+    else:
+        frame = ctx.shape(window)[0] if window else length
+    if window and ctx.shape(window)[0] != frame:
+        raise UnsupportedModel(f"STFT with a window of {ctx.shape(window)[0]} for frames of {frame}",
+                               expected="a window as long as a frame")
+    if step < 1 or not 1 <= frame <= length:
+        raise UnsupportedModel(f"STFT frames of {frame} every {step} of a signal of {length}",
+                               expected="a positive step and 1 <= frame_length <= the signal length")
+    name = hint(node)
+    starts = np.arange((length - frame) // step + 1)[:, None] * step
+    index = ctx.builder.tensor(f"{name}.frames", (starts + np.arange(frame)[None, :]).astype(np.int64))
+    frames = ctx.builder.op("gather", [signal, index], {"axis": 1}, hint=f"{name}.framed")
+    if window:
+        weights = operand(ctx, window, type_.dtype)
+        weights = ctx.builder.op("reshape", [weights], {"shape": (1, 1, frame, 1)}, hint=f"{name}.window")
+        frames = ctx.builder.op("mul", [frames, weights], hint=f"{name}.windowed")
+    onesided = bool(attrs.get("onesided", 1)) and type_.shape[-1] == 1
+    return [fourier(ctx, frames, 2, frame, False, onesided, name)]
+
+
+register({"DFT": convert_dft, "STFT": convert_stft})
