@@ -43,7 +43,9 @@ import torch.fx
 
 from rlxir.dtypes import DType
 from rlxir.errors import Location, RlxError, SourceText
-from rlxir.importers import torch_layout, torch_nn, torch_ops  # noqa: F401  (each registers its converters)
+# each converter module registers its converters in torch_registry.CONVERTERS when imported
+from rlxir.importers import (torch_index, torch_layout, torch_math, torch_nn, torch_norm,  # noqa: F401
+                             torch_ops, torch_spatial)
 from rlxir.importers.builder import GraphBuilder, ImportedGraph, UnsupportedModel
 from rlxir.importers.torch_registry import CONVERTERS, NEVER_FOLD, Static, op_key, torch_dtype
 from rlxir.symbolic import Expr, floordiv, format_dim
@@ -88,17 +90,35 @@ def import_torch(module: torch.nn.Module, args: Sequence, kwargs: Mapping | None
 def import_program(program: torch.export.ExportedProgram, name: str,
                    symbols: Mapping[str, str] | None = None) -> ImportedGraph:
     """The rlx graph of a program ``torch.export`` exported (`import_torch` after its export):
-    functionalized, then imported by `import_exported`."""
+    lowered to Core ATen (`core_aten_decompositions`), then imported by `import_exported`."""
     try:
         with torch.no_grad():
-            # functionalize with no decompositions: in-place ops (relu_, add_, hardtanh_) become their
-            # pure forms, and every other op stays as the handlers know it
-            program = program.run_decompositions({})
+            program = program.run_decompositions(core_aten_decompositions())
     except Exception as error:  # a program torch's own decompositions cannot lower
-        raise UnsupportedModel(f"torch.export could not lower {name}: {type(error).__name__}: "
+        raise UnsupportedModel(f"torch.export could not lower {name} to Core ATen: {type(error).__name__}: "
                                f"{str(error).splitlines()[0] if str(error) else ''}",
-                               expected="a program torch.export's decompositions can lower") from None
+                               expected="a program torch.export's Core ATen decompositions can lower") from None
     return import_exported(program, name, symbols or {})
+
+
+KEEP_WHOLE = frozenset({
+    "aten.linear", "aten.matmul", "aten.scaled_dot_product_attention", "aten.layer_norm", "aten.rms_norm",
+    "aten.silu", "aten.hardswish", "aten.hardsigmoid", "aten.softplus", "aten.max_pool2d",
+    "aten.adaptive_avg_pool2d", "aten.pad", "aten.roll",
+})
+"""Composite ops the importer maps whole to core ops of the IR (``linear`` keeps its weight a
+param stored ``[in, out]``, ``scaled_dot_product_attention`` is the IR's ``attention``,
+``layer_norm`` its ``layernorm``): PyTorch's Core ATen decomposition leaves them as they are."""
+
+
+def core_aten_decompositions() -> dict:
+    """PyTorch's Core ATen decomposition table without the ops of `KEEP_WHOLE`: every other
+    composite op is lowered to Core ATen ops (and in-place ops to their pure forms)."""
+    table = torch.export.default_decompositions()
+    for overload in list(table.keys()):
+        if op_key(overload) in KEEP_WHOLE:
+            del table[overload]
+    return table
 
 
 def _symbol_name(symbol) -> str:

@@ -113,7 +113,7 @@ def handle_roll(ctx, node, args, kwargs):
 
 def _roll_axis(ctx, x: str, axis: int, shift: int, hint: str) -> str:
     dim = static_dim(shape_of(ctx, x)[axis], "a roll")
-    shift %= dim
+    shift = shift % dim if dim else 0
     if not shift:
         return x
     tail = slice_axis(ctx, x, axis, dim - shift, shift, f"{hint}.tail")

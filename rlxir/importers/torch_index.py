@@ -1,0 +1,341 @@
+"""Core ATen indexing -> core ops: advanced indexing and writes through it, the scatter
+family, sort, repeat, diagonal, as_strided and the shape queries; and the Core ATen ops the
+IR cannot hold, each refused with its reason.
+
+Indexing moves the indexed axes first (a ``transpose``), addresses them as one flattened
+axis (`rlxir.importers.builder.linear_index`), and moves the result's axes back where
+PyTorch puts them: where the indexed axes were when they are adjacent, in front otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlxir.dtypes import DType
+from rlxir.importers.builder import flatten_leading_axes, gather_leading_axes, linear_index
+from rlxir.importers.torch_ops import filled, op, operand, refuse, reshape, result_dtype, shape_of, slice_axis, \
+    static_dim
+from rlxir.importers.torch_registry import Static, converter, op_key, register
+from rlxir.ops import broadcast_shapes, normalize_axis
+from rlxir.symbolic import mul
+from rlxir.types import TensorType
+
+
+# --- advanced indexing -------------------------------------------------------------------
+def _transpose(ctx, value: str, perm, hint: str) -> str:
+    perm = tuple(perm)
+    return value if perm == tuple(range(len(perm))) else op(ctx, "transpose", [value], {"perm": perm}, hint=hint)
+
+
+def _inverse(perm) -> list[int]:
+    inverse = [0] * len(perm)
+    for position, axis in enumerate(perm):
+        inverse[axis] = position
+    return inverse
+
+
+class Indexing:
+    """x[indices] for a list with an index tensor or None per leading axis: which axes are
+    indexed, the order that puts them first, and where the broadcast index dims land."""
+
+    def __init__(self, ctx, node, x: str, indices: list):
+        shape = shape_of(ctx, x)
+        if len(indices) > len(shape):
+            refuse(f"{len(indices)} indices into a rank-{len(shape)} tensor", "at most one index per axis")
+        self.axes = [axis for axis, index in enumerate(indices) if index is not None]
+        for axis in self.axes:
+            if ctx.type(indices[axis]).dtype is DType.bool:
+                refuse("indexing with a boolean mask: the result's shape depends on how many elements are set",
+                       "integer index tensors")
+        self.order = self.axes + [axis for axis in range(len(shape)) if axis not in self.axes]
+        self.parts = [operand(ctx, indices[axis], DType.i64, f"{node.name}.i{axis}") for axis in self.axes]
+        self.index_shape = broadcast_shapes(*(shape_of(ctx, part) for part in self.parts))
+        adjacent = self.axes == list(range(self.axes[0], self.axes[-1] + 1))
+        self.front = 0 if not adjacent else self.axes[0]
+        self.rest = [shape[axis] for axis in self.order[len(self.axes):]]
+
+    def result_perm(self) -> list[int]:
+        """The perm from [index dims, rest] to PyTorch's order of the result."""
+        count, front = len(self.index_shape), self.front
+        rest = len(self.rest)
+        return [count + i for i in range(front)] + list(range(count)) + [count + i for i in range(front, rest)]
+
+
+@converter("aten.index", "aten._unsafe_index")
+def handle_index(ctx, node, args, kwargs):
+    """x[i0, None, i2, ...]: index tensors (or None, an axis taken whole) for the leading axes."""
+    x = ctx.value(args[0])
+    indexing = Indexing(ctx, node, x, list(args[1]))
+    if not indexing.axes:
+        return x
+    moved = _transpose(ctx, x, indexing.order, f"{node.name}.moved")
+    gathered = gather_leading_axes(ctx.builder, moved, indexing.parts, f"{node.name}.gathered")
+    return _transpose(ctx, gathered, indexing.result_perm(), node.name)
+
+
+@converter("aten.index_put", "aten._unsafe_index_put")
+def handle_index_put(ctx, node, args, kwargs):
+    """index_put(x, indices, values, accumulate=False): x with x[indices] = values (summed
+    into it when accumulating), a ``scatter_elements`` along the flattened indexed axes."""
+    dtype = result_dtype(node)
+    x = operand(ctx, args[0], dtype, node.name)
+    accumulate = kwargs.get("accumulate", args[3] if len(args) > 3 else False)
+    indexing = Indexing(ctx, node, x, list(args[1]))
+    if not indexing.axes:
+        refuse("index_put without an index tensor", "at least one index tensor")
+    moved = _transpose(ctx, x, indexing.order, f"{node.name}.moved")
+    moved_shape = shape_of(ctx, moved)
+    linear = linear_index(ctx.builder, moved_shape, indexing.parts, f"{node.name}.linear")
+    count = 1
+    for size in indexing.index_shape:
+        count = mul(count, size)
+    if count == 0:
+        return x
+    rest = tuple(indexing.rest)
+    result_order = indexing.result_perm()
+    written_shape = tuple((tuple(indexing.index_shape) + rest)[axis] for axis in result_order)
+    values = operand(ctx, args[2], dtype, f"{node.name}.values")
+    if shape_of(ctx, values) != written_shape:
+        values = op(ctx, "expand", [values], {"shape": written_shape}, hint=f"{node.name}.spread")
+    values = _transpose(ctx, values, _inverse(result_order), f"{node.name}.values_moved")
+    values = reshape(ctx, values, (count,) + rest, f"{node.name}.rows")
+    rows = reshape(ctx, linear, (count,) + (1,) * len(rest), f"{node.name}.row_index")
+    if rest:
+        rows = op(ctx, "expand", [rows], {"shape": (count,) + rest}, hint=f"{node.name}.row_index_spread")
+    flat = flatten_leading_axes(ctx.builder, moved, len(indexing.axes), f"{node.name}.flat")
+    written = op(ctx, "scatter_elements", [flat, rows, values],
+                 {"axis": 0, "reduction": "add" if accumulate else "none"}, hint=f"{node.name}.written")
+    return _transpose(ctx, reshape(ctx, written, moved_shape, f"{node.name}.unflat"), _inverse(indexing.order),
+                      node.name)
+
+
+# --- scatter ---------------------------------------------------------------------------
+SCATTER_REDUCTIONS = {None: "none", "add": "add", "multiply": "mul", "sum": "add", "prod": "mul", "amax": "max",
+                      "amin": "min", "mean": "add"}
+
+
+def _source(ctx, node, item, index: str, dtype: DType) -> str:
+    """scatter's src cut to the index's shape (PyTorch reads only that corner), or a number
+    spread to it."""
+    shape = shape_of(ctx, index)
+    if not isinstance(item, (str, Static)):
+        return ctx.builder.splat(f"{node.name}.src", item, TensorType(dtype, shape))
+    source = operand(ctx, item, dtype, f"{node.name}.src")
+    for axis, size in enumerate(shape):
+        source = slice_axis(ctx, source, axis, 0, size, f"{node.name}.src{axis}")
+    return source
+
+
+def _identity(reduction: str, dtype: DType) -> object:
+    if reduction in ("sum", "mean"):
+        return 0
+    if reduction == "prod":
+        return 1
+    if dtype.is_float:
+        return -np.inf if reduction == "amax" else np.inf
+    info = np.iinfo(dtype.numpy())
+    return int(info.min if reduction == "amax" else info.max)
+
+
+@converter("aten.scatter", "aten.scatter_add", "aten.scatter_reduce")
+def handle_scatter(ctx, node, args, kwargs):
+    """scatter(x, dim, index, src|value, reduce=None), scatter_add, and
+    scatter_reduce(x, dim, index, src, reduce, include_self=True): ``scatter_elements``;
+    without self, the written positions start from the reduction's identity; a mean is the
+    sum over the count."""
+    key = op_key(node.target)
+    dtype = result_dtype(node)
+    x = operand(ctx, args[0], dtype, node.name)
+    axis = normalize_axis(args[1], max(ctx.builder.type(x).rank, 1))
+    index = operand(ctx, args[2], DType.i64, f"{node.name}.index")
+    if key == "aten.scatter_reduce":
+        reduce = args[4]
+        include_self = kwargs.get("include_self", args[5] if len(args) > 5 else True)
+    else:
+        reduce = "add" if key == "aten.scatter_add" else kwargs.get("reduce", args[4] if len(args) > 4 else None)
+        include_self = True
+    if reduce not in SCATTER_REDUCTIONS:
+        refuse(f"scatter with reduce={reduce!r}", ", ".join(str(name) for name in SCATTER_REDUCTIONS))
+    if 0 in shape_of(ctx, index):
+        return x
+    if ctx.builder.type(x).rank == 0:
+        refuse("a scatter into a 0-d tensor", "a tensor of rank at least 1")
+    source = _source(ctx, node, args[3], index, dtype)
+    touched = None
+    if not include_self or reduce == "mean":
+        marks = op(ctx, "scatter_elements", [_zeros(ctx, x, node), index, _ones(ctx, index, node)],
+                   {"axis": axis, "reduction": "add"}, hint=f"{node.name}.count")
+        touched = op(ctx, "gt", [marks, ctx.builder.scalar(0, dtype)], hint=f"{node.name}.touched")
+    base = x
+    if not include_self:
+        base = op(ctx, "where", [touched, ctx.builder.scalar(_identity(reduce, dtype), dtype), x],
+                  hint=f"{node.name}.base")
+    result = op(ctx, "scatter_elements", [base, index, source], {"axis": axis, "reduction": SCATTER_REDUCTIONS[reduce]},
+                hint=node.name if reduce != "mean" else f"{node.name}.total")
+    if reduce != "mean":
+        return result
+    count = marks if not include_self else op(ctx, "add", [marks, ctx.builder.scalar(1, dtype)],
+                                              hint=f"{node.name}.with_self")
+    count = op(ctx, "maximum", [count, ctx.builder.scalar(1, dtype)], hint=f"{node.name}.divisor")
+    quotient = op(ctx, "div", [result, count], hint=f"{node.name}.mean")
+    if dtype.is_integer:
+        quotient = op(ctx, "div", [op(ctx, "sub", [result, op(ctx, "mod", [result, count], hint=f"{node.name}.rem")],
+                                      hint=f"{node.name}.exact"), count], hint=f"{node.name}.mean")
+    return quotient
+
+
+def _zeros(ctx, like: str, node) -> str:
+    return ctx.builder.splat(f"{node.name}.zeros", 0, TensorType(result_dtype(node), shape_of(ctx, like)))
+
+
+def _ones(ctx, like: str, node) -> str:
+    return ctx.builder.splat(f"{node.name}.ones", 1, TensorType(result_dtype(node), shape_of(ctx, like)))
+
+
+# --- sort, repeat, diagonal, as_strided --------------------------------------------------
+@converter("aten.sort")
+def handle_sort(ctx, node, args, kwargs):
+    """sort(x, dim=-1, descending=False) -> (values, indices): ``topk`` with k the dim's
+    size (ties keep their order: the lower index first, a stable sort)."""
+    given = {"dim": -1, "descending": False}
+    if node.target._overloadname == "stable":
+        given.update(kwargs)
+    else:
+        given.update(dict(zip(("dim", "descending"), args[1:])), **kwargs)
+    x = ctx.value(args[0])
+    shape = shape_of(ctx, x)
+    if not shape:
+        return [x, ctx.builder.splat(f"{node.name}.index", 0, TensorType(DType.i64, ()))]
+    axis = normalize_axis(given["dim"], len(shape))
+    count = static_dim(shape[axis], "a sort")
+    if count == 0:
+        return [x, ctx.builder.splat(f"{node.name}.index", 0, TensorType(DType.i64, shape))]
+    indices = op(ctx, "topk", [x], {"k": count, "axis": axis, "largest": bool(given["descending"])},
+                 hint=f"{node.name}.indices")
+    return [op(ctx, "gather_elements", [x, indices], {"axis": axis}, hint=node.name), indices]
+
+
+@converter("aten.repeat")
+def handle_repeat(ctx, node, args, kwargs):
+    """repeat(x, repeats): x padded to len(repeats) dims, each dim d made (r, d) by an
+    ``expand`` and merged to r * d."""
+    x = ctx.value(args[0])
+    repeats = list(args[1])
+    shape = [1] * (len(repeats) - len(shape_of(ctx, x))) + list(shape_of(ctx, x))
+    split = [size for dim in shape for size in (1, dim)]
+    spread = [size for count, dim in zip(repeats, shape) for size in (count, dim)]
+    x = reshape(ctx, x, split, f"{node.name}.split")
+    if spread != split:
+        x = op(ctx, "expand", [x], {"shape": tuple(spread)}, hint=f"{node.name}.spread")
+    return reshape(ctx, x, [mul(count, dim) for count, dim in zip(repeats, shape)], node.name)
+
+
+@converter("aten.diagonal")
+def handle_diagonal(ctx, node, args, kwargs):
+    """diagonal(x, offset=0, dim1=0, dim2=1): the two dims moved last and flattened, the
+    diagonal's positions gathered from them (a static index list), as the last dim."""
+    given = {"offset": 0, "dim1": 0, "dim2": 1, **dict(zip(("offset", "dim1", "dim2"), args[1:])), **kwargs}
+    x = ctx.value(args[0])
+    shape = shape_of(ctx, x)
+    first, second = (normalize_axis(given[name], len(shape)) for name in ("dim1", "dim2"))
+    offset = given["offset"]
+    others = [axis for axis in range(len(shape)) if axis not in (first, second)]
+    moved = _transpose(ctx, x, others + [first, second], f"{node.name}.moved")
+    rows, columns = (static_dim(shape[axis], "a diagonal") for axis in (first, second))
+    length = max(0, min(rows, columns - offset) if offset >= 0 else min(rows + offset, columns))
+    kept = [shape[axis] for axis in others]
+    flat = reshape(ctx, moved, kept + [rows * columns], f"{node.name}.flat")
+    if length == 0:
+        return slice_axis(ctx, flat, len(kept), 0, 0, node.name)
+    positions = (np.arange(length) + max(-offset, 0)) * columns + np.arange(length) + max(offset, 0)
+    index = ctx.builder.tensor(f"{node.name}.positions", positions.astype(np.int64))
+    return op(ctx, "gather", [flat, index], {"axis": len(kept)}, hint=node.name)
+
+
+@converter("aten.as_strided")
+def handle_as_strided(ctx, node, args, kwargs):
+    """as_strided(x, size, stride, storage_offset=0) over x's row-major elements (x as a
+    contiguous tensor, what it is once functionalized): a ``gather`` of the static positions."""
+    x = ctx.value(args[0])
+    size, stride = list(args[1]), list(args[2])
+    offset = kwargs.get("storage_offset", args[3] if len(args) > 3 else None) or 0
+    total = 1
+    for dim in shape_of(ctx, x):
+        total *= static_dim(dim, "as_strided")
+    positions = np.full(size, offset, dtype=np.int64)
+    for axis, (count, step) in enumerate(zip(size, stride)):
+        positions = positions + (np.arange(count, dtype=np.int64) * step).reshape(
+            [count if index == axis else 1 for index in range(len(size))])
+    if positions.size and (positions.max() >= total or positions.min() < 0):
+        refuse(f"as_strided reading position {int(positions.max())} of a tensor of {total} elements",
+               "positions inside the tensor")
+    flat = reshape(ctx, x, (total,), f"{node.name}.flat")
+    if positions.size == 0:
+        return ctx.builder.splat(node.name, 0, TensorType(ctx.builder.type(x).dtype, tuple(size)))
+    return op(ctx, "gather", [flat, ctx.builder.tensor(f"{node.name}.positions", positions)], {"axis": 0},
+              hint=node.name)
+
+
+# --- shape queries and empty tensors -----------------------------------------------------
+@converter("aten.sym_numel", fold=False)
+def handle_sym_numel(ctx, node, args, kwargs):
+    total = 1
+    for dim in shape_of(ctx, args[0]):
+        total = mul(total, dim)
+    return total
+
+
+@converter("aten.sym_stride", fold=False)
+def handle_sym_stride(ctx, node, args, kwargs):
+    """The strides of a contiguous tensor (every value the importer makes is one)."""
+    shape = shape_of(ctx, args[0])
+    strides = [1] * len(shape)
+    for axis in range(len(shape) - 2, -1, -1):
+        strides[axis] = mul(strides[axis + 1], shape[axis + 1])
+    return strides[args[1]] if len(args) > 1 else strides
+
+
+@converter("aten.sym_storage_offset", fold=False)
+def handle_sym_storage_offset(ctx, node, args, kwargs):
+    return 0
+
+
+@converter("aten.empty_strided")
+def handle_empty_strided(ctx, node, args, kwargs):
+    """Uninitialized memory in PyTorch: zeros here."""
+    return filled(ctx, node, list(args[0]), 0)
+
+
+# --- refused, each with its reason -------------------------------------------------------
+REFUSED = {
+    "its output's shape depends on the values": ("aten.nonzero", "aten.masked_scatter", "aten.masked_select",
+                                                 "aten.unique", "aten._unique2", "aten.unique_consecutive",
+                                                 "aten.unique_dim", "aten.repeat_interleave"),
+    "it reads a tensor's value as a Python number (shapes or control flow would depend on data)":
+        ("aten._local_scalar_dense", "aten.item"),
+    "it draws random numbers (an rlx graph is deterministic)":
+        ("aten.rand", "aten.randn", "aten.randperm", "aten.randint", "aten.rand_like", "aten.randn_like",
+         "aten.randint_like", "aten.bernoulli", "aten.normal", "aten.uniform", "aten.exponential",
+         "aten.multinomial", "aten.poisson"),
+    "it computes in complex numbers (the IR's core ops are real)": ("aten._fft_r2c", "aten._fft_c2r",
+                                                                     "aten._fft_c2c"),
+    "it is a backward op (rlxir derives backward graphs itself, rlxir.autodiff)":
+        ("aten._adaptive_avg_pool2d_backward", "aten.avg_pool2d_backward", "aten.convolution_backward",
+         "aten.embedding_dense_backward", "aten.max_pool2d_with_indices_backward",
+         "aten.native_group_norm_backward", "aten.native_layer_norm_backward"),
+    "it pools over three spatial dims (the IR's pools are 2-D)": ("aten.avg_pool3d", "aten.max_pool3d_with_indices",
+                                                                  "aten._adaptive_avg_pool3d"),
+}
+"""Core ATen ops (and a few others) no composition of the IR's core ops expresses, by reason."""
+
+
+def _refusal(reason: str):
+    def refuse_op(ctx, node, args, kwargs):
+        refuse(f"{op_key(node.target)} cannot be imported: {reason}", "an op the IR can express")
+
+    return refuse_op
+
+
+for _reason, _keys in REFUSED.items():
+    for _key in _keys:
+        register(_key, _refusal(_reason), fold=False)

@@ -1,0 +1,206 @@
+"""Core ATen ops over windows and point sets -> core ops: ``max_pool2d_with_indices`` (any
+dilation, the indices too), transposed convolutions, and ``_cdist_forward`` /
+``_pdist_forward``.
+
+A max pool with indices reads each kernel position as a strided ``gather`` of the input
+padded with -inf, stacks the kernel's positions on a last axis, and takes their
+``reduce_max``; the index is the ``topk`` (k = 1: the first largest, PyTorch's choice
+among equal values) of that axis, looked up in a static table of input positions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rlxir.importers.torch_ops import op, operand, read_results, refuse, reshape, result_dtype, shape_of, static_dim
+from rlxir.importers.torch_registry import converter
+from rlxir.types import TensorType
+
+
+def _pair(value, count: int = 2) -> list[int]:
+    value = list(value) if isinstance(value, (list, tuple)) else [value]
+    return value * count if len(value) == 1 else value
+
+
+def _pad_axis(ctx, x: str, axis: int, before: int, after: int, fill, hint: str) -> str:
+    shape = shape_of(ctx, x)
+    dtype = ctx.builder.type(x).dtype
+    pieces = [x]
+    for amount, side in ((before, 0), (after, 1)):
+        if amount > 0:
+            fill_shape = shape[:axis] + (amount,) + shape[axis + 1:]
+            pieces.insert(side * len(pieces), ctx.builder.splat(f"{hint}.fill", fill, TensorType(dtype, fill_shape)))
+    return pieces[0] if len(pieces) == 1 else op(ctx, "concat", pieces, {"axis": axis}, hint=hint)
+
+
+# --- max pool with indices ---------------------------------------------------------------
+@converter("aten.max_pool2d_with_indices")
+def handle_max_pool_with_indices(ctx, node, args, kwargs):
+    """max_pool2d_with_indices(x, kernel, stride=kernel, padding=0, dilation=1, ceil_mode)
+    -> (values, indices into each channel's H * W positions); unbatched [C, H, W] too."""
+    names = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
+    given = {**dict(zip(names, args[1:])), **kwargs}
+    x = ctx.value(args[0])
+    unbatched = ctx.builder.type(x).rank == 3
+    if unbatched:
+        x = reshape(ctx, x, (1,) + shape_of(ctx, x), f"{node.name}.batched")
+    kernel = _pair(given["kernel_size"])
+    geometry = (kernel, _pair(given.get("stride") or kernel), _pair(given.get("padding", 0)),
+                _pair(given.get("dilation", 1)))
+    out_size = [int(size) for size in node.meta["val"][0].shape[-2:]]
+    windows, table = _windows(ctx, node, x, geometry, out_size)
+    values = op(ctx, "reduce_max", [windows], {"axes": (4,), "keepdims": False}, hint=f"{node.name}.values")
+    indices = None
+    if 1 in read_results(node):
+        best = op(ctx, "topk", [windows], {"k": 1, "axis": 4, "largest": True}, hint=f"{node.name}.best")
+        positions = op(ctx, "expand", [ctx.builder.tensor(f"{node.name}.positions", table)],
+                       {"shape": shape_of(ctx, windows)}, hint=f"{node.name}.positions_spread")
+        found = op(ctx, "gather_elements", [positions, best], {"axis": 4}, hint=f"{node.name}.found")
+        indices = reshape(ctx, found, shape_of(ctx, values), f"{node.name}.indices")
+    if unbatched:
+        values = reshape(ctx, values, shape_of(ctx, values)[1:], f"{node.name}.unbatched")
+        indices = indices and reshape(ctx, indices, shape_of(ctx, indices)[1:], f"{node.name}.indices_unbatched")
+    return [values, indices]
+
+
+def windowed_max_pool(ctx, node, x: str, geometry, out_size) -> str:
+    """max_pool2d of a batched x over (kernel, stride, padding, dilation) `geometry` to
+    `out_size` (any dilation): the largest of each window."""
+    windows, _ = _windows(ctx, node, x, geometry, out_size)
+    return op(ctx, "reduce_max", [windows], {"axes": (4,), "keepdims": False}, hint=node.name)
+
+
+def _windows(ctx, node, x: str, geometry, out_size):
+    """x's pooling windows as [N, C, OH, OW, KH * KW] (-inf outside x), and the static
+    [OH, OW, KH * KW] table of each window position's index in x's H * W plane."""
+    kernel, stride, padding, dilation = geometry
+    size = [static_dim(dim, "a max pool") for dim in shape_of(ctx, x)[2:]]
+    padded = x
+    for axis in (2, 3):
+        index = axis - 2
+        reach = (out_size[index] - 1) * stride[index] + (kernel[index] - 1) * dilation[index] + 1
+        after = max(reach - padding[index] - size[index], 0)
+        padded = _pad_axis(ctx, padded, axis, padding[index], after, -math.inf, f"{node.name}.pad{axis}")
+    pieces, table = [], []
+    for row in range(kernel[0]):
+        rows = np.arange(out_size[0]) * stride[0] + row * dilation[0]
+        picked_rows = op(ctx, "gather", [padded, ctx.builder.tensor(f"{node.name}.rows", rows.astype(np.int64))],
+                         {"axis": 2}, hint=f"{node.name}.r{row}")
+        for column in range(kernel[1]):
+            columns = np.arange(out_size[1]) * stride[1] + column * dilation[1]
+            picked = op(ctx, "gather", [picked_rows, ctx.builder.tensor(f"{node.name}.columns",
+                                                                         columns.astype(np.int64))],
+                        {"axis": 3}, hint=f"{node.name}.r{row}c{column}")
+            pieces.append(reshape(ctx, picked, shape_of(ctx, picked) + (1,), f"{node.name}.w{row}_{column}"))
+            table.append((rows[:, None] - padding[0]) * size[1] + (columns[None, :] - padding[1]))
+    windows = pieces[0] if len(pieces) == 1 else op(ctx, "concat", pieces, {"axis": 4}, hint=f"{node.name}.windows")
+    return windows, np.stack(table, axis=-1).astype(np.int64)
+
+
+# --- transposed convolution --------------------------------------------------------------
+def transposed_convolution(ctx, node, x: str, weight: str, bias, stride, padding, dilation, output_padding,
+                           groups: int) -> str:
+    """conv_transpose2d as a forward ``conv2d``: zeros inserted between x's rows and columns
+    (stride - 1 of them), padded by dilation (k - 1) - padding (+ output_padding after), and
+    the kernel flipped with its in / out channels swapped within each group."""
+    batch, channels, height, width = shape_of(ctx, x)
+    in_channels, per_group_out, kernel_h, kernel_w = (static_dim(dim, "a transposed convolution")
+                                                      for dim in shape_of(ctx, weight))
+    kernel = (kernel_h, kernel_w)
+    spread = x
+    for axis, step in ((2, stride[0]), (3, stride[1])):
+        spread = _insert_zeros(ctx, spread, axis, step, f"{node.name}.spread{axis}")
+    for axis in (2, 3):
+        index = axis - 2
+        edge = dilation[index] * (kernel[index] - 1) - padding[index]
+        if edge < 0:
+            refuse(f"a transposed convolution whose padding {padding[index]} exceeds dilation (kernel - 1)",
+                   "padding at most dilation * (kernel - 1)")
+        spread = _pad_axis(ctx, spread, axis, edge, edge + output_padding[index], 0, f"{node.name}.pad{axis}")
+    per_group_in = in_channels // groups
+    flipped = weight
+    for axis in (2, 3):
+        rows = np.arange(kernel[axis - 2] - 1, -1, -1, dtype=np.int64)
+        flipped = op(ctx, "gather", [flipped, ctx.builder.tensor(f"{node.name}.flip", rows)], {"axis": axis},
+                     hint=f"{node.name}.flip{axis}")
+    grouped = reshape(ctx, flipped, (groups, per_group_in, per_group_out, kernel_h, kernel_w), f"{node.name}.wg")
+    swapped = op(ctx, "transpose", [grouped], {"perm": (0, 2, 1, 3, 4)}, hint=f"{node.name}.wswap")
+    forward = reshape(ctx, swapped, (groups * per_group_out, per_group_in, kernel_h, kernel_w), f"{node.name}.wfwd")
+    operands = [spread, forward] + ([operand(ctx, bias, ctx.builder.type(x).dtype, f"{node.name}.bias")]
+                                    if bias is not None else [])
+    attrs = {"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": tuple(dilation), "groups": int(groups)}
+    return op(ctx, "conv2d", operands, attrs, hint=node.name)
+
+
+def _insert_zeros(ctx, x: str, axis: int, step: int, hint: str) -> str:
+    """x with step - 1 zeros between consecutive rows along `axis`."""
+    if step == 1:
+        return x
+    shape = shape_of(ctx, x)
+    length = static_dim(shape[axis], "a transposed convolution")
+    rows = reshape(ctx, x, shape[:axis + 1] + (1,) + shape[axis + 1:], f"{hint}.rows")
+    zeros = ctx.builder.splat(f"{hint}.zeros", 0, TensorType(ctx.builder.type(x).dtype,
+                                                              shape[:axis + 1] + (step - 1,) + shape[axis + 1:]))
+    joined = op(ctx, "concat", [rows, zeros], {"axis": axis + 1}, hint=f"{hint}.joined")
+    flat = reshape(ctx, joined, shape[:axis] + (length * step,) + shape[axis + 1:], f"{hint}.flat")
+    return op(ctx, "slice", [flat], {"axis": axis, "start": 0, "len": (length - 1) * step + 1}, hint=hint)
+
+
+# --- distances -----------------------------------------------------------------------------
+def _norm_last(ctx, difference: str, p: float, hint: str) -> str:
+    """The p-norm over the last axis (p = 0 counts the non-zero entries, p = inf the largest)."""
+    dtype = ctx.builder.type(difference).dtype
+    rank = ctx.builder.type(difference).rank
+    axes = {"axes": (rank - 1,), "keepdims": False}
+    size = op(ctx, "abs", [difference], hint=f"{hint}.abs")
+    if p == 0:
+        nonzero = op(ctx, "cast", [op(ctx, "ne", [difference, ctx.builder.scalar(0, dtype)], hint=f"{hint}.nz")],
+                     {"to": dtype}, hint=f"{hint}.count")
+        return op(ctx, "reduce_sum", [nonzero], axes, hint=hint)
+    if math.isinf(p):
+        return op(ctx, "reduce_max", [size], axes, hint=hint)
+    if p == 1:
+        return op(ctx, "reduce_sum", [size], axes, hint=hint)
+    if p == 2:
+        return op(ctx, "sqrt", [op(ctx, "reduce_sum", [op(ctx, "mul", [difference, difference], hint=f"{hint}.sq")],
+                                    axes, hint=f"{hint}.sum")], hint=hint)
+    powered = op(ctx, "pow", [size, ctx.builder.scalar(p, dtype)], hint=f"{hint}.pow")
+    total = op(ctx, "reduce_sum", [powered], axes, hint=f"{hint}.sum")
+    return op(ctx, "pow", [total, ctx.builder.scalar(1.0 / p, dtype)], hint=hint)
+
+
+@converter("aten._cdist_forward")
+def handle_cdist(ctx, node, args, kwargs):
+    """_cdist_forward(x1 [..., P, M], x2 [..., R, M], p, compute_mode) -> [..., P, R]: the
+    p-norm of every pair's difference."""
+    dtype = result_dtype(node)
+    first, second = (operand(ctx, item, dtype, node.name) for item in args[:2])
+    p = float(args[2])
+    a_shape, b_shape = shape_of(ctx, first), shape_of(ctx, second)
+    left = reshape(ctx, first, a_shape[:-1] + (1, a_shape[-1]), f"{node.name}.rows")
+    right = reshape(ctx, second, b_shape[:-2] + (1,) + b_shape[-2:], f"{node.name}.columns")
+    difference = op(ctx, "sub", [left, right], hint=f"{node.name}.diff")
+    if 0 in shape_of(ctx, difference):
+        return ctx.builder.splat(node.name, 0, TensorType(dtype, shape_of(ctx, difference)[:-1]))
+    return _norm_last(ctx, difference, p, node.name)
+
+
+@converter("aten._pdist_forward")
+def handle_pdist(ctx, node, args, kwargs):
+    """_pdist_forward(x [N, M], p): the p-norm of row i - row j for every i < j, in that order."""
+    x = operand(ctx, args[0], result_dtype(node), node.name)
+    p = float(args[1]) if len(args) > 1 else 2.0
+    rows = static_dim(shape_of(ctx, x)[0], "pdist")
+    first, second = np.triu_indices(rows, 1)
+    if first.size == 0:
+        return ctx.builder.splat(node.name, 0, TensorType(result_dtype(node), (0,)))
+    left = op(ctx, "gather", [x, ctx.builder.tensor(f"{node.name}.i", first.astype(np.int64))], {"axis": 0},
+              hint=f"{node.name}.left")
+    right = op(ctx, "gather", [x, ctx.builder.tensor(f"{node.name}.j", second.astype(np.int64))], {"axis": 0},
+               hint=f"{node.name}.right")
+    return _norm_last(ctx, op(ctx, "sub", [left, right], hint=f"{node.name}.diff"), p, node.name)
+
+
+__all__ = ["transposed_convolution", "windowed_max_pool"]
