@@ -142,8 +142,8 @@ def import_exported(program: torch.export.ExportedProgram, name: str, symbols: M
     (torch's symbol, e.g. ``s77`` -> ``B``)."""
     graph = program.graph
     live = _live_nodes(graph)
-    unsupported = [node for node in graph.nodes
-                   if node.op == "call_function" and node in live and op_key(node.target) not in CONVERTERS]
+    unsupported = [node for node in graph.nodes if node.op == "call_function" and node in live
+                   and op_key(node.target) not in CONVERTERS and not makes_constant(node)]
     if unsupported:
         raise _unsupported_ops(name, unsupported, sorted(CONVERTERS))
     from torch._subclasses.fake_tensor import unset_fake_temporarily
@@ -154,7 +154,7 @@ def import_exported(program: torch.export.ExportedProgram, name: str, symbols: M
             if node.op == "placeholder":
                 context.placeholder(node)
             elif node.op == "call_function" and node in live:
-                context.call(node, CONVERTERS[op_key(node.target)])
+                context.call(node, CONVERTERS.get(op_key(node.target), _no_converter))
         output = next(node for node in graph.nodes if node.op == "output")
         results = torch.fx.node.map_arg(output.args[0], lambda node: node)
         names = [str(spec.arg.name) for spec in program.graph_signature.output_specs]
@@ -162,6 +162,21 @@ def import_exported(program: torch.export.ExportedProgram, name: str, symbols: M
         for label, result in zip(names, results):
             outputs[label] = context.value(context.resolve(result), label)
     return context.builder.finish(list(outputs.values()), context.input_names, outputs)
+
+
+def makes_constant(node: torch.fx.Node) -> bool:
+    """An ATen op that reads no tensor (only numbers and shapes), draws no random numbers and
+    makes a tensor (``linspace``, ``eye``, ``arange``): evaluated with PyTorch while
+    importing, a constant of the graph, whether or not a converter knows it."""
+    target = node.target
+    return (isinstance(target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded not in target.tags
+            and isinstance(node.meta.get("val"), torch.Tensor)
+            and not any(isinstance(arg.meta.get("val"), torch.Tensor) for arg in node.all_input_nodes))
+
+
+def _no_converter(ctx, node, args, kwargs):
+    raise UnsupportedModel(f"{op_key(node.target)} over symbolic dims (it is evaluated while importing only "
+                           "when every argument is a number)", expected="static arguments")
 
 
 def _unsupported_ops(name: str, nodes: list, supported: list) -> UnsupportedModel:
@@ -274,7 +289,9 @@ class TorchContext:
         if op_key(node.target) in NEVER_FOLD or any(isinstance(leaf, (str, Expr)) for leaf in leaves):
             return None
         statics = [leaf for leaf in leaves if isinstance(leaf, Static)]
-        if not statics or any(leaf.fake or leaf.tensor.numel() > FOLD_LIMIT for leaf in statics):
+        if not statics and not makes_constant(node):
+            return None
+        if any(leaf.fake or leaf.tensor.numel() > FOLD_LIMIT for leaf in statics):
             return None
 
         def unwrap(item):

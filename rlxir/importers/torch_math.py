@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from rlxir.dtypes import DType
 from rlxir.importers.torch_ops import op, operand, refuse, reshape, result_dtype, shape_of, slice_axis, static_dim
 from rlxir.importers.torch_registry import converter
@@ -477,3 +479,45 @@ def handle_cumprod(ctx, node, args, kwargs):
 
 
 __all__ = ["variance"]
+
+
+@converter("aten.cummax", "aten.cummin")
+def handle_cumulative_extreme(ctx, node, args, kwargs):
+    """cummax / cummin(x, dim) -> (values, indices): a log-depth scan of (value, index)
+    pairs in which the later one wins when it is NaN or at least as large (small): PyTorch's
+    last index among equal values, and a NaN kept from where it appears."""
+    x = _x(ctx, node, args)
+    shape = shape_of(ctx, x)
+    if not shape:
+        return [x, ctx.builder.splat(f"{node.name}.index", 0, TensorType(DType.i64, ()))]
+    largest = str(node.target).startswith("aten.cummax")
+    axis = normalize_axis(kwargs.get("dim", args[1] if len(args) > 1 else 0), len(shape))
+    length = static_dim(shape[axis], "a cumulative extreme")
+    positions = np.arange(length, dtype=np.int64).reshape([length if index == axis else 1
+                                                           for index in range(len(shape))])
+    indices = op(ctx, "expand", [ctx.builder.tensor(f"{node.name}.positions", positions)], {"shape": shape},
+                 hint=f"{node.name}.positions_spread")
+    dtype = ctx.builder.type(x).dtype
+    worst = (-math.inf if largest else math.inf) if dtype.is_float else \
+        int(np.iinfo(dtype.numpy()).min if largest else np.iinfo(dtype.numpy()).max)
+    values, shift = x, 1
+    while shift < length:
+        earlier = [_shifted(ctx, item, axis, shift, fill, f"{node.name}.s{shift}")
+                   for item, fill in ((values, worst), (indices, -1))]
+        wins = op(ctx, "ge" if largest else "le", [values, earlier[0]], hint=f"{node.name}.wins{shift}")
+        wins = op(ctx, "maximum", [wins, op(ctx, "ne", [values, values], hint=f"{node.name}.nan{shift}")],
+                  hint=f"{node.name}.later{shift}")
+        values = op(ctx, "where", [wins, values, earlier[0]], hint=f"{node.name}.values{shift}")
+        indices = op(ctx, "where", [wins, indices, earlier[1]], hint=f"{node.name}.indices{shift}")
+        shift *= 2
+    return [values, indices]
+
+
+def _shifted(ctx, value: str, axis: int, shift: int, fill, hint: str) -> str:
+    """`value` moved `shift` rows later along `axis`, `fill` shifted in."""
+    shape = list(shape_of(ctx, value))
+    length = shape[axis]
+    shape[axis] = shift
+    head = ctx.builder.splat(f"{hint}.fill", fill, TensorType(ctx.builder.type(value).dtype, tuple(shape)))
+    return op(ctx, "concat", [head, slice_axis(ctx, value, axis, 0, length - shift, f"{hint}.head")], {"axis": axis},
+              hint=hint)

@@ -198,3 +198,12 @@ def test_attention_with_dropout_in_training_is_refused():
     q = values(1, 2, 3, 4)
     with pytest.raises(UnsupportedModel, match=r"dropout_p=0.5"):
         matches(lambda a: F.scaled_dot_product_attention(a, a, a, dropout_p=0.5), q)
+
+
+def test_cummax_cummin_keep_the_last_index_among_equal_values():
+    x = torch.tensor([[1.0, 3.0, 3.0, 2.0, 5.0, 5.0, 0.0], [2.0, 1.0, 1.0, 4.0, 4.0, -1.0, 6.0]])
+    matches(lambda t: (*torch.cummax(t, 1), *torch.cummin(t, 1), *torch.cummax(t, 0)), x)
+
+
+def test_constants_made_from_numbers_are_evaluated_while_importing():
+    matches(lambda t: t * torch.linspace(0, 1, 5) + torch.eye(5) + torch.logspace(0, 1, 5), values(5, 5))
