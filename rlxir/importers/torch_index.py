@@ -15,7 +15,7 @@ from rlxir.dtypes import DType
 from rlxir.importers.builder import flatten_leading_axes, gather_leading_axes, linear_index
 from rlxir.importers.torch_ops import filled, op, operand, refuse, reshape, result_dtype, shape_of, slice_axis, \
     static_dim
-from rlxir.importers.torch_registry import Static, converter, op_key, register
+from rlxir.importers.torch_registry import CONVERTERS, Static, converter, op_key, register
 from rlxir.ops import broadcast_shapes, normalize_axis
 from rlxir.symbolic import mul
 from rlxir.types import TensorType
@@ -80,6 +80,9 @@ def handle_index_put(ctx, node, args, kwargs):
     dtype = result_dtype(node)
     x = operand(ctx, args[0], dtype, node.name)
     accumulate = kwargs.get("accumulate", args[3] if len(args) > 3 else False)
+    masked = _masked_fill(ctx, node, x, list(args[1]), args[2], accumulate)
+    if masked is not None:
+        return masked
     indexing = Indexing(ctx, node, x, list(args[1]))
     if not indexing.axes:
         refuse("index_put without an index tensor", "at least one index tensor")
@@ -107,6 +110,27 @@ def handle_index_put(ctx, node, args, kwargs):
                  {"axis": 0, "reduction": "add" if accumulate else "none"}, hint=f"{node.name}.written")
     return _transpose(ctx, reshape(ctx, written, moved_shape, f"{node.name}.unflat"), _inverse(indexing.order),
                       node.name)
+
+
+def _masked_fill(ctx, node, x: str, indices: list, values, accumulate: bool) -> str | None:
+    """x[mask] = v (or += v) for one boolean mask over x's leading dims and a single value:
+    a ``where`` (None when the write is not of that form)."""
+    if len(indices) != 1 or indices[0] is None or ctx.type(indices[0]).dtype is not DType.bool:
+        return None
+    mask = ctx.value(indices[0])
+    shape, mask_shape = shape_of(ctx, x), shape_of(ctx, mask)
+    count = 1
+    for size in shape_of(ctx, values):
+        count = mul(count, size)
+    if count != 1 or shape[:len(mask_shape)] != mask_shape:
+        refuse("index_put through a boolean mask of several values: which value goes where depends on the mask",
+               "a single value written through a mask")
+    dtype = ctx.builder.type(x).dtype
+    value = reshape(ctx, operand(ctx, values, dtype, f"{node.name}.value"), (), f"{node.name}.scalar")
+    if accumulate:
+        value = op(ctx, "add", [x, value], hint=f"{node.name}.added")
+    spread_mask = reshape(ctx, mask, mask_shape + (1,) * (len(shape) - len(mask_shape)), f"{node.name}.mask")
+    return op(ctx, "where", [spread_mask, value, x], hint=node.name)
 
 
 # --- scatter ---------------------------------------------------------------------------
@@ -161,6 +185,12 @@ def handle_scatter(ctx, node, args, kwargs):
     if ctx.builder.type(x).rank == 0:
         refuse("a scatter into a 0-d tensor", "a tensor of rank at least 1")
     source = _source(ctx, node, args[3], index, dtype)
+    return scatter_reduced(ctx, node, x, axis, index, source, reduce, include_self)
+
+
+def scatter_reduced(ctx, node, x: str, axis: int, index: str, source: str, reduce, include_self: bool) -> str:
+    """x with source's values combined into it at `index` along `axis` (`SCATTER_REDUCTIONS`)."""
+    dtype = ctx.builder.type(x).dtype
     touched = None
     if not include_self or reduce == "mean":
         marks = op(ctx, "scatter_elements", [_zeros(ctx, x, node), index, _ones(ctx, index, node)],
@@ -170,7 +200,8 @@ def handle_scatter(ctx, node, args, kwargs):
     if not include_self:
         base = op(ctx, "where", [touched, ctx.builder.scalar(_identity(reduce, dtype), dtype), x],
                   hint=f"{node.name}.base")
-    result = op(ctx, "scatter_elements", [base, index, source], {"axis": axis, "reduction": SCATTER_REDUCTIONS[reduce]},
+    result = op(ctx, "scatter_elements", [base, index, source],
+                {"axis": axis, "reduction": SCATTER_REDUCTIONS[reduce]},
                 hint=node.name if reduce != "mean" else f"{node.name}.total")
     if reduce != "mean":
         return result
@@ -190,6 +221,29 @@ def _zeros(ctx, like: str, node) -> str:
 
 def _ones(ctx, like: str, node) -> str:
     return ctx.builder.splat(f"{node.name}.ones", 1, TensorType(result_dtype(node), shape_of(ctx, like)))
+
+
+@converter("aten.index_reduce")
+def handle_index_reduce(ctx, node, args, kwargs):
+    """index_reduce(x, dim, index [n], source, reduce, include_self=True): source's rows
+    along dim combined into x's rows `index` (a scatter whose index is spread over source)."""
+    dtype = result_dtype(node)
+    x = operand(ctx, args[0], dtype, node.name)
+    shape = shape_of(ctx, x)
+    axis = normalize_axis(args[1], max(len(shape), 1))
+    source = operand(ctx, args[3], dtype, f"{node.name}.src")
+    reduce = args[4]
+    include_self = kwargs.get("include_self", args[5] if len(args) > 5 else True)
+    if reduce not in SCATTER_REDUCTIONS:
+        refuse(f"index_reduce with reduce={reduce!r}", ", ".join(str(name) for name in SCATTER_REDUCTIONS))
+    index = operand(ctx, args[2], DType.i64, f"{node.name}.index")
+    source_shape = shape_of(ctx, source)
+    if 0 in source_shape:
+        return x
+    column = reshape(ctx, index, tuple(size if position == axis else 1 for position, size in enumerate(source_shape)),
+                     f"{node.name}.index_column")
+    spread = op(ctx, "expand", [column], {"shape": source_shape}, hint=f"{node.name}.index_spread")
+    return scatter_reduced(ctx, node, x, axis, spread, source, reduce, include_self)
 
 
 # --- sort, repeat, diagonal, as_strided --------------------------------------------------
@@ -242,13 +296,12 @@ def handle_diagonal(ctx, node, args, kwargs):
     others = [axis for axis in range(len(shape)) if axis not in (first, second)]
     moved = _transpose(ctx, x, others + [first, second], f"{node.name}.moved")
     rows, columns = (static_dim(shape[axis], "a diagonal") for axis in (first, second))
-    length = max(0, min(rows, columns - offset) if offset >= 0 else min(rows + offset, columns))
+    positions = _diagonal_positions(rows, columns, offset)
     kept = [shape[axis] for axis in others]
     flat = reshape(ctx, moved, kept + [rows * columns], f"{node.name}.flat")
-    if length == 0:
+    if positions.size == 0:
         return slice_axis(ctx, flat, len(kept), 0, 0, node.name)
-    positions = (np.arange(length) + max(-offset, 0)) * columns + np.arange(length) + max(offset, 0)
-    index = ctx.builder.tensor(f"{node.name}.positions", positions.astype(np.int64))
+    index = ctx.builder.tensor(f"{node.name}.positions", positions)
     return op(ctx, "gather", [flat, index], {"axis": len(kept)}, hint=node.name)
 
 
@@ -276,6 +329,98 @@ def handle_as_strided(ctx, node, args, kwargs):
               hint=node.name)
 
 
+@converter("aten.unfold")
+def handle_unfold(ctx, node, args, kwargs):
+    """x.unfold(dim, size, step): the windows along dim as a new last dim of `size` (a
+    ``gather`` of a static [windows, size] index table, then a ``transpose``)."""
+    x = ctx.value(args[0])
+    shape = shape_of(ctx, x)
+    size, step = args[2], args[3]
+    if not shape:
+        return reshape(ctx, x, (1,), node.name)
+    axis = normalize_axis(args[1], len(shape))
+    length = static_dim(shape[axis], "an unfold")
+    windows = (length - size) // step + 1
+    table = np.arange(windows, dtype=np.int64)[:, None] * step + np.arange(size, dtype=np.int64)[None, :]
+    picked = op(ctx, "gather", [x, ctx.builder.tensor(f"{node.name}.windows", table)], {"axis": axis},
+                hint=f"{node.name}.picked")
+    rank = len(shape) + 1
+    perm = [position for position in range(rank) if position != axis + 1] + [axis + 1]
+    return _transpose(ctx, picked, perm, node.name)
+
+
+@converter("aten.diagonal_scatter")
+def handle_diagonal_scatter(ctx, node, args, kwargs):
+    """diagonal_scatter(x, src, offset=0, dim1=0, dim2=1): x with its diagonal replaced by
+    src, a ``scatter_elements`` into the two dims flattened (the positions of `diagonal`)."""
+    given = {"offset": 0, "dim1": 0, "dim2": 1, **dict(zip(("offset", "dim1", "dim2"), args[2:])), **kwargs}
+    dtype = result_dtype(node)
+    x, source = (operand(ctx, item, dtype, node.name) for item in args[:2])
+    shape = shape_of(ctx, x)
+    first, second = (normalize_axis(given[name], len(shape)) for name in ("dim1", "dim2"))
+    others = [axis for axis in range(len(shape)) if axis not in (first, second)]
+    order = others + [first, second]
+    moved = _transpose(ctx, x, order, f"{node.name}.moved")
+    rows, columns = (static_dim(shape[axis], "a diagonal_scatter") for axis in (first, second))
+    positions = _diagonal_positions(rows, columns, given["offset"])
+    if positions.size == 0:
+        return x
+    kept = [shape[axis] for axis in others]
+    flat = reshape(ctx, moved, kept + [rows * columns], f"{node.name}.flat")
+    index = op(ctx, "expand", [ctx.builder.tensor(f"{node.name}.positions", positions)],
+               {"shape": shape_of(ctx, source)}, hint=f"{node.name}.positions_spread")
+    written = op(ctx, "scatter_elements", [flat, index, source], {"axis": len(kept), "reduction": "none"},
+                 hint=f"{node.name}.written")
+    back = reshape(ctx, written, [shape[axis] for axis in order], f"{node.name}.unflat")
+    return _transpose(ctx, back, _inverse(order), node.name)
+
+
+def _diagonal_positions(rows: int, columns: int, offset: int) -> np.ndarray:
+    """The flat positions of a [rows, columns] plane's diagonal at `offset`."""
+    length = max(0, min(rows, columns - offset) if offset >= 0 else min(rows + offset, columns))
+    return ((np.arange(length) + max(-offset, 0)) * columns + np.arange(length) + max(offset, 0)).astype(np.int64)
+
+
+@converter("aten.median", "aten.kthvalue")
+def handle_order_statistic(ctx, node, args, kwargs):
+    """median(x[, dim, keepdim]) and kthvalue(x, k, dim=-1, keepdim): the element at rank
+    (n - 1) // 2 (or k - 1) of x sorted ascending along dim (a ``topk`` with k = n), and its
+    index; median without a dim is over x flattened, a value alone."""
+    x = ctx.value(args[0])
+    kth = str(node.target).startswith("aten.kthvalue")
+    rest = args[2:] if kth else args[1:]
+    dim = kwargs.get("dim", rest[0] if rest else (-1 if kth else None))
+    keepdim = bool(kwargs.get("keepdim", rest[1] if len(rest) > 1 else False))
+    shape = shape_of(ctx, x)
+    whole = dim is None
+    if whole or not shape:
+        x = reshape(ctx, x, (_count_all(shape),), f"{node.name}.flat")
+        dim = 0
+    axis = normalize_axis(dim, len(shape_of(ctx, x)))
+    count = static_dim(shape_of(ctx, x)[axis], "a median")
+    rank = args[1] - 1 if kth else (count - 1) // 2
+    order = op(ctx, "topk", [x], {"k": count, "axis": axis, "largest": False}, hint=f"{node.name}.order")
+    index = slice_axis(ctx, order, axis, rank, 1, f"{node.name}.index_kept")
+    value = op(ctx, "gather_elements", [x, index], {"axis": axis}, hint=f"{node.name}.value_kept")
+    if whole:
+        return reshape(ctx, value, (), node.name)
+    target = list(shape)
+    if not shape:
+        target = []
+    elif keepdim:
+        target[axis] = 1
+    else:
+        del target[axis]
+    return [reshape(ctx, value, target, node.name), reshape(ctx, index, target, f"{node.name}.index")]
+
+
+def _count_all(shape) -> int:
+    total = 1
+    for size in shape:
+        total = mul(total, size)
+    return total
+
+
 # --- shape queries and empty tensors -----------------------------------------------------
 @converter("aten.sym_numel", fold=False)
 def handle_sym_numel(ctx, node, args, kwargs):
@@ -300,7 +445,7 @@ def handle_sym_storage_offset(ctx, node, args, kwargs):
     return 0
 
 
-@converter("aten.empty_strided")
+@converter("aten.empty_strided", "aten.empty_permuted")
 def handle_empty_strided(ctx, node, args, kwargs):
     """Uninitialized memory in PyTorch: zeros here."""
     return filled(ctx, node, list(args[0]), 0)
@@ -339,3 +484,12 @@ def _refusal(reason: str):
 for _reason, _keys in REFUSED.items():
     for _key in _keys:
         register(_key, _refusal(_reason), fold=False)
+
+
+VIEW_COPIES = ("view", "_unsafe_view", "reshape", "narrow", "as_strided", "expand", "alias", "diagonal", "permute",
+               "transpose", "t", "unsqueeze", "squeeze", "select", "slice", "detach", "unbind", "split",
+               "split_with_sizes", "unfold")
+"""Ops whose ``_copy`` form (``view_copy``: the same values, in memory of its own) imports as they do."""
+
+for _view in VIEW_COPIES:
+    register(f"aten.{_view}_copy", CONVERTERS[f"aten.{_view}"])

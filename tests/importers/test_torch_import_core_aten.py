@@ -207,3 +207,31 @@ def test_cummax_cummin_keep_the_last_index_among_equal_values():
 
 def test_constants_made_from_numbers_are_evaluated_while_importing():
     matches(lambda t: t * torch.linspace(0, 1, 5) + torch.eye(5) + torch.logspace(0, 1, 5), values(5, 5))
+
+
+def test_more_elementwise_functions():
+    x = torch.tensor([1.5, -2.0, 0.0, -0.0, float("nan"), 3.25])
+    y = torch.tensor([-1.0, 2.0, -0.0, 1.0, 4.0, float("nan")])
+    matches(lambda a, b: (torch.special.erfc(a), torch.exp2(a), torch.copysign(a, b), torch.signbit(b),
+                          torch.fmax(a, b), torch.fmin(a, b), torch.ldexp(a, torch.tensor([1, 2, 3, 0, 1, -1]))),
+            x, y)
+
+
+def test_index_reduce_unfold_diagonal_scatter():
+    index = torch.tensor([0, 2, 0])
+    matches(lambda x, src, d: (x.index_reduce(0, index, src, "amax"), x.index_reduce(0, index, src, "mean",
+                                                                                       include_self=False),
+                               x.unfold(1, 2, 1), x.unfold(0, 2, 2), torch.diagonal_scatter(x, d, 1)),
+            values(4, 5), values(3, 5, seed=1), values(4, seed=2))
+
+
+def test_median_kthvalue_and_masked_writes():
+    mask = torch.tensor([[True, False, True], [False, False, True]])
+
+    def function(x):
+        y = x.clone()
+        y[mask] = 7.0
+        return (torch.median(x), *torch.median(x, 1), *torch.kthvalue(x, 2, 0), y,
+                torch.ops.aten.view_copy(x, [3, 2]))
+
+    matches(function, values(2, 3))
