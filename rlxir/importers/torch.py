@@ -102,7 +102,8 @@ def import_program(program: torch.export.ExportedProgram, name: str,
 
 
 KEEP_WHOLE = frozenset({
-    "aten.linear", "aten.matmul", "aten.scaled_dot_product_attention", "aten.layer_norm", "aten.rms_norm",
+    "aten.linear", "aten.matmul", "aten.scaled_dot_product_attention", "aten._scaled_dot_product_flash_attention_for_cpu",
+    "aten.layer_norm", "aten.rms_norm",
     "aten.silu", "aten.hardswish", "aten.hardsigmoid", "aten.softplus", "aten.max_pool2d",
     "aten.adaptive_avg_pool2d", "aten.pad", "aten.roll",
 })

@@ -10,7 +10,8 @@ import torch
 
 from rlxir.dtypes import DType
 from rlxir.importers.pooling import average_factors, ceil_mode_padding
-from rlxir.importers.torch_ops import binary, op, operand, refuse, reshape, result_dtype, shape_of, static_dim
+from rlxir.importers.torch_ops import (binary, op, operand, read_results, refuse, reshape, result_dtype, shape_of,
+                                       static_dim)
 from rlxir.importers.torch_registry import Static, converter, op_key, register
 from rlxir.importers.torch_spatial import transposed_convolution, windowed_max_pool
 from rlxir.ops import normalize_axis
@@ -236,6 +237,38 @@ def handle_sdpa(ctx, node, args, kwargs):
     if extra.get("scale") is not None:
         attrs["scale"] = float(extra["scale"])
     return op(ctx, "attention", operands, attrs, hint=node.name)
+
+
+@converter("aten._scaled_dot_product_flash_attention_for_cpu")
+def handle_flash_attention(ctx, node, args, kwargs):
+    """_scaled_dot_product_flash_attention_for_cpu(q, k, v, dropout_p=0, is_causal=False,
+    attn_mask=, scale=) -> (out, logsumexp): out is the IR's ``attention``; the log-sum-exp
+    of each query's scaled (and masked) scores over the keys, built only when read."""
+    names = ("dropout_p", "is_causal")
+    given = {"dropout_p": 0.0, "is_causal": False, **dict(zip(names, args[3:])), **kwargs}
+    out = handle_sdpa(ctx, node, list(args[:3]), {key: given.get(key) for key in
+                                                  ("dropout_p", "is_causal", "attn_mask", "scale")})
+    if 1 not in read_results(node):
+        return [out, None]
+    q, k = ctx.value(args[0]), ctx.value(args[1])
+    dtype = ctx.builder.type(q).dtype
+    width = shape_of(ctx, q)[-1]
+    scale = given.get("scale") or 1.0 / float(np.sqrt(static_dim(width, "attention's head width")))
+    scores = op(ctx, "mul", [op(ctx, "matmul", [q, k], {"transpose_b": True}, hint=f"{node.name}.scores"),
+                             ctx.builder.scalar(scale, dtype)], hint=f"{node.name}.scaled")
+    if given.get("attn_mask") is not None:
+        scores = op(ctx, "add", [scores, operand(ctx, given["attn_mask"], dtype, node.name)], hint=f"{node.name}.masked")
+    if given["is_causal"]:
+        rows, columns = (static_dim(size, "a causal mask") for size in shape_of(ctx, scores)[-2:])
+        allowed = np.tril(np.ones((rows, columns), dtype=bool))
+        scores = op(ctx, "where", [ctx.builder.tensor(f"{node.name}.causal", allowed), scores,
+                                   ctx.builder.scalar(-np.inf, dtype)], hint=f"{node.name}.causal_scores")
+    most = op(ctx, "reduce_max", [scores], {"axes": (-1,), "keepdims": True}, hint=f"{node.name}.max")
+    total = op(ctx, "reduce_sum", [op(ctx, "exp", [op(ctx, "sub", [scores, most], hint=f"{node.name}.centered")],
+                                      hint=f"{node.name}.exp")], {"axes": (-1,), "keepdims": True},
+               hint=f"{node.name}.sum")
+    lse = op(ctx, "add", [op(ctx, "log", [total], hint=f"{node.name}.log"), most], hint=f"{node.name}.lse_kept")
+    return [out, reshape(ctx, lse, shape_of(ctx, lse)[:-1], f"{node.name}.logsumexp")]
 
 
 def _repeat_heads(ctx, value: str, heads: int, hint: str) -> str:
