@@ -204,3 +204,124 @@ def handle_pdist(ctx, node, args, kwargs):
 
 
 __all__ = ["transposed_convolution", "windowed_max_pool"]
+
+
+# --- adaptive max pool -------------------------------------------------------------------
+def _adaptive_windows(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's adaptive windows [floor(i size / out), ceil((i + 1) size / out)) as an
+    [out, longest] table of positions (`size`, a padding row, where a window is shorter),
+    and whether each entry is a real position."""
+    starts = [index * size // out for index in range(out)]
+    stops = [-(-(index + 1) * size // out) for index in range(out)]
+    longest = max(stop - start for start, stop in zip(starts, stops))
+    table = np.full((out, longest), size, dtype=np.int64)
+    for index, (start, stop) in enumerate(zip(starts, stops)):
+        table[index, :stop - start] = np.arange(start, stop)
+    return table, table < size
+
+
+@converter("aten.adaptive_max_pool2d")
+def handle_adaptive_max_pool(ctx, node, args, kwargs):
+    """adaptive_max_pool2d(x, (oh, ow)) -> (values, indices): each window's positions
+    gathered (windows shorter than the longest read a -inf padding row), the largest kept,
+    its index the first largest's position in the H * W plane; unbatched [C, H, W] too."""
+    x = ctx.value(args[0])
+    unbatched = ctx.builder.type(x).rank == 3
+    if unbatched:
+        x = reshape(ctx, x, (1,) + shape_of(ctx, x), f"{node.name}.batched")
+    batch, channels, height, width = shape_of(ctx, x)
+    height, width = static_dim(height, "an adaptive max pool"), static_dim(width, "an adaptive max pool")
+    out_h, out_w = (int(size) for size in node.meta["val"][0].shape[-2:])
+    (rows, _), (columns, _) = _adaptive_windows(height, out_h), _adaptive_windows(width, out_w)
+    padded = _pad_axis(ctx, _pad_axis(ctx, x, 2, 0, 1, -math.inf, f"{node.name}.pad_h"), 3, 0, 1, -math.inf,
+                       f"{node.name}.pad_w")
+    picked = op(ctx, "gather", [padded, ctx.builder.tensor(f"{node.name}.rows", rows)], {"axis": 2},
+                hint=f"{node.name}.rows_picked")
+    picked = op(ctx, "gather", [picked, ctx.builder.tensor(f"{node.name}.columns", columns)], {"axis": 4},
+                hint=f"{node.name}.picked")
+    arranged = op(ctx, "transpose", [picked], {"perm": (0, 1, 2, 4, 3, 5)}, hint=f"{node.name}.arranged")
+    count = rows.shape[1] * columns.shape[1]
+    windows = reshape(ctx, arranged, (batch, channels, out_h, out_w, count), f"{node.name}.windows")
+    values = op(ctx, "reduce_max", [windows], {"axes": (4,), "keepdims": False}, hint=f"{node.name}.values")
+    indices = None
+    if 1 in read_results(node):
+        table = (rows[:, None, :, None] * width + columns[None, :, None, :]).reshape(out_h, out_w, count)
+        best = op(ctx, "topk", [windows], {"k": 1, "axis": 4, "largest": True}, hint=f"{node.name}.best")
+        positions = op(ctx, "expand", [ctx.builder.tensor(f"{node.name}.positions", table.astype(np.int64))],
+                       {"shape": shape_of(ctx, windows)}, hint=f"{node.name}.positions_spread")
+        found = op(ctx, "gather_elements", [positions, best], {"axis": 4}, hint=f"{node.name}.found")
+        indices = reshape(ctx, found, shape_of(ctx, values), f"{node.name}.indices")
+    if unbatched:
+        values = reshape(ctx, values, shape_of(ctx, values)[1:], f"{node.name}.unbatched")
+        indices = indices and reshape(ctx, indices, shape_of(ctx, indices)[1:], f"{node.name}.indices_unbatched")
+    return [values, indices]
+
+
+# --- upsampling ----------------------------------------------------------------------------
+def _upsample_scales(node, args, first_scale: int) -> list:
+    """The scale factors an upsample was given (None where it was given an output size)."""
+    if node.target._overloadname == "vec":
+        factors = args[first_scale] if len(args) > first_scale else None
+        return list(factors) if factors else [None, None]
+    given = list(args[first_scale:first_scale + 2]) + [None, None]
+    return given[:2]
+
+
+def _nearest_rows(size: int, out: int, scale) -> np.ndarray:
+    """PyTorch's nearest source row of each output row (float32 arithmetic, as its kernel)."""
+    if out == size:
+        return np.arange(out, dtype=np.int64)
+    step = np.float32(1.0 / scale) if scale else np.float32(size) / np.float32(out)
+    rows = np.floor(np.arange(out, dtype=np.float32) * step).astype(np.int64)
+    return np.minimum(rows, size - 1)
+
+
+@converter("aten.upsample_nearest2d")
+def handle_upsample_nearest(ctx, node, args, kwargs):
+    """upsample_nearest2d(x, output_size, scales_h, scales_w) (and ``.vec``): a ``gather``
+    of the nearest source rows, then columns (static index lists)."""
+    x = ctx.value(args[0])
+    shape = shape_of(ctx, x)
+    out_size = [int(size) for size in node.meta["val"].shape[-2:]]
+    scales = _upsample_scales(node, args, 2)
+    for axis, out, scale in zip((len(shape) - 2, len(shape) - 1), out_size, scales):
+        rows = _nearest_rows(static_dim(shape[axis], "an upsample"), out, scale)
+        x = op(ctx, "gather", [x, ctx.builder.tensor(f"{node.name}.rows{axis}", rows)], {"axis": axis},
+               hint=node.name if axis == len(shape) - 1 else f"{node.name}.rows")
+    return x
+
+
+def _linear_weights(size: int, out: int, align_corners: bool, scale) -> np.ndarray:
+    """The [out, size] matrix of PyTorch's linear interpolation weights along one axis."""
+    if align_corners:
+        step = np.float32((size - 1) / (out - 1)) if out > 1 else np.float32(0)
+        source = np.arange(out, dtype=np.float32) * step
+    else:
+        step = np.float32(1.0 / scale) if scale else np.float32(size) / np.float32(out)
+        source = np.maximum((np.arange(out, dtype=np.float32) + np.float32(0.5)) * step - np.float32(0.5),
+                            np.float32(0))
+    low = np.minimum(np.floor(source).astype(np.int64), size - 1)
+    high = np.where(low < size - 1, low + 1, low)
+    fraction = (source - low).astype(np.float32)
+    matrix = np.zeros((out, size), dtype=np.float32)
+    np.add.at(matrix, (np.arange(out), low), np.float32(1) - fraction)
+    np.add.at(matrix, (np.arange(out), high), fraction)
+    return matrix
+
+
+@converter("aten.upsample_bilinear2d")
+def handle_upsample_bilinear(ctx, node, args, kwargs):
+    """upsample_bilinear2d(x, output_size, align_corners, scales_h, scales_w) (and ``.vec``):
+    a ``matmul`` on each side by a static interpolation matrix."""
+    x = ctx.value(args[0])
+    shape = shape_of(ctx, x)
+    align_corners = bool(args[2])
+    out_h, out_w = (int(size) for size in node.meta["val"].shape[-2:])
+    scale_h, scale_w = _upsample_scales(node, args, 3)
+    dtype = ctx.builder.type(x).dtype
+    height, width = (static_dim(size, "an upsample") for size in shape[-2:])
+    rows = ctx.builder.literal(f"{node.name}.rows", _linear_weights(height, out_h, align_corners, scale_h), dtype)
+    columns = ctx.builder.literal(f"{node.name}.columns", _linear_weights(width, out_w, align_corners, scale_w).T,
+                                  dtype)
+    by_rows = op(ctx, "matmul", [rows, x], hint=f"{node.name}.by_rows")
+    return op(ctx, "matmul", [by_rows, columns], hint=node.name)

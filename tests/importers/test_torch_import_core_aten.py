@@ -235,3 +235,12 @@ def test_median_kthvalue_and_masked_writes():
                 torch.ops.aten.view_copy(x, [3, 2]))
 
     matches(function, values(2, 3))
+
+
+def test_adaptive_max_pool_and_upsampling():
+    x = values(2, 3, 7, 5)
+    matches(lambda t: (*F.adaptive_max_pool2d(t, (3, 2), return_indices=True), F.adaptive_max_pool2d(t[0], 4),
+                       F.interpolate(t, size=(9, 4)), F.interpolate(t, scale_factor=1.7),
+                       F.interpolate(t, size=(10, 7), mode="bilinear"),
+                       F.interpolate(t, size=(3, 8), mode="bilinear", align_corners=True),
+                       F.interpolate(t, scale_factor=0.6, mode="bilinear")), x)
