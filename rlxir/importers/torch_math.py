@@ -206,7 +206,7 @@ def handle_trunc(ctx, node, args, kwargs):
                              op(ctx, "floor", [x], hint=f"{node.name}.down")], hint=node.name)
 
 
-def _round_half_even(ctx, x: str, hint: str) -> str:
+def round_half_even(ctx, x: str, hint: str) -> str:
     """Round to the nearest integer, a tie to the even one (PyTorch's round)."""
     low = op(ctx, "floor", [x], hint=f"{hint}.floor")
     fraction = op(ctx, "sub", [x, low], hint=f"{hint}.fraction")
@@ -226,11 +226,11 @@ def handle_round(ctx, node, args, kwargs):
         return x
     decimals = kwargs.get("decimals", args[1] if len(args) > 1 else 0)
     if not decimals:
-        return _round_half_even(ctx, x, node.name)
+        return round_half_even(ctx, x, node.name)
     scale = 10.0 ** abs(decimals)
     scaled = _mul(ctx, x, scale, f"{node.name}.scaled") if decimals > 0 else \
         op(ctx, "div", [x, _scalar(ctx, scale, x)], hint=f"{node.name}.scaled")
-    rounded = _round_half_even(ctx, scaled, f"{node.name}.rounded")
+    rounded = round_half_even(ctx, scaled, f"{node.name}.rounded")
     return op(ctx, "div", [rounded, _scalar(ctx, scale, x)], hint=node.name) if decimals > 0 else \
         _mul(ctx, rounded, scale, node.name)
 
@@ -478,7 +478,7 @@ def handle_cumprod(ctx, node, args, kwargs):
     return x
 
 
-__all__ = ["variance"]
+__all__ = ["round_half_even", "variance"]
 
 
 @converter("aten.cummax", "aten.cummin")

@@ -427,3 +427,27 @@ register("aten.mean", reduction("reduce_mean"))
 register("aten.sum", reduction("reduce_sum"))
 register("aten.amax", reduction("reduce_max"))
 register("aten.amin", reduction("reduce_min"))
+
+
+@converter("aten.addmv", "aten.addbmm")
+def handle_add_product(ctx, node, args, kwargs):
+    """addmv(x, mat, vec) and addbmm(x, batch1, batch2): beta x + alpha (the matrix-vector
+    product, or the sum over the batch of the products); beta = 0 ignores x (NaNs too)."""
+    dtype = result_dtype(node)
+    x, first, second = (operand(ctx, item, dtype, node.name) for item in args[:3])
+    beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
+    if str(node.target).startswith("aten.addmv"):
+        column = reshape(ctx, second, shape_of(ctx, second) + (1,), f"{node.name}.column")
+        product = reshape(ctx, op(ctx, "matmul", [first, column], hint=f"{node.name}.matmul"),
+                          shape_of(ctx, first)[:1], f"{node.name}.product")
+    else:
+        batched = op(ctx, "matmul", [first, second], hint=f"{node.name}.matmul")
+        product = op(ctx, "reduce_sum", [batched], {"axes": (0,), "keepdims": False}, hint=f"{node.name}.product")
+    if alpha != 1:
+        product = op(ctx, "mul", [product, ctx.builder.scalar(alpha, dtype)], hint=f"{node.name}.alpha")
+    if beta == 0:
+        return op(ctx, "expand", [product], {"shape": tuple(node.meta["val"].shape)}, hint=node.name) \
+            if shape_of(ctx, product) != tuple(node.meta["val"].shape) else product
+    if beta != 1:
+        x = op(ctx, "mul", [x, ctx.builder.scalar(beta, dtype)], hint=f"{node.name}.beta")
+    return op(ctx, "add", [x, product], hint=node.name)

@@ -98,6 +98,14 @@ def handle_native_batch_norm(ctx, node, args, kwargs):
             refuse("batch norm in eval mode without running statistics", "running_mean and running_var")
         result = handle_batch_norm(ctx, node, [x, weight, bias, *running, momentum, eps], {})
         return result + [None, None] if functional else result
+    out, mean, rstd, *running_stats = training_batch_norm(ctx, node, x, weight, bias, running, momentum, eps)
+    return [out, mean, rstd] + (running_stats if functional else [])
+
+
+def training_batch_norm(ctx, node, x: str, weight, bias, running, momentum: float, eps: float) -> list[str]:
+    """Batch norm with the batch's statistics over every dim but the channels: [out,
+    save_mean, save_rstd, new running mean, new running var] (the last two None without
+    running statistics)."""
     shape = shape_of(ctx, x)
     dtype = ctx.builder.type(x).dtype
     axes = [axis for axis in range(len(shape)) if axis != 1]
@@ -111,9 +119,9 @@ def handle_native_batch_norm(ctx, node, args, kwargs):
                              hint=f"{node.name}.scaled"), beta], hint=node.name)
     results = [out, reshape(ctx, mean, (shape[1],), f"{node.name}.save_mean"),
                reshape(ctx, rstd, (shape[1],), f"{node.name}.save_rstd")]
-    if functional:
-        results += _running_statistics(ctx, node, x, axes, mean, running, momentum)
-    return results
+    if running[0] is None:
+        return results + [None, None]
+    return results + _running_statistics(ctx, node, x, axes, mean, running, momentum)
 
 
 def _running_statistics(ctx, node, x: str, axes, mean: str, running, momentum: float) -> list[str]:
@@ -142,3 +150,29 @@ def handle_native_dropout(ctx, node, args, kwargs):
     x = ctx.value(args[0])
     mask = ctx.builder.splat(f"{node.name}.mask", True, TensorType(DType.bool, shape_of(ctx, x)))
     return [x, mask]
+
+
+@converter("aten._batch_norm_with_update_functional")
+def handle_batch_norm_with_update(ctx, node, args, kwargs):
+    """_batch_norm_with_update_functional(x, w, b, running_mean, running_var, momentum, eps)
+    -> (out, save_mean, save_rstd, reserve, new running mean, new running var): training
+    mode's batch statistics (`handle_native_batch_norm` of the functional form)."""
+    x = operand(ctx, args[0], result_dtype(node), node.name)
+    out, mean, rstd, running_mean, running_var = training_batch_norm(ctx, node, x, args[1], args[2], args[3:5],
+                                                                     args[5], args[6])
+    reserve = ctx.builder.splat(f"{node.name}.reserve", 0, TensorType(DType.u8, (0,)))
+    return [out, mean, rstd, reserve, running_mean, running_var]
+
+
+@converter("aten.rrelu_with_noise_functional")
+def handle_rrelu(ctx, node, args, kwargs):
+    """rrelu in eval mode: a leaky relu of slope (lower + upper) / 2; the noise unchanged."""
+    given = {"lower": 0.125, "upper": 1.0 / 3.0, "training": False,
+             **dict(zip(("lower", "upper", "training"), args[2:])), **kwargs}
+    if given["training"]:
+        refuse("rrelu in training mode (random slopes)", "the module in eval mode")
+    x = operand(ctx, args[0], result_dtype(node), node.name)
+    slope = ctx.builder.scalar((given["lower"] + given["upper"]) / 2, ctx.builder.type(x).dtype)
+    positive = op(ctx, "ge", [x, ctx.builder.scalar(0, ctx.builder.type(x).dtype)], hint=f"{node.name}.positive")
+    out = op(ctx, "where", [positive, x, op(ctx, "mul", [x, slope], hint=f"{node.name}.scaled")], hint=node.name)
+    return [out, ctx.value(args[1])]

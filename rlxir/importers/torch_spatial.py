@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from rlxir.dtypes import DType
+from rlxir.importers.torch_math import round_half_even
 from rlxir.importers.torch_ops import op, operand, read_results, refuse, reshape, result_dtype, shape_of, static_dim
 from rlxir.importers.torch_registry import converter
 from rlxir.types import TensorType
@@ -325,3 +327,116 @@ def handle_upsample_bilinear(ctx, node, args, kwargs):
                                   dtype)
     by_rows = op(ctx, "matmul", [rows, x], hint=f"{node.name}.by_rows")
     return op(ctx, "matmul", [by_rows, columns], hint=node.name)
+
+
+@converter("aten.dist")
+def handle_dist(ctx, node, args, kwargs):
+    """dist(x, y, p=2): the p-norm of x - y over every element."""
+    dtype = result_dtype(node)
+    x, y = (operand(ctx, item, dtype, node.name) for item in args[:2])
+    p = float(kwargs.get("p", args[2] if len(args) > 2 else 2))
+    difference = op(ctx, "sub", [x, y], hint=f"{node.name}.diff")
+    count = 1
+    for size in shape_of(ctx, difference):
+        count *= static_dim(size, "dist")
+    if count == 0:
+        return ctx.builder.splat(node.name, 0, TensorType(dtype, ()))
+    return _norm_last(ctx, reshape(ctx, difference, (count,), f"{node.name}.flat"), p, node.name)
+
+
+# --- grid sampling -------------------------------------------------------------------------
+GRID_MODES = {0: "bilinear", 1: "nearest"}
+GRID_PADDINGS = {0: "zeros", 1: "border"}
+
+
+@converter("aten.grid_sampler_2d")
+def handle_grid_sampler(ctx, node, args, kwargs):
+    """grid_sampler_2d(x [N, C, H, W], grid [N, OH, OW, 2], mode, padding, align_corners):
+    each output point reads x at the grid's (x, y), bilinear (four corners weighted) or
+    nearest (half to even), outside x zeros or the border; the positions are computed at
+    run time and read by ``gather_elements`` over x's H * W plane. Bicubic and reflection
+    are refused."""
+    x, grid = (operand(ctx, item, result_dtype(node), node.name) for item in args[:2])
+    mode, padding, align_corners = args[2], args[3], bool(args[4])
+    if mode not in GRID_MODES or padding not in GRID_PADDINGS:
+        refuse(f"grid sampling mode {mode}, padding {padding}",
+               "bilinear or nearest (0, 1), zeros or border padding (0, 1)")
+    batch, channels, height, width = shape_of(ctx, x)
+    _, out_h, out_w, _ = shape_of(ctx, grid)
+    sizes = [static_dim(width, "grid sampling"), static_dim(height, "grid sampling")]
+    flat = reshape(ctx, x, (batch, channels, sizes[0] * sizes[1]), f"{node.name}.flat")
+    points = [reshape(ctx, op(ctx, "slice", [grid], {"axis": 3, "start": axis, "len": 1}, hint=f"{node.name}.g{axis}"),
+                      (batch, 1, out_h * out_w), f"{node.name}.p{axis}") for axis in (0, 1)]
+    coordinates = [_unnormalized(ctx, point, size, align_corners, GRID_PADDINGS[padding], f"{node.name}.c{axis}")
+                   for axis, (point, size) in enumerate(zip(points, sizes))]
+    reader = GridReader(ctx, node, flat, sizes, channels)
+    if GRID_MODES[mode] == "nearest":
+        result = reader.read([round_half_even(ctx, value, f"{node.name}.near{axis}")
+                              for axis, value in enumerate(coordinates)], None)
+    else:
+        result = reader.bilinear(coordinates)
+    return reshape(ctx, result, (batch, channels, out_h, out_w), node.name)
+
+
+def _unnormalized(ctx, point: str, size: int, align_corners: bool, padding: str, hint: str) -> str:
+    """A grid coordinate in [-1, 1] as a position along a dim of `size` (PyTorch's
+    unnormalization), clamped into the dim for border padding."""
+    dtype = ctx.builder.type(point).dtype
+    shifted = op(ctx, "add", [point, ctx.builder.scalar(1, dtype)], hint=f"{hint}.shifted")
+    if align_corners:
+        position = op(ctx, "mul", [shifted, ctx.builder.scalar((size - 1) / 2, dtype)], hint=f"{hint}.position")
+    else:
+        scaled = op(ctx, "mul", [shifted, ctx.builder.scalar(size, dtype)], hint=f"{hint}.scaled")
+        position = op(ctx, "div", [op(ctx, "sub", [scaled, ctx.builder.scalar(1, dtype)], hint=f"{hint}.minus1"),
+                                   ctx.builder.scalar(2, dtype)], hint=f"{hint}.position")
+    if padding == "border":
+        position = op(ctx, "minimum", [op(ctx, "maximum", [position, ctx.builder.scalar(0, dtype)],
+                                          hint=f"{hint}.low"), ctx.builder.scalar(size - 1, dtype)], hint=f"{hint}.in")
+    return position
+
+
+class GridReader:
+    """Reads x's [N, C, H * W] plane at run-time (column, row) positions; a position outside
+    x reads 0."""
+
+    def __init__(self, ctx, node, flat: str, sizes, channels):
+        self.ctx, self.node, self.flat, self.sizes, self.channels = ctx, node, flat, sizes, channels
+
+    def read(self, position, weight) -> str:
+        """x at integer-valued float positions (column, row), times `weight` when given."""
+        ctx, name = self.ctx, self.node.name
+        dtype = ctx.builder.type(position[0]).dtype
+        inside = None
+        clamped = []
+        for axis, (value, size) in enumerate(zip(position, self.sizes)):
+            low = op(ctx, "ge", [value, ctx.builder.scalar(0, dtype)], hint=f"{name}.low{axis}")
+            high = op(ctx, "le", [value, ctx.builder.scalar(size - 1, dtype)], hint=f"{name}.high{axis}")
+            both = op(ctx, "minimum", [low, high], hint=f"{name}.in{axis}")
+            inside = both if inside is None else op(ctx, "minimum", [inside, both], hint=f"{name}.inside")
+            kept = op(ctx, "minimum", [op(ctx, "maximum", [value, ctx.builder.scalar(0, dtype)], hint=f"{name}.lo"),
+                                       ctx.builder.scalar(size - 1, dtype)], hint=f"{name}.clamped{axis}")
+            clamped.append(op(ctx, "cast", [kept], {"to": DType.i64}, hint=f"{name}.index{axis}"))
+        linear = op(ctx, "add", [op(ctx, "mul", [clamped[1], ctx.builder.scalar(self.sizes[0], DType.i64)],
+                                    hint=f"{name}.row_start"), clamped[0]], hint=f"{name}.linear")
+        batch, _, points = shape_of(ctx, linear)
+        spread = op(ctx, "expand", [linear], {"shape": (batch, self.channels, points)}, hint=f"{name}.spread")
+        picked = op(ctx, "gather_elements", [self.flat, spread], {"axis": 2}, hint=f"{name}.picked")
+        factor = op(ctx, "cast", [inside], {"to": dtype}, hint=f"{name}.inside_factor")
+        if weight is not None:
+            factor = op(ctx, "mul", [factor, weight], hint=f"{name}.weight")
+        return op(ctx, "mul", [picked, factor], hint=f"{name}.read")
+
+    def bilinear(self, coordinates) -> str:
+        ctx, name = self.ctx, self.node.name
+        dtype = ctx.builder.type(coordinates[0]).dtype
+        lows = [op(ctx, "floor", [value], hint=f"{name}.floor{axis}") for axis, value in enumerate(coordinates)]
+        highs = [op(ctx, "add", [low, ctx.builder.scalar(1, dtype)], hint=f"{name}.ceil") for low in lows]
+        upper = [op(ctx, "sub", [value, low], hint=f"{name}.frac") for value, low in zip(coordinates, lows)]
+        lower = [op(ctx, "sub", [ctx.builder.scalar(1, dtype), frac], hint=f"{name}.rest") for frac in upper]
+        total = None
+        for column, column_weight in ((lows[0], lower[0]), (highs[0], upper[0])):
+            for row, row_weight in ((lows[1], lower[1]), (highs[1], upper[1])):
+                weight = op(ctx, "mul", [column_weight, row_weight], hint=f"{name}.corner_weight")
+                corner = self.read([column, row], weight)
+                total = corner if total is None else op(ctx, "add", [total, corner], hint=f"{name}.sum")
+        return total

@@ -19,14 +19,14 @@ from rlxir.interpreter import interpret  # noqa: E402
 
 
 class Apply(torch.nn.Module):
-    """forward(a[, b[, c]]) = function(a[, b[, c]])."""
+    """forward(a[, b[, c[, d]]]) = function(a[, b[, c[, d]]])."""
 
     def __init__(self, function):
         super().__init__()
         self.function = function
 
-    def forward(self, a, b=None, c=None):
-        return self.function(*(tensor for tensor in (a, b, c) if tensor is not None))
+    def forward(self, a, b=None, c=None, d=None):
+        return self.function(*(tensor for tensor in (a, b, c, d) if tensor is not None))
 
 
 def matches(function, *args, rtol=1e-5, atol=1e-5):
@@ -244,3 +244,24 @@ def test_adaptive_max_pool_and_upsampling():
                        F.interpolate(t, size=(10, 7), mode="bilinear"),
                        F.interpolate(t, size=(3, 8), mode="bilinear", align_corners=True),
                        F.interpolate(t, scale_factor=0.6, mode="bilinear")), x)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample(mode, padding_mode, align_corners):
+    grid = values(2, 3, 4, 2, low=-1.2, high=1.2, seed=1)
+    matches(lambda x, g: F.grid_sample(x, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners),
+            values(2, 3, 5, 6), grid)
+
+
+def test_products_with_a_bias_distances_and_negative_pads():
+    matches(lambda x, m, v, b: (torch.addmv(x, m, v, beta=0.5, alpha=2), torch.addbmm(m, b, b.transpose(1, 2)),
+                                torch.dist(m, m * 2, 3), F.pad(b, (-1, 2), mode="replicate"),
+                                F.pad(b, (1, -2), mode="circular")),
+            values(3), values(3, 3, seed=1), values(3, seed=2), values(2, 3, 4, seed=3))
+
+
+def test_rrelu_in_eval_mode_and_batch_norm_with_update():
+    matches(lambda x, mean, var: (F.rrelu(x), F.batch_norm(x, mean, var, training=True)), values(2, 3, 4, 4),
+            values(3, seed=1), values(3, low=0.5, high=2.0, seed=2))
