@@ -133,6 +133,31 @@ def _masked_fill(ctx, node, x: str, indices: list, values, accumulate: bool) -> 
     return op(ctx, "where", [spread_mask, value, x], hint=node.name)
 
 
+@converter("aten.masked_scatter")
+def handle_masked_scatter(ctx, node, args, kwargs):
+    """masked_scatter(x, mask, source): where the mask (broadcast to x) is set, source's
+    elements in order: element i of x takes source's element number (set elements before
+    i), an exclusive ``cumsum`` of the mask over x flattened, read by a ``gather``."""
+    dtype = result_dtype(node)
+    x = operand(ctx, args[0], dtype, node.name)
+    shape = shape_of(ctx, x)
+    mask = operand(ctx, args[1], DType.bool, f"{node.name}.mask")
+    if shape_of(ctx, mask) != shape:
+        mask = op(ctx, "expand", [mask], {"shape": shape}, hint=f"{node.name}.mask_spread")
+    total = _count_all(shape)
+    source = operand(ctx, args[2], dtype, f"{node.name}.source")
+    available = _count_all(shape_of(ctx, source))
+    if total == 0 or available == 0:
+        return x
+    flat_mask = reshape(ctx, mask, (total,), f"{node.name}.flat_mask")
+    counts = op(ctx, "cast", [flat_mask], {"to": DType.i64}, hint=f"{node.name}.counts")
+    order = op(ctx, "cumsum", [counts], {"axis": 0, "exclusive": True}, hint=f"{node.name}.order")
+    order = op(ctx, "minimum", [order, ctx.builder.scalar(available - 1, DType.i64)], hint=f"{node.name}.order_kept")
+    picked = op(ctx, "gather", [reshape(ctx, source, (available,), f"{node.name}.flat_source"), order], {"axis": 0},
+                hint=f"{node.name}.picked")
+    return op(ctx, "where", [mask, reshape(ctx, picked, shape, f"{node.name}.picked_shape"), x], hint=node.name)
+
+
 # --- scatter ---------------------------------------------------------------------------
 SCATTER_REDUCTIONS = {None: "none", "add": "add", "multiply": "mul", "sum": "add", "prod": "mul", "amax": "max",
                       "amin": "min", "mean": "add"}
@@ -453,7 +478,7 @@ def handle_empty_strided(ctx, node, args, kwargs):
 
 # --- refused, each with its reason -------------------------------------------------------
 REFUSED = {
-    "its output's shape depends on the values": ("aten.nonzero", "aten.masked_scatter", "aten.masked_select",
+    "its output's shape depends on the values": ("aten.nonzero", "aten.masked_select",
                                                  "aten.unique", "aten._unique2", "aten.unique_consecutive",
                                                  "aten.unique_dim", "aten.repeat_interleave"),
     "it reads a tensor's value as a Python number (shapes or control flow would depend on data)":

@@ -454,7 +454,10 @@ def handle_narrow(ctx, node, args, kwargs):
 
 @converter("aten.index_select")
 def handle_index_select(ctx, node, args, kwargs):
+    """A ``gather`` along dim; a 0-d x (whose one index can only be 0) is x in the result's shape."""
     x = ctx.value(args[0])
+    if not shape_of(ctx, x):
+        return reshape(ctx, x, tuple(node.meta["val"].shape), node.name)
     return op(ctx, "gather", [x, ctx.value(args[2])], {"axis": args[1]}, hint=node.name)
 
 

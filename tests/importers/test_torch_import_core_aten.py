@@ -265,3 +265,10 @@ def test_products_with_a_bias_distances_and_negative_pads():
 def test_rrelu_in_eval_mode_and_batch_norm_with_update():
     matches(lambda x, mean, var: (F.rrelu(x), F.batch_norm(x, mean, var, training=True)), values(2, 3, 4, 4),
             values(3, seed=1), values(3, low=0.5, high=2.0, seed=2))
+
+
+def test_masked_scatter_and_index_select_of_a_0d_tensor():
+    mask = torch.tensor([[True, False, True, True], [False, True, False, True]])
+    matches(lambda x, src, s: (x.masked_scatter(mask, src), x.masked_scatter(mask[0], src),
+                               torch.index_select(s, 0, torch.tensor([0]))), values(2, 4), values(3, 3, seed=1),
+            torch.tensor(1.5))
