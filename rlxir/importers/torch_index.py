@@ -340,10 +340,7 @@ def handle_as_strided(ctx, node, args, kwargs):
     total = 1
     for dim in shape_of(ctx, x):
         total *= static_dim(dim, "as_strided")
-    positions = np.full(size, offset, dtype=np.int64)
-    for axis, (count, step) in enumerate(zip(size, stride)):
-        positions = positions + (np.arange(count, dtype=np.int64) * step).reshape(
-            [count if index == axis else 1 for index in range(len(size))])
+    positions = _strided_positions(size, stride, offset)
     if positions.size and (positions.max() >= total or positions.min() < 0):
         refuse(f"as_strided reading position {int(positions.max())} of a tensor of {total} elements",
                "positions inside the tensor")
@@ -444,6 +441,62 @@ def _count_all(shape) -> int:
     for size in shape:
         total = mul(total, size)
     return total
+
+
+@converter("aten.searchsorted", "aten.bucketize")
+def handle_searchsorted(ctx, node, args, kwargs):
+    """searchsorted(sorted, values, right=False) and bucketize(values, boundaries, right=False):
+    how many of the sorted entries lie below each value (at or below it with right), a
+    comparison of every pair summed over the sorted axis."""
+    bucketize = str(node.target).startswith("aten.bucketize")
+    values, ordered = (args[0], args[1]) if bucketize else (args[1], args[0])
+    if kwargs.get("sorter") is not None:
+        refuse("searchsorted with a sorter", "a sorted sequence")
+    right = bool(kwargs.get("right", False)) or kwargs.get("side") == "right"
+    dtype = ctx.type(ordered).dtype
+    values = operand(ctx, values, dtype, f"{node.name}.values")
+    ordered = operand(ctx, ordered, dtype, f"{node.name}.sorted")
+    sorted_shape, value_shape = shape_of(ctx, ordered), shape_of(ctx, values)
+    if len(sorted_shape) == 1:
+        ordered = reshape(ctx, ordered, (1,) * len(value_shape) + sorted_shape, f"{node.name}.sorted_row")
+    else:
+        ordered = reshape(ctx, ordered, sorted_shape[:-1] + (1, sorted_shape[-1]), f"{node.name}.sorted_rows")
+    column = reshape(ctx, values, value_shape + (1,), f"{node.name}.column")
+    below = op(ctx, "le" if right else "lt", [ordered, column], hint=f"{node.name}.below")
+    counted = op(ctx, "cast", [below], {"to": DType.i64}, hint=f"{node.name}.counted")
+    total = op(ctx, "reduce_sum", [counted], {"axes": (len(value_shape),), "keepdims": False},
+               hint=f"{node.name}.count")
+    wanted = result_dtype(node)
+    return total if wanted is DType.i64 else op(ctx, "cast", [total], {"to": wanted}, hint=node.name)
+
+
+@converter("aten.as_strided_scatter")
+def handle_as_strided_scatter(ctx, node, args, kwargs):
+    """as_strided_scatter(x, src, size, stride, storage_offset=0): x's row-major elements at
+    the as_strided positions replaced by src's (a ``scatter_elements`` over x flattened)."""
+    dtype = result_dtype(node)
+    x, source = (operand(ctx, item, dtype, node.name) for item in args[:2])
+    size, stride = list(args[2]), list(args[3])
+    offset = kwargs.get("storage_offset", args[4] if len(args) > 4 else None) or 0
+    shape = shape_of(ctx, x)
+    total = _count_all(shape)
+    positions = _strided_positions(size, stride, offset).reshape(-1)
+    if positions.size == 0:
+        return x
+    flat = reshape(ctx, x, (static_dim(total, "as_strided_scatter"),), f"{node.name}.flat")
+    written = op(ctx, "scatter_elements", [flat, ctx.builder.tensor(f"{node.name}.positions", positions),
+                                           reshape(ctx, source, (positions.size,), f"{node.name}.flat_source")],
+                 {"axis": 0, "reduction": "none"}, hint=f"{node.name}.written")
+    return reshape(ctx, written, shape, node.name)
+
+
+def _strided_positions(size, stride, offset: int) -> np.ndarray:
+    """The storage position of every element of an as_strided view, in its shape."""
+    positions = np.full(size, offset, dtype=np.int64)
+    for axis, (count, step) in enumerate(zip(size, stride)):
+        positions = positions + (np.arange(count, dtype=np.int64) * step).reshape(
+            [count if index == axis else 1 for index in range(len(size))])
+    return positions
 
 
 # --- shape queries and empty tensors -----------------------------------------------------

@@ -272,3 +272,11 @@ def test_masked_scatter_and_index_select_of_a_0d_tensor():
     matches(lambda x, src, s: (x.masked_scatter(mask, src), x.masked_scatter(mask[0], src),
                                torch.index_select(s, 0, torch.tensor([0]))), values(2, 4), values(3, 3, seed=1),
             torch.tensor(1.5))
+
+
+def test_searchsorted_bucketize_and_as_strided_scatter():
+    ordered = torch.tensor([-1.0, 0.0, 0.5, 2.0])
+    matches(lambda v, src: (torch.searchsorted(ordered, v), torch.searchsorted(ordered, v, right=True),
+                            torch.bucketize(v, ordered), torch.searchsorted(ordered.repeat(2, 1), v),
+                            torch.as_strided_scatter(v, src, (2, 2), (1, 3), 1)),
+            torch.tensor([[-2.0, 0.0, 0.7], [2.0, 3.0, 0.5]]), values(2, 2))
