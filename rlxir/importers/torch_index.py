@@ -13,8 +13,8 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import flatten_leading_axes, gather_leading_axes, linear_index
-from rlxir.importers.torch_ops import filled, op, operand, refuse, reshape, result_dtype, shape_of, slice_axis, \
-    static_dim
+from rlxir.importers.torch_ops import filled, op, operand, read_results, refuse, reshape, result_dtype, shape_of, \
+    slice_axis, static_dim
 from rlxir.importers.torch_registry import CONVERTERS, Static, converter, op_key, register
 from rlxir.ops import broadcast_shapes, normalize_axis
 from rlxir.symbolic import mul
@@ -571,3 +571,68 @@ VIEW_COPIES = ("view", "_unsafe_view", "reshape", "narrow", "as_strided", "expan
 
 for _view in VIEW_COPIES:
     register(f"aten.{_view}_copy", CONVERTERS[f"aten.{_view}"])
+
+
+@converter("aten._embedding_bag", "aten._embedding_bag_forward_only")
+def handle_embedding_bag(ctx, node, args, kwargs):
+    """_embedding_bag(weight, indices, offsets, scale_grad, mode, sparse, per_sample_weights,
+    include_last_offset, padding_idx) -> (out, ...): each index's row gathered (times its
+    weight), then summed, averaged or maximized into its bag by ``scatter_elements``; an
+    index's bag is how many bag offsets lie at or before its position, minus one. Only out
+    is built (the other results describe the bags for the backward pass)."""
+    names = ("scale_grad_by_freq", "mode", "sparse", "per_sample_weights", "include_last_offset", "padding_idx")
+    given = {"mode": 0, "per_sample_weights": None, "include_last_offset": False, "padding_idx": -1,
+             **dict(zip(names, args[3:])), **kwargs}
+    if read_results(node) - {0}:
+        refuse("embedding_bag's bag bookkeeping results", "only the bags' values")
+    weight = ctx.value(args[0])
+    dtype = ctx.builder.type(weight).dtype
+    indices = operand(ctx, args[1], DType.i64, f"{node.name}.indices")
+    offsets = operand(ctx, args[2], DType.i64, f"{node.name}.offsets")
+    length = static_dim(shape_of(ctx, indices)[0], "embedding_bag")
+    bags = static_dim(shape_of(ctx, offsets)[0], "embedding_bag") - (1 if given["include_last_offset"] else 0)
+    width = shape_of(ctx, weight)[1]
+    if length == 0 or bags <= 0:
+        return [ctx.builder.splat(node.name, 0, TensorType(dtype, (max(bags, 0), width))), None, None, None]
+    starts = slice_axis(ctx, offsets, 0, 0, bags, f"{node.name}.starts")
+    positions = ctx.builder.tensor(f"{node.name}.positions", np.arange(length, dtype=np.int64).reshape(length, 1))
+    started = op(ctx, "cast", [op(ctx, "le", [reshape(ctx, starts, (1, bags), f"{node.name}.starts_row"), positions],
+                                  hint=f"{node.name}.started")], {"to": DType.i64}, hint=f"{node.name}.started_count")
+    bag = op(ctx, "sub", [op(ctx, "reduce_sum", [started], {"axes": (1,), "keepdims": True},
+                             hint=f"{node.name}.count"), ctx.builder.scalar(1, DType.i64)], hint=f"{node.name}.bag")
+    rows = op(ctx, "gather", [weight, indices], {"axis": 0}, hint=f"{node.name}.rows")
+    if given["per_sample_weights"] is not None:
+        scale = reshape(ctx, operand(ctx, given["per_sample_weights"], dtype, node.name), (length, 1),
+                        f"{node.name}.sample_weights")
+        rows = op(ctx, "mul", [rows, scale], hint=f"{node.name}.weighted")
+    kept = ctx.builder.splat(f"{node.name}.kept", True, TensorType(DType.bool, (length, 1)))
+    if given["padding_idx"] is not None and given["padding_idx"] >= 0:
+        kept = reshape(ctx, op(ctx, "ne", [indices, ctx.builder.scalar(given["padding_idx"], DType.i64)],
+                               hint=f"{node.name}.not_padding"), (length, 1), f"{node.name}.kept")
+    return [_bag_reduce(ctx, node, rows, bag, kept, bags, given["mode"]), None, None, None]
+
+
+def _bag_reduce(ctx, node, rows: str, bag: str, kept: str, bags: int, mode: int) -> str:
+    """rows [L, D] combined into `bags` bags by their bag [L, 1]: 0 sum, 1 mean, 2 max (an
+    empty bag is zeros; rows not `kept` count for nothing)."""
+    length, width = shape_of(ctx, rows)
+    dtype = ctx.builder.type(rows).dtype
+    spread = op(ctx, "expand", [bag], {"shape": (length, width)}, hint=f"{node.name}.bag_spread")
+    counts = op(ctx, "scatter_elements", [ctx.builder.splat(f"{node.name}.zero_counts", 0, TensorType(dtype, (bags, 1))),
+                                          bag, op(ctx, "cast", [kept], {"to": dtype}, hint=f"{node.name}.ones")],
+                {"axis": 0, "reduction": "add"}, hint=f"{node.name}.counts")
+    if mode == 2:
+        rows = op(ctx, "where", [kept, rows, ctx.builder.scalar(-np.inf, dtype)], hint=f"{node.name}.candidates")
+        start = ctx.builder.splat(f"{node.name}.lowest", -np.inf, TensorType(dtype, (bags, width)))
+        most = op(ctx, "scatter_elements", [start, spread, rows], {"axis": 0, "reduction": "max"},
+                  hint=f"{node.name}.max")
+        filled = op(ctx, "gt", [counts, ctx.builder.scalar(0, dtype)], hint=f"{node.name}.filled")
+        return op(ctx, "where", [filled, most, ctx.builder.scalar(0, dtype)], hint=node.name)
+    rows = op(ctx, "where", [kept, rows, ctx.builder.scalar(0, dtype)], hint=f"{node.name}.counted_rows")
+    zeros = ctx.builder.splat(f"{node.name}.zeros", 0, TensorType(dtype, (bags, width)))
+    total = op(ctx, "scatter_elements", [zeros, spread, rows], {"axis": 0, "reduction": "add"},
+               hint=node.name if mode == 0 else f"{node.name}.sum")
+    if mode == 0:
+        return total
+    divisor = op(ctx, "maximum", [counts, ctx.builder.scalar(1, dtype)], hint=f"{node.name}.divisor")
+    return op(ctx, "div", [total, divisor], hint=node.name)

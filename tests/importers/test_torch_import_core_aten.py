@@ -280,3 +280,13 @@ def test_searchsorted_bucketize_and_as_strided_scatter():
                             torch.bucketize(v, ordered), torch.searchsorted(ordered.repeat(2, 1), v),
                             torch.as_strided_scatter(v, src, (2, 2), (1, 3), 1)),
             torch.tensor([[-2.0, 0.0, 0.7], [2.0, 3.0, 0.5]]), values(2, 2))
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag(mode):
+    indices, offsets = torch.tensor([1, 2, 4, 5, 4, 3, 2, 0]), torch.tensor([0, 3, 3, 6])
+    matches(lambda table, weights: (F.embedding_bag(indices, table, offsets, mode=mode),
+                                    F.embedding_bag(indices, table, offsets, mode=mode, padding_idx=4),
+                                    F.embedding_bag(indices.reshape(2, 4), table, mode=mode),
+                                    F.embedding_bag(indices, table, offsets, mode="sum", per_sample_weights=weights)),
+            values(6, 3), values(8, seed=1))
