@@ -299,11 +299,14 @@ def handle_conv(ctx, node, args, kwargs):
         stride, padding, dilation, transposed, output_padding, groups = args[3:9]
     else:
         stride, padding, dilation, groups = (list(args[3:7]) + [1, 0, 1, 1][len(args[3:7]):])
-    if spatial not in (1, 2):
-        refuse(f"a {spatial}-D convolution of a rank-{spatial + 2} input", "1-D or 2-D convolutions of batched inputs")
+    if spatial not in (1, 2, 3) or (spatial == 3 and transposed):
+        refuse(f"a {'transposed ' if transposed else ''}{spatial}-D convolution of a rank-{spatial + 2} input",
+               "1-D, 2-D or forward 3-D convolutions of batched inputs")
     kernel = [int(size) for size in shape_of(ctx, w)[2:]]
     stride, dilation = _pair(stride, spatial), _pair(dilation, spatial)
     padding = _padding(padding, dilation, kernel, spatial)
+    if spatial == 3:
+        return _conv3d(ctx, node, x, w, bias, (stride, padding, dilation), int(groups))
     if spatial == 1:
         return _conv1d(ctx, node, x, w, bias, (stride, padding, dilation, _pair(output_padding, 1)), groups,
                        transposed)
@@ -323,6 +326,45 @@ def _padding(padding, dilation, kernel, spatial: int) -> list[int]:
         if padding != [0] * spatial and any((d * (k - 1)) % 2 for d, k in zip(dilation, kernel)):
             refuse("padding='same' with an even kernel")
     return _pair(padding, spatial)
+
+
+def _conv3d(ctx, node, x: str, w: str, bias, geometry, groups: int) -> str:
+    """A 3-D convolution as one ``conv2d`` per kernel depth: the input depths each output
+    depth reads at that kernel depth (a static ``gather``, zero padding joined first) moved
+    into the batch, convolved with that slice of the kernel, and the kernel depths summed."""
+    stride, padding, dilation = geometry
+    batch, channels, depth, height, width = shape_of(ctx, x)
+    out_channels, _, kernel_depth, kernel_h, kernel_w = (static_dim(size, "a 3-D convolution")
+                                                        for size in shape_of(ctx, w))
+    depth = static_dim(depth, "a 3-D convolution")
+    out_depth = int(node.meta["val"].shape[2])
+    dtype = ctx.builder.type(x).dtype
+    if padding[0]:
+        zeros = ctx.builder.splat(f"{node.name}.depth_pad", 0, TensorType(dtype, (batch, channels, padding[0], height,
+                                                                                  width)))
+        x = op(ctx, "concat", [zeros, x, zeros], {"axis": 2}, hint=f"{node.name}.padded")
+    attrs = {"stride": tuple(stride[1:]), "padding": (padding[1], padding[2], padding[1], padding[2]),
+             "dilation": tuple(dilation[1:]), "groups": groups}
+    total = None
+    for level in range(kernel_depth):
+        rows = np.arange(out_depth, dtype=np.int64) * stride[0] + level * dilation[0]
+        picked = op(ctx, "gather", [x, ctx.builder.tensor(f"{node.name}.depths", rows)], {"axis": 2},
+                    hint=f"{node.name}.d{level}")
+        moved = op(ctx, "transpose", [picked], {"perm": (0, 2, 1, 3, 4)}, hint=f"{node.name}.moved{level}")
+        planes = reshape(ctx, moved, (batch * out_depth, channels, height, width), f"{node.name}.planes{level}")
+        kernel = reshape(ctx, op(ctx, "slice", [w], {"axis": 2, "start": level, "len": 1}, hint=f"{node.name}.w"),
+                         (out_channels, shape_of(ctx, w)[1], kernel_h, kernel_w), f"{node.name}.w{level}")
+        part = op(ctx, "conv2d", [planes, kernel], attrs, hint=f"{node.name}.part{level}")
+        total = part if total is None else op(ctx, "add", [total, part], hint=f"{node.name}.sum{level}")
+    out_h, out_w = shape_of(ctx, total)[2:]
+    result = op(ctx, "transpose", [reshape(ctx, total, (batch, out_depth, out_channels, out_h, out_w),
+                                           f"{node.name}.unplanes")], {"perm": (0, 2, 1, 3, 4)},
+                hint=f"{node.name}.conv" if bias is not None else node.name)
+    if bias is None:
+        return result
+    shift = reshape(ctx, operand(ctx, bias, dtype, f"{node.name}.bias"), (1, out_channels, 1, 1, 1),
+                    f"{node.name}.bias_shape")
+    return op(ctx, "add", [result, shift], hint=node.name)
 
 
 def _conv1d(ctx, node, x: str, w: str, bias, geometry, groups, transposed: bool) -> str:

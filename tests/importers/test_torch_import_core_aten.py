@@ -290,3 +290,10 @@ def test_embedding_bag(mode):
                                     F.embedding_bag(indices.reshape(2, 4), table, mode=mode),
                                     F.embedding_bag(indices, table, offsets, mode="sum", per_sample_weights=weights)),
             values(6, 3), values(8, seed=1))
+
+
+@pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 2), (1, 2, 2, 1)])
+def test_3d_convolutions(stride, padding, dilation, groups):
+    weight, bias = values(4, 4 // groups, 3, 2, 3, seed=1), values(4, seed=2)
+    matches(lambda x: F.conv3d(x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups),
+            values(2, 4, 7, 6, 8), atol=1e-4)  # sums of 72 products of values up to 9: float32 rounding
