@@ -546,8 +546,6 @@ REFUSED = {
         ("aten._adaptive_avg_pool2d_backward", "aten.avg_pool2d_backward", "aten.convolution_backward",
          "aten.embedding_dense_backward", "aten.max_pool2d_with_indices_backward",
          "aten.native_group_norm_backward", "aten.native_layer_norm_backward"),
-    "it pools over three spatial dims (the IR's pools are 2-D)": ("aten.avg_pool3d", "aten.max_pool3d_with_indices",
-                                                                  "aten._adaptive_avg_pool3d"),
 }
 """Core ATen ops (and a few others) no composition of the IR's core ops expresses, by reason."""
 

@@ -297,3 +297,12 @@ def test_3d_convolutions(stride, padding, dilation, groups):
     weight, bias = values(4, 4 // groups, 3, 2, 3, seed=1), values(4, seed=2)
     matches(lambda x: F.conv3d(x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups),
             values(2, 4, 7, 6, 8), atol=1e-4)  # sums of 72 products of values up to 9: float32 rounding
+
+
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_3d_pools(ceil_mode):
+    x = values(2, 3, 5, 6, 7)
+    matches(lambda t: (*F.max_pool3d(t, 3, 2, 1, ceil_mode=ceil_mode, return_indices=True),
+                       F.max_pool3d(t, 2, dilation=2), F.avg_pool3d(t, 3, 2, 1, ceil_mode=ceil_mode),
+                       F.avg_pool3d(t, 2, 1, 1, count_include_pad=False), F.avg_pool3d(t[0], 2, divisor_override=3),
+                       F.adaptive_avg_pool3d(t, (2, 4, 3))), x)
