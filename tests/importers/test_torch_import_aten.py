@@ -206,9 +206,9 @@ def test_reshape_as_view_as_expand_as_and_copy():
 
 
 # --- where an unsupported op is --------------------------------------------------------
-class LogGamma(torch.nn.Module):
+class InverseErf(torch.nn.Module):
     def forward(self, x):
-        return torch.lgamma(x)  # the unsupported call
+        return torch.erfinv(x)  # the unsupported call
 
 
 class DilatedPool(torch.nn.Module):
@@ -233,11 +233,11 @@ def line_marked(comment: str) -> int:
 def test_an_unsupported_op_is_located_at_the_models_line():
     line = line_marked("# the unsupported call")
     with pytest.raises(UnsupportedModel) as raised:
-        import_torch(LogGamma(), (torch.randn(2, 4),))
+        import_torch(InverseErf(), (torch.randn(2, 4),))
     error = raised.value
     assert (error.file, error.line, error.col) == (__file__, line, 9)
-    assert f"aten.lgamma x1 (first at {Path(__file__).name}:{line})" in error.message
-    assert "return torch.lgamma(x)" in error.render()
+    assert f"aten.erfinv x1 (first at {Path(__file__).name}:{line})" in error.message
+    assert "return torch.erfinv(x)" in error.render()
 
 
 def test_a_refused_node_is_located_at_the_models_line_not_inside_torch():

@@ -306,3 +306,9 @@ def test_3d_pools(ceil_mode):
                        F.max_pool3d(t, 2, dilation=2), F.avg_pool3d(t, 3, 2, 1, ceil_mode=ceil_mode),
                        F.avg_pool3d(t, 2, 1, 1, count_include_pad=False), F.avg_pool3d(t[0], 2, divisor_override=3),
                        F.adaptive_avg_pool3d(t, (2, 4, 3))), x)
+
+
+def test_gamma_functions():
+    x = torch.tensor([0.1, 0.5, 1.0, 1.5, 2.0, 3.7, 12.0, 150.0, -0.5, -2.3, -7.9, 0.0, -3.0])
+    matches(lambda t: (torch.lgamma(t), torch.digamma(t), torch.special.polygamma(1, t.abs() + 0.2),
+                       torch.special.polygamma(3, t.abs() + 0.2), torch.mvlgamma(t.abs() + 2, 3)), x)
