@@ -141,3 +141,57 @@ def handle_polygamma(ctx, node, args, kwargs):
     if order == 0:
         return _in_f64(ctx, node, args[1], _digamma)
     return _in_f64(ctx, node, args[1], lambda f, x: _polygamma(f, order, x))
+
+
+def _erfinv(f: F64, x: str) -> str:
+    """erfinv(x): Winitzki's closed form (about 2e-3 relative error), then three Newton steps
+    on erf (quadratic convergence: f64 precision); +-inf at +-1, NaN beyond."""
+    a = 0.147
+    log_term = f.op("log", f.op("sub", 1.0, f.op("mul", x, x)))
+    first = f.op("add", 2.0 / (math.pi * a), f.op("mul", log_term, 0.5))
+    root = f.op("sqrt", f.op("sub", f.op("sqrt", f.op("sub", f.op("mul", first, first), f.op("div", log_term, a))),
+                             first))
+    y = f.where(f.op("lt", x, 0.0), f.op("neg", root), root)
+    for _ in range(3):
+        slope = f.op("mul", f.op("exp", f.op("neg", f.op("mul", y, y))), 2.0 / math.sqrt(math.pi))
+        y = f.op("sub", y, f.op("div", f.op("sub", f.op("erf", y), x), slope))
+    edge = f.op("eq", f.op("abs", x), 1.0)
+    return f.where(edge, f.op("mul", x, math.inf), y)
+
+
+@converter("aten.erfinv", "aten.special_erfinv")
+def handle_erfinv(ctx, node, args, kwargs):
+    return _in_f64(ctx, node, args[0], _erfinv)
+
+
+@converter("aten.special_ndtri")
+def handle_ndtri(ctx, node, args, kwargs):
+    """The standard normal quantile: sqrt(2) erfinv(2p - 1)."""
+    return _in_f64(ctx, node, args[0], lambda f, p: f.op("mul", _erfinv(f, f.op("sub", f.op("mul", p, 2.0), 1.0)),
+                                                         math.sqrt(2.0)))
+
+
+I0_TERMS = 60
+"""Terms of the power series of I0 (exact in f64 up to |x| of about 40)."""
+
+
+def _i0(f: F64, x: str) -> str:
+    """I0(x) = Σ (x² / 4)^k / (k!)²; past |x| = 40 the asymptotic e^|x| / sqrt(2π|x|) (1 +
+    1/(8|x|) + 9/(128 x²) + 225/(3072 |x|³))."""
+    quarter = f.op("mul", f.op("mul", x, x), 0.25)
+    term, total = f.const(1.0), f.const(1.0)
+    for index in range(1, I0_TERMS):
+        term = f.op("mul", term, f.op("div", quarter, float(index * index)))
+        total = f.op("add", total, term)
+    size = f.op("abs", x)
+    inverse = f.op("div", 1.0, size)
+    correction = f.op("add", 1.0, f.op("mul", inverse, f.op("add", 0.125, f.op(
+        "mul", inverse, f.op("add", 9.0 / 128.0, f.op("mul", inverse, 225.0 / 3072.0))))))
+    asymptotic = f.op("mul", f.op("div", f.op("exp", size), f.op("sqrt", f.op("mul", size, 2 * math.pi))),
+                      correction)
+    return f.where(f.op("gt", size, 40.0), asymptotic, total)
+
+
+@converter("aten.i0", "aten.special_i0")
+def handle_i0(ctx, node, args, kwargs):
+    return _in_f64(ctx, node, args[0], _i0)

@@ -312,3 +312,9 @@ def test_gamma_functions():
     x = torch.tensor([0.1, 0.5, 1.0, 1.5, 2.0, 3.7, 12.0, 150.0, -0.5, -2.3, -7.9, 0.0, -3.0])
     matches(lambda t: (torch.lgamma(t), torch.digamma(t), torch.special.polygamma(1, t.abs() + 0.2),
                        torch.special.polygamma(3, t.abs() + 0.2), torch.mvlgamma(t.abs() + 2, 3)), x)
+
+
+def test_erfinv_ndtri_and_i0():
+    x = torch.tensor([-0.999, -0.5, 0.0, 0.1, 0.7, 0.9999, 1.0, -1.0])
+    matches(lambda t: (torch.erfinv(t), torch.special.ndtri((t + 1) / 2), torch.i0(t * 30), torch.i0(t * 50)), x,
+            rtol=2e-5)
