@@ -206,7 +206,7 @@ def test_reshape_as_view_as_expand_as_and_copy():
 
 
 # --- where an unsupported op is --------------------------------------------------------
-class InverseErf(torch.nn.Module):
+class BesselJ0(torch.nn.Module):
     def forward(self, x):
         return torch.special.bessel_j0(x)  # the unsupported call
 
@@ -233,7 +233,7 @@ def line_marked(comment: str) -> int:
 def test_an_unsupported_op_is_located_at_the_models_line():
     line = line_marked("# the unsupported call")
     with pytest.raises(UnsupportedModel) as raised:
-        import_torch(InverseErf(), (torch.randn(2, 4),))
+        import_torch(BesselJ0(), (torch.randn(2, 4),))
     error = raised.value
     assert (error.file, error.line, error.col) == (__file__, line, 9)
     assert f"aten.special_bessel_j0 x1 (first at {Path(__file__).name}:{line})" in error.message
