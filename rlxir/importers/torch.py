@@ -371,9 +371,11 @@ class TorchContext:
 
 
 def _numpy(tensor: torch.Tensor) -> np.ndarray:
-    """A tensor's values as NumPy (bf16 as float32, as the interpreter holds it)."""
+    """A tensor's values as row-major NumPy (bf16 as float32, as the interpreter holds it;
+    a strided tensor, ``empty_strided``'s, copied contiguous)."""
     tensor = tensor.detach().cpu()
-    return (tensor.float() if tensor.dtype == torch.bfloat16 else tensor).numpy()
+    array = (tensor.float() if tensor.dtype == torch.bfloat16 else tensor).numpy()
+    return array if array.flags.c_contiguous else array.copy(order="C")
 
 
 def _reads_as_linear_weight(user: torch.fx.Node, weight: torch.fx.Node) -> bool:

@@ -257,6 +257,11 @@ def handle_index_reduce(ctx, node, args, kwargs):
     shape = shape_of(ctx, x)
     axis = normalize_axis(args[1], max(len(shape), 1))
     source = operand(ctx, args[3], dtype, f"{node.name}.src")
+    if not shape:  # a 0-d x: its one element, as a tensor of one
+        single = handle_index_reduce(ctx, node, [reshape(ctx, x, (1,), f"{node.name}.x1"), 0,
+                                                 reshape(ctx, ctx.value(args[2]), (1,), f"{node.name}.i1"),
+                                                 reshape(ctx, source, (1,), f"{node.name}.s1"), *args[4:]], kwargs)
+        return reshape(ctx, single, (), f"{node.name}.scalar")
     reduce = args[4]
     include_self = kwargs.get("include_self", args[5] if len(args) > 5 else True)
     if reduce not in SCATTER_REDUCTIONS:
