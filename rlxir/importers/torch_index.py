@@ -639,3 +639,85 @@ def _bag_reduce(ctx, node, rows: str, bag: str, kept: str, bags: int, mode: int)
         return total
     divisor = op(ctx, "maximum", [counts, ctx.builder.scalar(1, dtype)], hint=f"{node.name}.divisor")
     return op(ctx, "div", [total, divisor], hint=node.name)
+
+
+@converter("aten.nonzero_static")
+def handle_nonzero_static(ctx, node, args, kwargs):
+    """nonzero_static(x, size=, fill_value=-1) -> [size, rank]: the coordinates of x's first
+    `size` non-zero elements in order (an exclusive ``cumsum`` ranks them), scattered into a
+    table of `fill_value` with one spare row that takes every element past `size`."""
+    x = ctx.value(args[0])
+    size = kwargs.get("size", args[1] if len(args) > 1 else None)
+    fill = kwargs.get("fill_value", -1)
+    shape = [static_dim(dim, "nonzero_static") for dim in shape_of(ctx, x)]
+    rank, total = len(shape), int(np.prod(shape)) if shape else 1
+    if total == 0 or size == 0 or rank == 0:  # no coordinates to write (a 0-d x has none)
+        return ctx.builder.splat(node.name, fill, TensorType(DType.i64, (size, rank)))
+    table = ctx.builder.splat(f"{node.name}.table", fill, TensorType(DType.i64, (size + 1, rank)))
+    flat = reshape(ctx, operand(ctx, x, DType.bool, f"{node.name}.set"), (total, 1), f"{node.name}.flat")
+    order = op(ctx, "cumsum", [op(ctx, "cast", [flat], {"to": DType.i64}, hint=f"{node.name}.count")],
+               {"axis": 0, "exclusive": True}, hint=f"{node.name}.order")
+    kept = op(ctx, "minimum", [flat, op(ctx, "lt", [order, ctx.builder.scalar(size, DType.i64)],
+                                        hint=f"{node.name}.fits")], hint=f"{node.name}.kept")
+    rows = op(ctx, "where", [kept, order, ctx.builder.scalar(size, DType.i64)], hint=f"{node.name}.rows")
+    rows = op(ctx, "expand", [rows], {"shape": (total, rank)}, hint=f"{node.name}.rows_spread")
+    coordinates = np.stack(np.unravel_index(np.arange(total), shape), axis=1)
+    written = op(ctx, "scatter_elements", [table, rows, ctx.builder.tensor(f"{node.name}.coordinates",
+                                                                           coordinates.astype(np.int64))],
+                 {"axis": 0, "reduction": "none"}, hint=f"{node.name}.written")
+    return slice_axis(ctx, written, 0, 0, size, node.name)
+
+
+@converter("aten.nanmedian")
+def handle_nanmedian(ctx, node, args, kwargs):
+    """nanmedian(x[, dim, keepdim]): the median of the values that are not NaN (NaN where all
+    are): NaNs sorted last as +inf by a ``topk``, the element at rank (count - 1) // 2 picked
+    at run time by a ``gather_elements``."""
+    x = ctx.value(args[0])
+    shape = shape_of(ctx, x)
+    dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+    keepdim = bool(kwargs.get("keepdim", args[2] if len(args) > 2 else False))
+    whole = dim is None
+    if whole or not shape:
+        x = reshape(ctx, x, (_count_all(shape),), f"{node.name}.flat")
+        dim = 0
+    axis = normalize_axis(dim, len(shape_of(ctx, x)))
+    count = static_dim(shape_of(ctx, x)[axis], "a nanmedian")
+    dtype = ctx.builder.type(x).dtype
+    nan = op(ctx, "ne", [x, x], hint=f"{node.name}.nan")
+    ranked = op(ctx, "where", [nan, ctx.builder.scalar(np.inf, dtype), x], hint=f"{node.name}.ranked")
+    order = op(ctx, "topk", [ranked], {"k": count, "axis": axis, "largest": False}, hint=f"{node.name}.order")
+    numbers = op(ctx, "reduce_sum", [op(ctx, "cast", [op(ctx, "eq", [nan, ctx.builder.scalar(False, DType.bool)],
+                                                         hint=f"{node.name}.number")], {"to": DType.i64},
+                                        hint=f"{node.name}.numbers")], {"axes": (axis,), "keepdims": True},
+                 hint=f"{node.name}.count")
+    middle = op(ctx, "div", [op(ctx, "maximum", [op(ctx, "sub", [numbers, ctx.builder.scalar(1, DType.i64)],
+                                                    hint=f"{node.name}.last"), ctx.builder.scalar(0, DType.i64)],
+                                hint=f"{node.name}.last_kept"), ctx.builder.scalar(2, DType.i64)],
+                 hint=f"{node.name}.middle")
+    index = op(ctx, "gather_elements", [order, middle], {"axis": axis}, hint=f"{node.name}.index_kept")
+    value = op(ctx, "gather_elements", [x, index], {"axis": axis}, hint=f"{node.name}.value_kept")
+    if whole:
+        return reshape(ctx, value, (), node.name)
+    target = [] if not shape else [1 if position == axis else size for position, size in enumerate(shape)
+                                   if keepdim or position != axis]
+    return [reshape(ctx, value, target, node.name), reshape(ctx, index, target, f"{node.name}.index")]
+
+
+@converter("aten._trilinear")
+def handle_trilinear(ctx, node, args, kwargs):
+    """_trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim): each input unsqueezed at its
+    expand dims, the three multiplied (broadcasting), summed over sumdim."""
+    dtype = result_dtype(node)
+    product = None
+    for item, expand in zip(args[:3], args[3:6]):
+        value = operand(ctx, item, dtype, node.name)
+        shape = list(shape_of(ctx, value))
+        for axis in sorted(expand):
+            shape.insert(axis, 1)
+        value = reshape(ctx, value, shape, f"{node.name}.expanded")
+        product = value if product is None else op(ctx, "mul", [product, value], hint=f"{node.name}.product")
+    sumdim = list(args[6])
+    if not sumdim:
+        return product
+    return op(ctx, "reduce_sum", [product], {"axes": tuple(sumdim), "keepdims": False}, hint=node.name)

@@ -195,3 +195,53 @@ def _i0(f: F64, x: str) -> str:
 @converter("aten.i0", "aten.special_i0")
 def handle_i0(ctx, node, args, kwargs):
     return _in_f64(ctx, node, args[0], _i0)
+
+
+ERFCX_DEPTH = 60
+"""Levels of the continued fraction of erfcx evaluated for x >= 2 (f64 precision there)."""
+
+
+def _erfcx(f: F64, x: str) -> str:
+    """exp(x²) erfc(x): for x >= 2 the continued fraction 1 / (√π (x + (1/2) / (x + 1 / (x +
+    (3/2) / ...)))); below, exp(x²) (1 - erf(x)) (overflowing to inf far below 0, as PyTorch)."""
+    size = f.op("maximum", x, 2.0)  # the fraction's branch, kept finite where it is not used
+    fraction = size
+    for level in range(ERFCX_DEPTH, 0, -1):
+        fraction = f.op("add", size, f.op("div", level / 2.0, fraction))
+    far = f.op("div", 1.0, f.op("mul", fraction, math.sqrt(math.pi)))
+    near = f.op("mul", f.op("exp", f.op("mul", x, x)), f.op("sub", 1.0, f.op("erf", x)))
+    return f.where(f.op("ge", x, 2.0), far, near)
+
+
+@converter("aten.special_erfcx")
+def handle_erfcx(ctx, node, args, kwargs):
+    return _in_f64(ctx, node, args[0], _erfcx)
+
+
+def _frexp(f: F64, x: str) -> tuple[str, str]:
+    """(mantissa in [0.5, 1), exponent) with x = mantissa 2^exponent; (0, 0) at 0; the
+    exponent from log2, then corrected by one where rounding put the mantissa outside."""
+    size = f.op("abs", x)
+    zero = f.op("eq", size, 0.0)
+    safe = f.where(zero, 1.0, size)
+    exponent = f.op("add", f.op("floor", f.op("div", f.op("log", safe), math.log(2.0))), 1.0)
+    mantissa = f.op("div", safe, f.op("pow", 2.0, exponent))
+    high = f.op("ge", mantissa, 1.0)
+    exponent = f.where(high, f.op("add", exponent, 1.0), exponent)
+    mantissa = f.where(high, f.op("mul", mantissa, 0.5), mantissa)
+    low = f.op("lt", mantissa, 0.5)
+    exponent = f.where(low, f.op("sub", exponent, 1.0), exponent)
+    mantissa = f.where(low, f.op("mul", mantissa, 2.0), mantissa)
+    mantissa = f.where(f.op("lt", x, 0.0), f.op("neg", mantissa), mantissa)
+    return f.where(zero, x, mantissa), f.where(zero, 0.0, exponent)
+
+
+@converter("aten.frexp")
+def handle_frexp(ctx, node, args, kwargs):
+    """frexp(x) -> (mantissa, exponent); infinities and NaN are refused by no one: their
+    exponent is whatever log2 gives (PyTorch leaves it unspecified)."""
+    dtype = result_dtype(node)
+    x = operand(ctx, args[0], DType.f64, f"{node.name}.f64")
+    mantissa, exponent = _frexp(F64(ctx, node), x)
+    return [op(ctx, "cast", [mantissa], {"to": dtype}, hint=node.name),
+            op(ctx, "cast", [exponent], {"to": DType.i32}, hint=f"{node.name}.exponent")]

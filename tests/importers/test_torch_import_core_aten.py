@@ -318,3 +318,12 @@ def test_erfinv_ndtri_and_i0():
     x = torch.tensor([-0.999, -0.5, 0.0, 0.1, 0.7, 0.9999, 1.0, -1.0])
     matches(lambda t: (torch.erfinv(t), torch.special.ndtri((t + 1) / 2), torch.i0(t * 30), torch.i0(t * 50)), x,
             rtol=2e-5)
+
+
+def test_nonzero_static_nanmedian_frexp_erfcx_and_bilinear_forms():
+    x = torch.tensor([[0.0, 1.5, float("nan"), -2.0], [3.0, 0.0, 0.25, float("nan")]])
+    weight = values(2, 4, 4, seed=1)
+    matches(lambda t, y: (torch.nonzero_static(t, size=5), torch.nonzero_static(t, size=2, fill_value=7),
+                          torch.nanmedian(t), *torch.nanmedian(t, 1), *torch.frexp(y), torch.special.erfcx(y * 4),
+                          F.bilinear(y[:, :4], y[:, 1:], weight)),
+            x, values(2, 5, seed=2))
