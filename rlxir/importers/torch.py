@@ -43,7 +43,9 @@ import torch.fx
 
 from rlxir.dtypes import DType
 from rlxir.errors import Location, RlxError, SourceText
-from rlxir.importers import torch_layout, torch_nn, torch_ops  # noqa: F401  (each registers its converters)
+# each converter module registers its converters in torch_registry.CONVERTERS when imported
+from rlxir.importers import (torch_index, torch_layout, torch_math, torch_nn, torch_norm,  # noqa: F401
+                             torch_ops, torch_spatial, torch_special)
 from rlxir.importers.builder import GraphBuilder, ImportedGraph, UnsupportedModel
 from rlxir.importers.torch_registry import CONVERTERS, NEVER_FOLD, Static, op_key, torch_dtype
 from rlxir.symbolic import Expr, floordiv, format_dim
@@ -88,17 +90,36 @@ def import_torch(module: torch.nn.Module, args: Sequence, kwargs: Mapping | None
 def import_program(program: torch.export.ExportedProgram, name: str,
                    symbols: Mapping[str, str] | None = None) -> ImportedGraph:
     """The rlx graph of a program ``torch.export`` exported (`import_torch` after its export):
-    functionalized, then imported by `import_exported`."""
+    lowered to Core ATen (`core_aten_decompositions`), then imported by `import_exported`."""
     try:
         with torch.no_grad():
-            # functionalize with no decompositions: in-place ops (relu_, add_, hardtanh_) become their
-            # pure forms, and every other op stays as the handlers know it
-            program = program.run_decompositions({})
+            program = program.run_decompositions(core_aten_decompositions())
     except Exception as error:  # a program torch's own decompositions cannot lower
-        raise UnsupportedModel(f"torch.export could not lower {name}: {type(error).__name__}: "
+        raise UnsupportedModel(f"torch.export could not lower {name} to Core ATen: {type(error).__name__}: "
                                f"{str(error).splitlines()[0] if str(error) else ''}",
-                               expected="a program torch.export's decompositions can lower") from None
+                               expected="a program torch.export's Core ATen decompositions can lower") from None
     return import_exported(program, name, symbols or {})
+
+
+KEEP_WHOLE = frozenset({
+    "aten.linear", "aten.matmul", "aten.scaled_dot_product_attention", "aten._scaled_dot_product_flash_attention_for_cpu",
+    "aten.layer_norm", "aten.rms_norm",
+    "aten.silu", "aten.hardswish", "aten.hardsigmoid", "aten.softplus", "aten.max_pool2d",
+    "aten.adaptive_avg_pool2d", "aten.pad", "aten.roll",
+})
+"""Composite ops the importer maps whole to core ops of the IR (``linear`` keeps its weight a
+param stored ``[in, out]``, ``scaled_dot_product_attention`` is the IR's ``attention``,
+``layer_norm`` its ``layernorm``): PyTorch's Core ATen decomposition leaves them as they are."""
+
+
+def core_aten_decompositions() -> dict:
+    """PyTorch's Core ATen decomposition table without the ops of `KEEP_WHOLE`: every other
+    composite op is lowered to Core ATen ops (and in-place ops to their pure forms)."""
+    table = torch.export.default_decompositions()
+    for overload in list(table.keys()):
+        if op_key(overload) in KEEP_WHOLE:
+            del table[overload]
+    return table
 
 
 def _symbol_name(symbol) -> str:
@@ -122,8 +143,8 @@ def import_exported(program: torch.export.ExportedProgram, name: str, symbols: M
     (torch's symbol, e.g. ``s77`` -> ``B``)."""
     graph = program.graph
     live = _live_nodes(graph)
-    unsupported = [node for node in graph.nodes
-                   if node.op == "call_function" and node in live and op_key(node.target) not in CONVERTERS]
+    unsupported = [node for node in graph.nodes if node.op == "call_function" and node in live
+                   and op_key(node.target) not in CONVERTERS and not makes_constant(node)]
     if unsupported:
         raise _unsupported_ops(name, unsupported, sorted(CONVERTERS))
     from torch._subclasses.fake_tensor import unset_fake_temporarily
@@ -134,7 +155,7 @@ def import_exported(program: torch.export.ExportedProgram, name: str, symbols: M
             if node.op == "placeholder":
                 context.placeholder(node)
             elif node.op == "call_function" and node in live:
-                context.call(node, CONVERTERS[op_key(node.target)])
+                context.call(node, CONVERTERS.get(op_key(node.target), _no_converter))
         output = next(node for node in graph.nodes if node.op == "output")
         results = torch.fx.node.map_arg(output.args[0], lambda node: node)
         names = [str(spec.arg.name) for spec in program.graph_signature.output_specs]
@@ -142,6 +163,21 @@ def import_exported(program: torch.export.ExportedProgram, name: str, symbols: M
         for label, result in zip(names, results):
             outputs[label] = context.value(context.resolve(result), label)
     return context.builder.finish(list(outputs.values()), context.input_names, outputs)
+
+
+def makes_constant(node: torch.fx.Node) -> bool:
+    """An ATen op that reads no tensor (only numbers and shapes), draws no random numbers and
+    makes a tensor (``linspace``, ``eye``, ``arange``): evaluated with PyTorch while
+    importing, a constant of the graph, whether or not a converter knows it."""
+    target = node.target
+    return (isinstance(target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded not in target.tags
+            and isinstance(node.meta.get("val"), torch.Tensor)
+            and not any(isinstance(arg.meta.get("val"), torch.Tensor) for arg in node.all_input_nodes))
+
+
+def _no_converter(ctx, node, args, kwargs):
+    raise UnsupportedModel(f"{op_key(node.target)} over symbolic dims (it is evaluated while importing only "
+                           "when every argument is a number)", expected="static arguments")
 
 
 def _unsupported_ops(name: str, nodes: list, supported: list) -> UnsupportedModel:
@@ -254,7 +290,9 @@ class TorchContext:
         if op_key(node.target) in NEVER_FOLD or any(isinstance(leaf, (str, Expr)) for leaf in leaves):
             return None
         statics = [leaf for leaf in leaves if isinstance(leaf, Static)]
-        if not statics or any(leaf.fake or leaf.tensor.numel() > FOLD_LIMIT for leaf in statics):
+        if not statics and not makes_constant(node):
+            return None
+        if any(leaf.fake or leaf.tensor.numel() > FOLD_LIMIT for leaf in statics):
             return None
 
         def unwrap(item):
@@ -333,9 +371,11 @@ class TorchContext:
 
 
 def _numpy(tensor: torch.Tensor) -> np.ndarray:
-    """A tensor's values as NumPy (bf16 as float32, as the interpreter holds it)."""
+    """A tensor's values as row-major NumPy (bf16 as float32, as the interpreter holds it;
+    a strided tensor, ``empty_strided``'s, copied contiguous)."""
     tensor = tensor.detach().cpu()
-    return (tensor.float() if tensor.dtype == torch.bfloat16 else tensor).numpy()
+    array = (tensor.float() if tensor.dtype == torch.bfloat16 else tensor).numpy()
+    return array if array.flags.c_contiguous else array.copy(order="C")
 
 
 def _reads_as_linear_weight(user: torch.fx.Node, weight: torch.fx.Node) -> bool:

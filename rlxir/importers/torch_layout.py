@@ -68,8 +68,13 @@ def _pad_constant(ctx, x: str, axis: int, before: int, after: int, fill, hint: s
 def _pad_from_edges(ctx, x: str, axis: int, before: int, after: int, mode: str, hint: str) -> str:
     """reflect / replicate / circular: the borders are rows of x itself, gathered by
     static index lists (reflect mirrors without repeating the edge, as PyTorch)."""
-    if before < 0 or after < 0:
-        refuse(f"a negative {mode} pad", "amounts of at least 0")
+    if before < 0 or after < 0:  # a negative amount crops that side first
+        dim = static_dim(shape_of(ctx, x)[axis], f"a negative {mode} pad (a crop)")
+        start, stop = max(-before, 0), dim - max(-after, 0)
+        x = slice_axis(ctx, x, axis, start, max(stop - start, 0), f"{hint}.crop")
+        before, after = max(before, 0), max(after, 0)
+        if before == after == 0:
+            return x
     dim = static_dim(shape_of(ctx, x)[axis], f"a {mode} pad")
     if mode == "reflect" and max(before, after) >= dim:
         refuse(f"a reflect pad of {max(before, after)} over a dim of {dim}", "a pad smaller than the dim")
@@ -113,7 +118,7 @@ def handle_roll(ctx, node, args, kwargs):
 
 def _roll_axis(ctx, x: str, axis: int, shift: int, hint: str) -> str:
     dim = static_dim(shape_of(ctx, x)[axis], "a roll")
-    shift %= dim
+    shift = shift % dim if dim else 0
     if not shift:
         return x
     tail = slice_axis(ctx, x, axis, dim - shift, shift, f"{hint}.tail")

@@ -13,7 +13,7 @@ import operator
 import torch
 
 from rlxir.dtypes import DType
-from rlxir.importers.builder import UnsupportedModel, gather_leading_axes
+from rlxir.importers.builder import UnsupportedModel
 from rlxir.importers.strided import HUGE, slice_any
 from rlxir.importers.torch_registry import Static, converter, op_key, register, torch_dtype
 from rlxir.ops import broadcast_shapes, normalize_axis
@@ -55,6 +55,11 @@ def reshape(ctx, value: str, shape, hint: str) -> str:
     if tuple(shape) == shape_of(ctx, value):
         return value
     return op(ctx, "reshape", [value], {"shape": tuple(shape)}, hint)
+
+
+def read_results(node) -> set[int]:
+    """Which results of a node with several the program reads (by position)."""
+    return {user.args[1] for user in node.users if user.target is operator.getitem}
 
 
 def refuse(what: str, expected: str | None = None):
@@ -449,7 +454,10 @@ def handle_narrow(ctx, node, args, kwargs):
 
 @converter("aten.index_select")
 def handle_index_select(ctx, node, args, kwargs):
+    """A ``gather`` along dim; a 0-d x (whose one index can only be 0) is x in the result's shape."""
     x = ctx.value(args[0])
+    if not shape_of(ctx, x):
+        return reshape(ctx, x, tuple(node.meta["val"].shape), node.name)
     return op(ctx, "gather", [x, ctx.value(args[2])], {"axis": args[1]}, hint=node.name)
 
 
@@ -529,6 +537,8 @@ def handle_arange(ctx, node, args, kwargs):
 @converter("aten.cumsum")
 def handle_cumsum(ctx, node, args, kwargs):
     x = operand(ctx, args[0], result_dtype(node), node.name)
+    if not shape_of(ctx, x):  # a 0-d tensor's running sum is itself
+        return x
     return op(ctx, "cumsum", [x], {"axis": args[1]}, hint=node.name)
 
 
@@ -562,19 +572,6 @@ def handle_gather(ctx, node, args, kwargs):
     axis = normalize_axis(args[1], len(shape_of(ctx, x)))
     index = operand(ctx, args[2], DType.i64, node.name)
     return op(ctx, "gather_elements", [x, index], {"axis": axis}, hint=node.name)
-
-
-@converter("aten.index")
-def handle_index(ctx, node, args, kwargs):
-    """x[i0, i1, ...] with index tensors for the leading axes (the masks transformers builds
-    at run time), through `gather_leading_axes`."""
-    x, indices = ctx.value(args[0]), list(args[1])
-    shape = shape_of(ctx, x)
-    if not indices or any(index is None for index in indices) or len(indices) > len(shape):
-        refuse("aten.index with skipped axes (None) on values computed at run time",
-               "index tensors for the leading axes")
-    parts = [operand(ctx, index, DType.i64, f"{node.name}.i{axis}") for axis, index in enumerate(indices)]
-    return gather_leading_axes(ctx.builder, x, parts, node.name)
 
 
 def handle_static_only(ctx, node, args, kwargs):

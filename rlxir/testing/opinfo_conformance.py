@@ -60,6 +60,15 @@ LOOSE_OPS = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "cosh",
              "huber", "binary_cross_entropy", "soft_margin", "multilabel", "prelu", "rrelu", "leaky_relu")
 """OpInfo names holding any of these words use `LOOSE_RTOL` / `LOOSE_ATOL`."""
 
+ATTENTION_RTOL, ATTENTION_ATOL = 1e-4, 1e-5
+"""Attention: PyTorch's CPU kernel is a blocked online softmax (its running maximum and sums
+round differently from one softmax over the whole row)."""
+
+
+UNINITIALIZED = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided",
+                           "empty_permuted"})
+"""OpInfos whose result is uninitialized memory in PyTorch: only shape and dtype compare."""
+
 
 @attrs.frozen
 class Sample:
@@ -136,6 +145,8 @@ def is_core_aten(op, core: frozenset[str]) -> bool:
 
 def tolerances(op) -> tuple[float, float]:
     name = op_name(op)
+    if "attention" in name:
+        return ATTENTION_RTOL, ATTENTION_ATOL
     if any(word in name for word in LOOSE_OPS):
         return LOOSE_RTOL, LOOSE_ATOL
     return RTOL, ATOL
@@ -215,7 +226,7 @@ def run_sample(sample: Sample) -> Outcome:
     if not outputs or not all(_is_tensor(item) for item in outputs):
         return Outcome(sample.name, "no export", "the call returns no tensor, or a value that is not one")
     try:
-        have = _imported_outputs(program, sample.name, example)
+        have = _imported_outputs(program, sample.name, example, len(outputs))
         return _compare(sample, have, outputs)
     except RlxError as error:
         return Outcome(sample.name, "refused", _first_line(error))
@@ -223,14 +234,16 @@ def run_sample(sample: Sample) -> Outcome:
         return Outcome(sample.name, "internal", _internal(error))
 
 
-def _imported_outputs(program, name: str, example: tuple) -> list[np.ndarray]:
+def _imported_outputs(program, name: str, example: tuple, count: int) -> list[np.ndarray]:
+    """The graph's last `count` outputs on the example: the call's results (a program that
+    writes into an argument, a batch norm's running statistics, lists those writes first)."""
     from rlxir.importers.torch import import_program
     from rlxir.interpreter import interpret
 
     imported = import_program(program, name)
     feeds = {value: _array(tensor) for value, tensor in zip(imported.inputs.values(), example)}
     results = interpret(imported.graph, feeds, imported.params)
-    return [results[value] for value in imported.graph.outputs]
+    return [results[value] for value in imported.graph.outputs[len(imported.graph.outputs) - count:]]
 
 
 def _array(tensor) -> np.ndarray:
@@ -246,7 +259,10 @@ def _compare(sample: Sample, have: list[np.ndarray], want: list) -> Outcome:
         return Outcome(sample.name, "mismatch", f"{len(have)} outputs, eager PyTorch gives {len(want)}")
     rtol, atol = tolerances(sample.op)
     for index, (got, tensor) in enumerate(zip(have, want)):
-        problem = _difference(np.asarray(got), _array(tensor), rtol, atol)
+        expected = _array(tensor)
+        if sample.op.name in UNINITIALIZED:
+            got, expected = np.zeros_like(got), np.zeros_like(expected)
+        problem = _difference(np.asarray(got), expected, rtol, atol)
         if problem:
             return Outcome(sample.name, "mismatch", f"output {index}: {problem}")
     return Outcome(sample.name, "pass")

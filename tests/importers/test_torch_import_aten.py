@@ -206,9 +206,9 @@ def test_reshape_as_view_as_expand_as_and_copy():
 
 
 # --- where an unsupported op is --------------------------------------------------------
-class Sorts(torch.nn.Module):
+class BesselJ0(torch.nn.Module):
     def forward(self, x):
-        return torch.sort(x).values  # the unsupported call
+        return torch.special.bessel_j0(x)  # the unsupported call
 
 
 class DilatedPool(torch.nn.Module):
@@ -217,7 +217,12 @@ class DilatedPool(torch.nn.Module):
         self.pool = torch.nn.MaxPool2d(2, dilation=2)
 
     def forward(self, x):
-        return self.pool(x) * 2  # the refused call
+        return self.pool(x) * 2  # the surprised call
+
+
+class TrainingAttention(torch.nn.Module):
+    def forward(self, x):
+        return F.scaled_dot_product_attention(x, x, x, dropout_p=0.5) * 2  # the refused call
 
 
 def line_marked(comment: str) -> int:
@@ -228,17 +233,18 @@ def line_marked(comment: str) -> int:
 def test_an_unsupported_op_is_located_at_the_models_line():
     line = line_marked("# the unsupported call")
     with pytest.raises(UnsupportedModel) as raised:
-        import_torch(Sorts(), (torch.randn(2, 4),))
+        import_torch(BesselJ0(), (torch.randn(2, 4),))
     error = raised.value
     assert (error.file, error.line, error.col) == (__file__, line, 9)
-    assert f"aten.sort x1 (first at {Path(__file__).name}:{line})" in error.message
-    assert "return torch.sort(x).values" in error.render()
+    assert f"aten.special_bessel_j0 x1 (first at {Path(__file__).name}:{line})" in error.message
+    assert "return torch.special.bessel_j0(x)" in error.render()
 
 
 def test_a_refused_node_is_located_at_the_models_line_not_inside_torch():
-    with pytest.raises(UnsupportedModel, match=r"max_pool2d \(aten.max_pool2d.default\): max_pool2d with dilation") \
+    with pytest.raises(UnsupportedModel, match=r"scaled_dot_product_attention \(aten.scaled_dot_product_attention"
+                                               r".default\): scaled_dot_product_attention with dropout_p=0.5") \
             as raised:
-        import_torch(DilatedPool(), (torch.randn(2, 3, 8, 8),))
+        import_torch(TrainingAttention(), (torch.randn(2, 3, 4, 8),))
     assert (raised.value.file, raised.value.line) == (__file__, line_marked("# the refused call"))
 
 
@@ -252,4 +258,4 @@ def test_a_handler_that_fails_on_odd_arguments_is_a_located_error(monkeypatch):
     with pytest.raises(UnsupportedModel, match=r"node max_pool2d \(aten.max_pool2d.default\): cannot import its "
                                                r"arguments \(IndexError: list index out of range\)") as raised:
         import_torch(DilatedPool(), (torch.randn(2, 3, 8, 8),))
-    assert (raised.value.file, raised.value.line) == (__file__, line_marked("# the refused call"))
+    assert (raised.value.file, raised.value.line) == (__file__, line_marked("# the surprised call"))
