@@ -43,7 +43,7 @@ import onnx
 # Each converter module registers its op types in the table when imported.
 from rlxir.importers import (onnx_bits, onnx_control, onnx_einsum, onnx_loss, onnx_math, onnx_ml,  # noqa: F401
                              onnx_nn, onnx_ops, onnx_optimizers, onnx_pool_dilated, onnx_quant, onnx_reduce, onnx_scatter,
-                             onnx_shape, onnx_signal, onnx_upsample)
+                             onnx_shape, onnx_signal, onnx_text, onnx_upsample)
 from rlxir.errors import RlxError
 from rlxir.importers.builder import ImportedGraph, UnsupportedModel
 from rlxir.importers.onnx_context import (ONNX_DTYPES, OnnxContext, concrete, load_model, node_attributes,  # noqa: F401
