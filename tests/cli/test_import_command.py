@@ -77,14 +77,14 @@ def test_unsupported_ops_exit_1_with_one_listing(tmp_path, capsys):
     from onnx import TensorProto, helper
 
     nodes = [helper.make_node("StringNormalizer", ["x"], ["r"]), helper.make_node("StringNormalizer", ["r"], ["y"]),
-             helper.make_node("TfIdfVectorizer", ["y"], ["d"])]
+             helper.make_node("ImageDecoder", ["y"], ["d"])]
     graph = helper.make_graph(nodes, "up", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
                               [helper.make_tensor_value_info("d", TensorProto.FLOAT, None)])
     path = tmp_path / "up.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
     code, out, err = run(["import", path], capsys)
     assert code == 1 and out == ""
-    assert f"cannot import {path}: 2 ONNX op types have no rlx mapping: StringNormalizer x2, TfIdfVectorizer x1" in err
+    assert f"cannot import {path}: 2 ONNX op types have no rlx mapping: ImageDecoder x1, StringNormalizer x2" in err
     assert "Traceback" not in err
 
 
