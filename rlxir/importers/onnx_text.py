@@ -58,8 +58,10 @@ def convert_tfidf(ctx, node, attrs):
         if low <= length <= high and pooled.size:
             counts.append((_count(ctx, f, x, pooled, length, skips), offset))
         offset += len(pooled)
-    if not vocabulary:
-        raise UnsupportedModel("TfIdfVectorizer without ngram_indexes", expected="an output column per pooled n-gram")
+    pooled_count = sum(len(pooled) for pooled in grams.values())
+    if not vocabulary or len(columns) != pooled_count or min(columns) < 0:
+        raise UnsupportedModel(f"TfIdfVectorizer with {len(columns)} ngram_indexes for {pooled_count} pooled n-grams",
+                               expected="one non-negative output column per pooled n-gram")
     rows = type_.shape[:-1]
     total = None
     for count, first in counts:

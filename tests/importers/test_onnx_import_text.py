@@ -41,3 +41,10 @@ def test_tfidf_matches_onnxruntime(low, high, skips, mode, weighted, dtype):
 def test_tfidf_of_an_unknown_mode_is_refused():
     with pytest.raises(UnsupportedModel, match="TfIdfVectorizer mode 'BM25'"):
         import_onnx(tfidf_model(TOKENS, mode="BM25", min_gram_length=1, max_gram_length=1, max_skip_count=0))
+
+
+def test_tfidf_with_too_few_output_columns_is_refused():
+    model = tfidf_model(TOKENS, mode="TF", min_gram_length=1, max_gram_length=2, max_skip_count=0,
+                        ngram_indexes=[0, 1, 2])
+    with pytest.raises(UnsupportedModel, match="TfIdfVectorizer with 3 ngram_indexes for 7 pooled n-grams"):
+        import_onnx(model)
