@@ -9,8 +9,14 @@ Shape and tensor ops (Reshape, Slice, Gather, Shape arithmetic, ...) are in
 `rlxir.importers.onnx_nn` (dilated pooling in `onnx_pool_dilated`); ScatterND,
 ScatterElements, TopK and Trilu in `onnx_scatter`; Einsum in `onnx_einsum`; ConvTranspose and
 Resize in `onnx_upsample`; If in `onnx_control`; reductions, ArgMax/ArgMin and scans in
-`onnx_reduce`; decomposed elementwise math (trigonometry, bits, more activations) in
-`onnx_math`; the losses in `onnx_loss`."""
+`onnx_reduce`; decomposed elementwise math (trigonometry, more activations, Det) in
+`onnx_math`; bit manipulation in `onnx_bits`; the losses in `onnx_loss`; quantization in
+`onnx_quant`; DFT, STFT and windows in `onnx_signal`; optimizer updates in
+`onnx_optimizers`; ai.onnx.ml ops in `onnx_ml`; TfIdfVectorizer in `onnx_text`.
+
+Shared here: `Arith` (elementwise expressions of one dtype), `counter` (0..n-1 without a
+stored array), `dim_value` and `dims_tensor` (symbolic dims as run-time tensors),
+`wrapped_index` (ONNX's negative indices)."""
 
 from __future__ import annotations
 
