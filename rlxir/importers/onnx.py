@@ -74,6 +74,7 @@ from rlxir.importers import (  # noqa: F401  (each converter module registers it
     onnx_sequence,
     onnx_shape,
     onnx_signal,
+    onnx_text,
     onnx_upsample,
 )
 from rlxir.errors import RlxError

@@ -8,7 +8,10 @@ The other converter modules each hold one family (their names say which: `onnx_s
 `onnx_nn`, `onnx_pool`, `onnx_resize`, `onnx_attention`, `onnx_recurrent`, ...);
 `rlxir.importers.onnx` imports them all, and each registers its op types in
 `rlxir.importers.onnx_registry`.
-"""
+
+Shared here: `Arith` (elementwise expressions of one dtype), `counter` (0..n-1 without a
+stored array), `dim_value` and `dims_tensor` (symbolic dims as run-time tensors),
+`wrapped_index` (ONNX's negative indices)."""
 
 from __future__ import annotations
 

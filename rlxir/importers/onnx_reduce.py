@@ -9,8 +9,9 @@
   no axes reduce every axis, unless ``noop_with_empty_axes`` asks for the input back (with
   the op's elementwise step applied, as ONNX's reference does). A reduction of a constant is
   evaluated while importing.
-- **ArgMax/ArgMin** are ``topk {k=1}`` (a tie goes to the first position);
-  select_last_index takes the largest position that holds the max (min).
+- **ArgMax/ArgMin** are ``topk {k=1}`` on integers (a tie goes to the first position);
+  on floats, and with select_last_index, the first (last) position that holds the max
+  (min), or a NaN when the axis has one.
 - **CumSum** is the core ``cumsum``; **CumProd** a log-step (Hillis-Steele) scan of
   products over a static axis: ceil(log2 n) multiplications by the sequence shifted by
   1, 2, 4, ... and padded with ones.
@@ -25,7 +26,7 @@ import numpy as np
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
 from rlxir.importers.onnx_context import concrete
-from rlxir.importers.onnx_ops import FOLD_LIMIT, Arith, along, axes_argument, counter, hint, static_ints
+from rlxir.importers.onnx_ops import FOLD_LIMIT, INT64_MAX, Arith, along, axes_argument, counter, hint, static_ints
 from rlxir.importers.onnx_registry import register
 from rlxir.ops import normalize_axis
 from rlxir.symbolic import format_dim
@@ -224,32 +225,42 @@ def _log_product(ctx, x: str, axes, keepdims: bool, name: str) -> str:
 
 # --- ArgMax / ArgMin -----------------------------------------------------------------------
 def convert_arg_reduce(ctx, node, attrs):
-    """ArgMax/ArgMin: ``topk {k=1}`` along the axis (the first of equal values); with
-    select_last_index, the largest position holding the max (min): positions counted along
-    the axis, kept where x equals the reduced value, reduced by ``reduce_max`` (so a
-    symbolic axis works too)."""
+    """ArgMax/ArgMin: the first (or with select_last_index the last) position along the axis
+    that holds the max (min). Integers and bools take ``topk {k=1}`` for the first (a tie
+    goes to the lower position); otherwise the positions (counted along the axis, so a
+    symbolic axis works too) where x equals the reduced value are reduced to their min
+    (max). A float axis holding NaN answers the position of a NaN, as NumPy (ONNX's
+    reference) does."""
     x = ctx.value(node.input[0])
-    shape = ctx.builder.type(x).shape
-    axis = normalize_axis(int(attrs.get("axis", 0)), len(shape))
+    type_ = ctx.builder.type(x)
+    axis = normalize_axis(int(attrs.get("axis", 0)), type_.rank)
     keepdims = bool(attrs.get("keepdims", 1))
+    last = bool(attrs.get("select_last_index", 0))
     name = hint(node)
-    if attrs.get("select_last_index", 0):
-        return [_last_position(ctx, node.op_type, x, axis, keepdims, name)]
+    if last or type_.dtype.is_float:
+        return [_extreme_position(ctx, node.op_type, x, axis, keepdims, last, name)]
     found = ctx.builder.op("topk", [x], {"k": 1, "axis": axis, "largest": node.op_type == "ArgMax"},
                            hint=name if keepdims else f"{name}.position")
     if keepdims:
         return [found]
+    shape = type_.shape
     return [ctx.builder.op("reshape", [found], {"shape": tuple(shape[:axis] + shape[axis + 1:])}, hint=name)]
 
 
-def _last_position(ctx, op_type: str, x: str, axis: int, keepdims: bool, name: str) -> str:
-    shape = ctx.builder.type(x).shape
-    extreme = ctx.builder.op("reduce_max" if op_type == "ArgMax" else "reduce_min", [x],
-                             {"axes": (axis,), "keepdims": True}, hint=f"{name}.extreme")
+def _extreme_position(ctx, op_type: str, x: str, axis: int, keepdims: bool, last: bool, name: str) -> str:
+    type_ = ctx.builder.type(x)
+    shape, spec = type_.shape, {"axes": (axis,), "keepdims": True}
+    extreme = ctx.builder.op("reduce_max" if op_type == "ArgMax" else "reduce_min", [x], spec, hint=f"{name}.extreme")
     hit = ctx.builder.op("eq", [x, extreme], hint=f"{name}.hit")
+    if type_.dtype.is_float:
+        nan = ctx.builder.op("ne", [x, x], hint=f"{name}.nan")
+        any_nan = ctx.builder.op("reduce_max", [nan], spec, hint=f"{name}.any_nan")
+        hit = ctx.builder.op("where", [any_nan, nan, hit], hint=f"{name}.winner")
     positions = counter(ctx.builder, shape[axis], along(len(shape), axis, shape[axis]), f"{name}.positions")
-    kept = ctx.builder.op("where", [hit, positions, ctx.builder.scalar(-1, DType.i64)], hint=f"{name}.kept")
-    return ctx.builder.op("reduce_max", [kept], {"axes": (axis,), "keepdims": keepdims}, hint=name)
+    other = ctx.builder.scalar(-1 if last else INT64_MAX, DType.i64)
+    kept = ctx.builder.op("where", [hit, positions, other], hint=f"{name}.kept")
+    return ctx.builder.op("reduce_max" if last else "reduce_min", [kept], {"axes": (axis,), "keepdims": keepdims},
+                          hint=name)
 
 
 # --- scans ---------------------------------------------------------------------------------

@@ -8,7 +8,9 @@ with +i and a 1/n. ``dft_length`` crops or zero-pads the signal to n (a cropped 
 simply has no row), ``onesided`` keeps the n // 2 + 1 first frequencies (forward) or reads
 them as a Hermitian spectrum whose real signal of n points it returns (inverse), as
 NumPy's fft, rfft, ifft and irfft do, which ONNX's reference uses. STFT gathers the frames
-(a constant index table), weights them by the window and transforms each.
+(a constant index table), weights them by the window and transforms each. The windows
+(Hann, Hamming, Blackman) and MelWeightMatrix of sizes known while importing are evaluated
+then, as constants.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx_context import concrete
+from rlxir.importers.onnx_context import concrete, onnx_dtype
 from rlxir.importers.onnx_ops import hint, operand, optional_input, static_input
 from rlxir.importers.onnx_registry import register
 from rlxir.ops import normalize_axis
@@ -128,4 +130,58 @@ def convert_stft(ctx, node, attrs):
     return [fourier(ctx, frames, 2, frame, False, onesided, name)]
 
 
-register({"DFT": convert_dft, "STFT": convert_stft})
+# --- windows and the mel filter bank (constants) -------------------------------------------
+WINDOW_TERMS = {"HannWindow": (0.5, 0.5, 0.0), "HammingWindow": (25 / 46, 21 / 46, 0.0),
+                "BlackmanWindow": (0.42, 0.5, 0.08)}
+"""a0, a1, a2 of w[k] = a0 - a1 cos(2 pi k / N) + a2 cos(4 pi k / N)."""
+
+
+def _scalar(ctx, node, index: int, what: str):
+    return concrete(static_input(ctx, node, index, what), f"{node.op_type}'s {what}").reshape(-1)[0].item()
+
+
+def _output_type(attrs, node) -> np.dtype:
+    return onnx_dtype(int(attrs.get("output_datatype", 1)), f"{node.op_type}'s output_datatype").numpy
+
+
+def convert_window(ctx, node, attrs):
+    """A window of a size known while importing, evaluated then: N is the size (periodic,
+    the default) or the size - 1 (symmetric)."""
+    size = int(_scalar(ctx, node, 0, "size"))
+    if size < 1:
+        raise UnsupportedModel(f"{node.op_type} of size {size}", expected="a positive size")
+    a0, a1, a2 = WINDOW_TERMS[node.op_type]
+    span = size if attrs.get("periodic", 1) else size - 1
+    angle = 2 * np.pi * np.arange(size) / max(span, 1)
+    return [(a0 - a1 * np.cos(angle) + a2 * np.cos(2 * angle)).astype(_output_type(attrs, node))]
+
+
+def convert_mel_weight_matrix(ctx, node, attrs):
+    """The [dft_length // 2 + 1, num_mel_bins] triangular filters, evaluated while importing
+    as ONNX's reference places them: num_mel_bins + 2 edges evenly spaced on the mel scale
+    (2595 log10(1 + f / 700)), each turned into a spectrogram bin floor((dft_length + 1) f /
+    sample_rate); filter i rises from edge i to edge i + 1 and falls to edge i + 2."""
+    mel_bins, length, rate = (int(_scalar(ctx, node, index, what))
+                              for index, what in enumerate(("num_mel_bins", "dft_length", "sample_rate")))
+    low, high = (float(_scalar(ctx, node, index, what)) for index, what in ((3, "lower_edge_hertz"),
+                                                                            (4, "upper_edge_hertz")))
+    if mel_bins < 1 or length < 1 or rate < 1:
+        raise UnsupportedModel(f"MelWeightMatrix of {mel_bins} bins for a DFT of {length} at {rate} Hz",
+                               expected="positive counts and rate")
+    low_mel, high_mel = (2595 * np.log10(1 + hertz / 700) for hertz in (low, high))
+    mels = np.arange(mel_bins + 2) * ((high_mel - low_mel) / (mel_bins + 2)) + low_mel
+    edges = (((length + 1) * (700 * (10 ** (mels / 2595) - 1))) // rate).astype(int)
+    weights = np.zeros((length // 2 + 1, mel_bins))
+    for index in range(mel_bins):
+        left, center, right = edges[index:index + 3]
+        if center == left:
+            weights[center, index] = 1.0
+        else:
+            weights[left:center + 1, index] = (np.arange(left, center + 1) - left) / (center - left)
+        if right > center:
+            weights[center:right, index] = (right - np.arange(center, right)) / (right - center)
+    return [weights.astype(_output_type(attrs, node))]
+
+
+register({"DFT": convert_dft, "STFT": convert_stft, "HannWindow": convert_window, "HammingWindow": convert_window,
+          "BlackmanWindow": convert_window, "MelWeightMatrix": convert_mel_weight_matrix})

@@ -117,6 +117,18 @@ def test_arg_reductions_with_ties(op, axis, keepdims, last):
     same_as_onnx(model, {"x": x}, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("last", [0, 1])
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+def test_arg_reductions_answer_a_nan_as_numpy_does(op, last):
+    x = np.array([[1.0, np.nan, 3.0, np.nan], [2.0, 5.0, 5.0, -1.0], [np.inf, 0.0, np.inf, -np.inf]], np.float32)
+    node = helper.make_node(op, ["x"], ["y"], axis=1, keepdims=0, select_last_index=last)
+    model = make_model([node], [("x", TensorProto.FLOAT, [3, 4])], [("y", TensorProto.INT64, None)], opset=13)
+    (got,) = run_imported(model, {"x": x}, {"B": 3})
+    search = np.argmax if op == "ArgMax" else np.argmin
+    expected = 3 - search(x[:, ::-1], axis=1) if last else search(x, axis=1)
+    assert np.array_equal(got, expected)
+
+
 # --- scans ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
 @pytest.mark.parametrize("exclusive, reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])

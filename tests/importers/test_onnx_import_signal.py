@@ -90,3 +90,28 @@ def test_onesided_dft_of_a_complex_signal_keeps_the_first_half():
 def test_dft_along_the_complex_axis_is_refused():
     with pytest.raises(UnsupportedModel, match="a DFT along the last"):
         import_onnx(dft_model((1, 6, 2), 20, -1))
+
+
+@pytest.mark.parametrize("periodic", [0, 1])
+@pytest.mark.parametrize("op", ["HannWindow", "HammingWindow", "BlackmanWindow"])
+def test_windows_of_a_constant_size_are_constants(op, periodic):
+    nodes = [helper.make_node(op, ["size"], ["w"], periodic=periodic), helper.make_node("Mul", ["x", "w"], ["y"])]
+    model = make_model(nodes, [("x", F, [1, 10])], [("y", F, None)], [("size", np.array(10, np.int32))], opset=17)
+    assert ops_of(import_onnx(model)) == ["mul"]
+    close_to_onnx(model, {"x": np.ones((1, 10), np.float32)}, reference=True, atol=1e-6)
+
+
+def test_mel_weight_matrix_of_constants():
+    names = ["bins", "length", "rate", "low", "high"]
+    values = [np.array(8, np.int64), np.array(64, np.int64), np.array(8000, np.int64), np.array(0.0, np.float32),
+              np.array(3000.0, np.float32)]
+    nodes = [helper.make_node("MelWeightMatrix", names, ["m"]), helper.make_node("MatMul", ["x", "m"], ["y"])]
+    model = make_model(nodes, [("x", F, [1, 33])], [("y", F, None)], list(zip(names, values)), opset=17)
+    close_to_onnx(model, {"x": np.random.default_rng(7).random((1, 33)).astype(np.float32)}, reference=True, atol=1e-5)
+
+
+def test_a_window_of_a_run_time_size_is_refused():
+    model = make_model([helper.make_node("HannWindow", ["size"], ["w"])], [("size", I64, [])], [("w", F, None)],
+                       opset=17)
+    with pytest.raises(UnsupportedModel, match=r"\(HannWindow\): its size \(input 0\) must be known while importing"):
+        import_onnx(model)
