@@ -68,13 +68,14 @@ from rlxir.importers import (  # noqa: F401  (each converter module registers it
     onnx_rearrange,
     onnx_recurrent,
     onnx_reduce,
+    onnx_refused,
     onnx_resize,
     onnx_roi,
     onnx_scatter,
     onnx_sequence,
     onnx_shape,
     onnx_signal,
-    onnx_text,
+    onnx_tfidf,
     onnx_upsample,
 )
 from rlxir.errors import RlxError

@@ -126,7 +126,9 @@ def _clipped(f: Arith, value: str, target: DType) -> str:
 
 def convert_dynamic_quantize(ctx, node, attrs):
     """DynamicQuantizeLinear: u8 over the range of x widened to hold 0: scale = (max - min)
-    / 255, zero point = round(clip(-min / scale, 0, 255)), then QuantizeLinear."""
+    / 255, zero point = round(clip(-min / scale, 0, 255)), then QuantizeLinear. An all-zero
+    x (a range of 0, where the formula divides by zero) gets scale 1 and zero point 0, as
+    onnxruntime gives."""
     x = ctx.value(node.input[0])
     dtype = ctx.builder.type(x).dtype
     if dtype is not DType.f32:
@@ -136,7 +138,9 @@ def convert_dynamic_quantize(ctx, node, attrs):
     every = {"axes": tuple(range(ctx.builder.type(x).rank)), "keepdims": False}
     low = f("minimum", f("reduce_min", x, attrs=every, tag="min"), 0.0, tag="low")
     high = f("maximum", f("reduce_max", x, attrs=every, tag="max"), 0.0, tag="high")
-    scale = f.builder.op("div", [f("sub", high, low, tag="range"), f.const(255.0)], hint=hint(node, 1))
+    span = f("sub", high, low, tag="range")
+    span = f("where", f("eq", span, 0.0, tag="empty"), 255.0, span, tag="span")
+    scale = f.builder.op("div", [span, f.const(255.0)], hint=hint(node, 1))
     zero_float = f("minimum", f("maximum", f("neg", f("div", low, scale)), 0.0), 255.0, tag="zero_float")
     zero = f.builder.op("cast", [round_half_even(f, zero_float)], {"to": DType.u8}, hint=hint(node, 2))
     rounded = round_half_even(f, f("div", x, scale, tag="ratio"))
