@@ -58,6 +58,16 @@ SHAPE_LIKE_INPUTS: dict[str, tuple[int, ...]] = {
 }
 
 
+WIDER_TOLERANCE: dict[str, tuple[float, float, str]] = {
+    name: (1e-3, 1e-5, "the stored outputs come from a single-precision FFT, 1.5e-6 from the exact inverse "
+                       "transform where it is near 0 (outputs reach 54, whose f32 ulp is 3.8e-6); a float32 "
+                       "product by the DFT matrix is within one ulp of the largest output")
+    for name in ("test_dft_inverse", "test_dft_inverse_opset19")
+}
+"""Cases whose stored outputs are less exact than the case's own atol: name -> (rtol, atol,
+why). tests/importers/test_onnx_conformance.py checks each reason against float64."""
+
+
 @attrs.frozen
 class Case:
     """One conformance case: a model, its inputs and the outputs it must give."""
@@ -101,8 +111,8 @@ def node_cases() -> list[Case]:
         if not case.data_sets:
             continue
         inputs, outputs = case.data_sets[0]
-        found.append(Case(case.name, case.model, tuple(_arrays(inputs)), tuple(_arrays(outputs)),
-                          float(case.rtol), float(case.atol)))
+        rtol, atol = WIDER_TOLERANCE.get(case.name, (float(case.rtol), float(case.atol), ""))[:2]
+        found.append(Case(case.name, case.model, tuple(_arrays(inputs)), tuple(_arrays(outputs)), rtol, atol))
     return found
 
 
