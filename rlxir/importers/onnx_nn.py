@@ -213,14 +213,41 @@ def _conv1d(ctx, name: str, x, w, bias, stride, pads, dilation, groups) -> str:
 
 # --- normalisation ---------------------------------------------------------------------
 def convert_batchnorm(ctx, node, attrs):
-    if attrs.get("training_mode", 0):
-        raise UnsupportedModel("BatchNormalization in training mode", expected="an inference model")
-    refuse_used_outputs(ctx, node, 1, "running statistics")
+    """``batchnorm`` on the stored statistics; in training mode (opset 14 on) on the batch's
+    own mean and population variance over every axis but the channels, with the running
+    statistics updated as ``running * momentum + batch * (1 - momentum)`` (outputs 1 and 2)."""
     x = ctx.value(node.input[0])
     dtype = ctx.builder.type(x).dtype
     operands = [x] + [operand(ctx, name, dtype) for name in node.input[1:5]]
-    eps = attrs.get("epsilon", 1e-5)
-    return [ctx.builder.op("batchnorm", operands, {"eps": _float(eps)}, hint=hint(node))]
+    eps = {"eps": _float(attrs.get("epsilon", 1e-5))}
+    if not attrs.get("training_mode", 0):
+        refuse_used_outputs(ctx, node, 1, "running statistics")
+        return [ctx.builder.op("batchnorm", operands, eps, hint=hint(node))]
+    if ctx.opset < 14:
+        raise UnsupportedModel("BatchNormalization in training mode before opset 14", expected="opset 14 or later")
+    mean, variance = _batch_statistics(ctx, node, x)
+    y = ctx.builder.op("batchnorm", operands[:3] + [mean, variance], eps, hint=hint(node))
+    momentum = ctx.builder.scalar(_float(attrs.get("momentum", 0.9)), dtype)
+    rest = ctx.builder.scalar(1.0 - _float(attrs.get("momentum", 0.9)), dtype)
+    running = []
+    for index, (stored, batch) in enumerate(((operands[3], mean), (operands[4], variance)), start=1):
+        kept = ctx.builder.op("mul", [stored, momentum], hint=f"{hint(node, index)}.kept")
+        fresh = ctx.builder.op("mul", [batch, rest], hint=f"{hint(node, index)}.fresh")
+        running.append(ctx.builder.op("add", [kept, fresh], hint=hint(node, index)))
+    return [y, *running]
+
+
+def _batch_statistics(ctx, node, x: str) -> tuple[str, str]:
+    """The per-channel mean and population variance of `x` over every axis but 1 ([C] each)."""
+    shape = ctx.builder.type(x).shape
+    axes = tuple(axis for axis in range(len(shape)) if axis != 1)
+    name = hint(node)
+    kept = ctx.builder.op("reduce_mean", [x], {"axes": axes, "keepdims": True}, hint=f"{name}.mean_kept")
+    centered = ctx.builder.op("sub", [x, kept], hint=f"{name}.centered")
+    squared = ctx.builder.op("mul", [centered, centered], hint=f"{name}.squared")
+    variance = ctx.builder.op("reduce_mean", [squared], {"axes": axes, "keepdims": False}, hint=f"{name}.var")
+    mean = ctx.builder.op("reshape", [kept], {"shape": (shape[1],)}, hint=f"{name}.mean")
+    return mean, variance
 
 
 def convert_instance_norm(ctx, node, attrs):

@@ -51,7 +51,7 @@ SHAPE_LIKE_INPUTS: dict[str, tuple[int, ...]] = {
     "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSum": (1,), "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,), "CumProd": (1,),
     "Split": (1,), "Range": (0, 1, 2), "Loop": (0, 1), "OneHot": (1,), "CumSum": (1,), "Trilu": (1,), "Clip": (1, 2),
     "CenterCropPad": (1,), "GridSample": (), "RandomNormalLike": (), "Col2Im": (1, 2), "DFT": (1, 2),
-    "STFT": (1, 2), "MelWeightMatrix": (0, 1, 2, 3, 4), "BlackmanWindow": (0,), "HammingWindow": (0,),
+    "STFT": (1, 3), "MelWeightMatrix": (0, 1, 2, 3, 4), "BlackmanWindow": (0,), "HammingWindow": (0,),
     "HannWindow": (0,), "Compress": (1,), "Dropout": (1, 2), "ReverseSequence": (1,), "RoiAlign": (2,),
     "NonMaxSuppression": (2, 3, 4), "Bernoulli": (), "SplitToSequence": (1,), "Einsum": (), "Optional": (),
     "MaxUnpool": (2,), "AffineGrid": (1,), "DequantizeLinear": (1, 2), "QuantizeLinear": (1, 2),

@@ -105,3 +105,26 @@ def test_hardmax_marks_the_first_maximum(opset, axis):
     imported = check(model, {"B": 2})
     got = interpret(imported.graph, {imported.inputs["x"]: ties}, {}, {"B": 2})[imported.outputs["y"]]
     np.testing.assert_array_equal(got, run_onnxruntime(model, {"x": ties})[0])
+
+
+def test_batchnorm_in_training_mode_normalises_by_the_batch_and_updates_the_running_statistics():
+    """Against ONNX's reference evaluator (onnxruntime's inference build has no training mode)."""
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(3)
+    weights = [numpy_helper.from_array(array.astype(np.float32), name) for name, array in
+               (("scale", rng.uniform(0.5, 1.5, 3)), ("bias", rng.standard_normal(3)),
+                ("mean", rng.standard_normal(3)), ("var", rng.uniform(0.5, 1.5, 3)))]
+    node = helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["y", "running_mean", "running_var"],
+                            training_mode=1, momentum=0.8, epsilon=1e-3)
+    graph = helper.make_graph([node], "bn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5])],
+                              [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
+                               for name in ("y", "running_mean", "running_var")], initializer=weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    expected = ReferenceEvaluator(model).run(None, {"x": x})
+    imported = import_onnx(model)
+    got = interpret(imported.graph, {imported.inputs["x"]: x}, dict(imported.params))
+    for name, want in zip(("y", "running_mean", "running_var"), expected):
+        np.testing.assert_allclose(got[imported.outputs[name]], want, rtol=1e-5, atol=1e-5, err_msg=name)
