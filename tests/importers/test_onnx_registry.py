@@ -63,3 +63,20 @@ def test_a_second_converter_for_one_op_type_is_refused():
     with pytest.raises(ValueError, match="'Relu' has two converters"):
         register({"Relu": another})
     assert CONVERTERS["Relu"] is not another
+
+
+def test_the_docs_list_exactly_the_op_types_the_table_converts():
+    """docs/importers.md's "Supported op types" list is the table's default-domain op types,
+    less those registered only to refuse with a reason (onnx_refused)."""
+    import re
+
+    from rlxir.importers import onnx  # noqa: F401
+    from rlxir.importers.onnx_registry import CONVERTERS
+
+    text = (IMPORTERS.parents[1] / "docs" / "importers.md").read_text()
+    match = re.search(r"Supported op types \((\d+) of the default domain[^\n]*\n(.*?)\.\n", text, re.S)
+    assert match, "docs/importers.md lists the supported ONNX op types"
+    listed = {name.strip() for name in match.group(2).replace("\n", " ").split(",")}
+    converted = {op for op, converter in CONVERTERS.items()
+                 if "." not in op and not converter.__module__.endswith("onnx_refused")}
+    assert listed == converted and int(match.group(1)) == len(converted)
