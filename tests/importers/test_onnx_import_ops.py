@@ -301,12 +301,14 @@ def test_names_are_sanitized_unique_and_deterministic():
 
 
 def test_unsupported_ops_are_listed_with_counts():
-    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("StringNormalizer", ["a"], ["v"]),
-             helper.make_node("ImageDecoder", ["a"], ["n"]), helper.make_node("StringNormalizer", ["v"], ["y"])]
+    """Ops of a domain no converter knows, each listed once with its count."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Blur", ["a"], ["v"], domain="com.example"),
+             helper.make_node("Warp", ["a"], ["n"], domain="com.example"),
+             helper.make_node("Blur", ["v"], ["y"], domain="com.example")]
     model = make_model(nodes, [("x", F, [2, 5])], [("y", F, None), ("n", TensorProto.INT64, None)])
     with pytest.raises(UnsupportedModel) as error:
         import_onnx(model)
-    assert "2 ONNX op types have no rlx mapping: ImageDecoder x1, StringNormalizer x2" in error.value.message
+    assert "2 ONNX op types have no rlx mapping: com.example.Blur x2, com.example.Warp x1" in error.value.message
 
 
 def test_a_value_nothing_defines_is_an_error_naming_the_reading_node():
