@@ -64,6 +64,7 @@ def test_a_lifetime_one_step_short_is_caught(target, monkeypatch):
     assert not check.matched
     assert "h" in {operand for _, operand in check.run.poisoned_reads}  # (the reader may be a fused region)
     assert "read dead memory" in check.verdict
+    assert check.cause == "defect" and "a defect in the target's pipeline or planner" in check.verdict
 
 
 def test_a_view_past_its_root_is_refused():
