@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable
 
 from rlxir.cli import progress
@@ -31,7 +32,7 @@ class SharedReference:
         if self._run is None:
             from rlxir.executor import reference_run
 
-            progress.show("running the reference interpreter ...")
+            progress.show("running the reference interpreter (once, for every target) ...")
             bound = self.graph.bind(self.bindings) if self.bindings else self.graph
             self._run = reference_run(bound, training=self.training)
         return self._run
@@ -53,9 +54,11 @@ def compare_targets(args: argparse.Namespace, make_row: Callable[[Target], Row],
         made = map_in_order(make_row, targets, jobs)
     else:
         made = []
-        for target in targets:
-            progress.show(f"{doing} {target.name} ...")
-            made.append(make_row(target))
+        began = time.perf_counter()
+        for number, target in enumerate(targets, 1):
+            with progress.prefixed(f"[{number}/{len(targets)}, {time.perf_counter() - began:.0f} s] {target.name}: "):
+                progress.show(f"{doing} {target.name} ...")
+                made.append(make_row(target))
     progress.clear()
     rows = [row for row, _ in made]
     arenas = [row["arena_bytes"] for row in rows if row["arena_bytes"] is not None]
@@ -66,11 +69,14 @@ def compare_targets(args: argparse.Namespace, make_row: Callable[[Target], Row],
         print(json.dumps(rows, indent=2))
         return 0
     _print_table(made, byte_columns)
-    failed = [row["target"] for row in rows if row.get("run_matched") is False]
+    failed = [row for row in rows if row.get("run_matched") is False]
     if failed:
-        print(RlxError(f"the arena run did not match the reference on {', '.join(failed)}",
-                       expected="every target's plan to run and match (this is a defect in its pipeline or "
-                                "planner)").render(), file=sys.stderr)
+        causes = {row["run_cause"] for row in failed}
+        listed = ", ".join(f"{row['target']} ({row['run_cause']})" for row in failed)
+        expected = ("every target's plan to run and match (a defect is in its pipeline or planner)" if "defect" in causes
+                    else "every target's plan to run and match (no planner defect: see the run column)")
+        print(RlxError(f"the arena run did not match the reference on {listed}", expected=expected).render(),
+              file=sys.stderr)
         return 1
     return 0
 
@@ -105,9 +111,9 @@ def with_execution(made: Row, run_check) -> Row:
     a plan past the ceiling is not run."""
     row, verdict = made
     if verdict.refused:
-        row["run"], row["run_matched"] = "not run (past the ceiling)", None
+        row["run"], row["run_matched"], row["run_cause"] = "not run (past the ceiling)", None, None
         return made
     check = run_check()
-    row["run"], row["run_matched"] = check.verdict, check.matched
+    row["run"], row["run_matched"], row["run_cause"] = check.verdict, check.matched, check.cause
     row["run_outside_bytes"] = check.run.outside_peak_bytes
     return made

@@ -217,8 +217,9 @@ def _compare_row(graph, target, bindings, args, reference: SharedReference):
     def run_check():
         from rlxir.executor import check_execution
 
-        progress.show(f"running {target.name}'s plan in its arena ...")
-        return check_execution(reference.get().graph, result, reference=reference.get())
+        shared = reference.get()
+        progress.show(f"running the plan in its arena ({result.arena_bytes} B) and comparing ...")
+        return check_execution(shared.graph, result, reference=shared)
 
     return with_execution(made, run_check)
 
