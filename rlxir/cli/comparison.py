@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from rlxir.cli import progress
+from rlxir.cli.host_memory import HostMemoryError, check_interpreter_memory
 from rlxir.cli.reports import human_bytes
 from rlxir.cli.target_options import cli_target
 from rlxir.compiler import FitReport
@@ -22,7 +23,8 @@ Row = tuple[dict, FitReport]  # a row's JSON fields, and the verdict they were m
 
 
 class SharedReference:
-    """The interpreter's run of a graph, made on first use and shared by every target."""
+    """The interpreter's run of a graph, made on first use and shared by every target;
+    refused (`HostMemoryError`) while the host memory it needs is not available."""
 
     def __init__(self, graph, bindings: dict, training: bool = False):
         self.graph, self.bindings, self.training = graph, bindings, training
@@ -31,9 +33,11 @@ class SharedReference:
     def get(self):
         if self._run is None:
             from rlxir.executor import reference_run
+            from rlxir.executor.check import grad_of
 
-            progress.show("running the reference interpreter (once, for every target) ...")
             bound = self.graph.bind(self.bindings) if self.bindings else self.graph
+            check_interpreter_memory(grad_of(bound) if self.training else bound)
+            progress.show("running the reference interpreter (once, for every target) ...")
             self._run = reference_run(bound, training=self.training)
         return self._run
 
@@ -108,12 +112,17 @@ def short_verdict(verdict: FitReport) -> str:
 
 def with_execution(made: Row, run_check) -> Row:
     """Add the --execute columns to a compare row: `run_check()` gives the ExecutionCheck;
-    a plan past the ceiling is not run."""
+    a plan past the ceiling is not run, nor one whose host memory is not available
+    (`run_check` raising `HostMemoryError`)."""
     row, verdict = made
     if verdict.refused:
         row["run"], row["run_matched"], row["run_cause"] = "not run (past the ceiling)", None, None
         return made
-    check = run_check()
+    try:
+        check = run_check()
+    except HostMemoryError as error:
+        row["run"], row["run_matched"], row["run_cause"] = f"not run ({error.message})", None, None
+        return made
     row["run"], row["run_matched"], row["run_cause"] = check.verdict, check.matched, check.cause
     row["run_outside_bytes"] = check.run.outside_peak_bytes
     return made

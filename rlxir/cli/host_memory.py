@@ -24,6 +24,10 @@ from rlxir.interpreter import bind_for_run, live_peak
 MEMINFO = Path("/proc/meminfo")
 
 
+class HostMemoryError(RlxError):
+    """A run refused before it starts: this machine does not have the host memory it needs."""
+
+
 def physical_memory_bytes() -> int | None:
     """This machine's memory, or None where the OS does not say."""
     import os
@@ -102,12 +106,12 @@ def check_host_memory(need: HostNeed, graph: Graph, available: tuple[int, str] |
     for name in graph.schedule():
         size = _numpy_bytes(graph, [name])
         if size > free:
-            raise RlxError(f"%{name} : {graph.type(name)} needs {size} B ({format_bytes(size)}), more than the "
+            raise HostMemoryError(f"%{name} : {graph.type(name)} needs {size} B ({format_bytes(size)}), more than the "
                            f"{format_bytes(free)} of memory available ({source}); the reference interpreter cannot "
                            "hold it", graph.location(name), expected=EXPECTED)
     where = graph.location(need.interpreter_step) if need.interpreter_step and need.interpreter >= need.total \
         else graph.loc
-    raise RlxError(f"this run needs about {format_bytes(need.total)} of host memory ({need.text()}), but only "
+    raise HostMemoryError(f"this run needs about {format_bytes(need.total)} of host memory ({need.text()}), but only "
                    f"{format_bytes(free)} is available ({source})", where, expected=EXPECTED)
 
 
@@ -126,10 +130,13 @@ def check_interpreter_memory(graph: Graph) -> None:
 
 
 def check_arena_run_memory(reference: Graph | None, compiled: Graph, bindings, arena_bytes: int,
-                           device: str) -> None:
+                           device: str, reference_done: bool = False) -> None:
     """`rlxir run --target`: refuse when the reference run on `reference` (None: --no-check)
     and the arena run of `compiled` (its arena and side buffers `arena_bytes`, in host memory
-    on the CPU) do not fit."""
+    on the CPU) do not fit. With `reference_done` (compare --execute, whose reference run is
+    made once and kept) only the arena run's part is counted."""
     bound = bind_for_run(reference, bindings) if reference is not None else None
     need = host_need(bound, compiled, arena_bytes if device == "cpu" else 0)
+    if reference_done:
+        need = attrs.evolve(need, interpreter=0, interpreter_step=None)
     check_host_memory(need, bound if bound is not None else compiled)

@@ -83,3 +83,13 @@ def test_the_walk_bounds_what_the_interpreter_holds(example):
         tracemalloc.stop()
     walk = live_peak(graph).bytes
     assert held <= 1.2 * walk + (1 << 20), (held, walk)
+
+
+def test_compare_execute_leaves_a_run_that_does_not_fit_unrun(monkeypatch, tmp_path, capsys):
+    fake_meminfo(monkeypatch, tmp_path, mlp_need(None) // 1024 - 1)  # not even the reference run fits
+    argv = ["compare", EXAMPLES / "mlp.rlx", "--batch", "64", "--execute", "--vram", "80GB", "--targets", "cpu,cuda"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    rows = out.splitlines()[2:]
+    assert len(rows) == 2 and all("not run (this run needs about" in row for row in rows)
+    assert "is available (MemAvailable in" in rows[0]
