@@ -153,14 +153,15 @@ def live_peak(graph: Graph) -> LivePeak:
 def reference_scratch_bytes(graph: Graph, name: str) -> int:
     """What an op's NumPy reference holds besides its operands and result, bounded from its
     types: one temporary of the result's size (a reference computes, then converts), and
-    for `attention` two copies of its [..., queries, keys] score matrix."""
+    for `attention` three copies of its [..., queries, keys] score matrix (the scores, and
+    the softmax's shifted exponentials and quotient while the scores are still held)."""
     if graph.kind(name) != "op":
         return 0
     scratch = _held_bytes(graph, name)
     if graph.op(name) == "attention":
         query, key = (graph.type(operand).static_shape() for operand in graph.operands(name)[:2])
         itemsize = np.dtype(graph.type(name).dtype.numpy).itemsize
-        scratch += 2 * math.prod(query[:-1]) * key[-2] * itemsize
+        scratch += 3 * math.prod(query[:-1]) * key[-2] * itemsize
     return scratch
 
 

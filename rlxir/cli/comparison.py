@@ -36,9 +36,10 @@ class SharedReference:
             from rlxir.executor.check import grad_of
 
             bound = self.graph.bind(self.bindings) if self.bindings else self.graph
-            check_interpreter_memory(grad_of(bound) if self.training else bound)
+            computed = grad_of(bound) if self.training else bound  # differentiated once
+            check_interpreter_memory(computed)
             progress.show("running the reference interpreter (once, for every target) ...")
-            self._run = reference_run(bound, training=self.training)
+            self._run = reference_run(computed)
         return self._run
 
 
