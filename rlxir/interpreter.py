@@ -15,9 +15,11 @@ sign), so a graph and its optimised form fill alike; `rlxir.fills` states the ru
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping
 
+import attrs
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -107,16 +109,65 @@ def _checked_array(graph: Graph, name: str, value: ArrayLike) -> np.ndarray:
 
 
 def _release_plan(graph: Graph) -> dict[str, list[str]]:
-    """For each node, the values it reads last (graph outputs are kept to the end)."""
-    last_reader = {}
+    """For each node, the values it is the last to touch: the operands it reads last, and
+    its own result when nothing reads it. Graph outputs are never released."""
+    last_touch = {}
     for name in graph.schedule():
+        last_touch[name] = name
         for operand in graph.operands(name):
-            last_reader[operand] = name
+            last_touch[operand] = name
     plan: dict[str, list[str]] = defaultdict(list)
-    for value, reader in last_reader.items():
+    for value, toucher in last_touch.items():
         if value not in graph.outputs:
-            plan[reader].append(value)
+            plan[toucher].append(value)
     return plan
+
+
+@attrs.frozen
+class LivePeak:
+    """The most bytes the interpreter holds at once on a bound graph, and the step where
+    that happens: its values (each in its NumPy type, bf16 as float32) plus the scratch of
+    the op running then (`reference_scratch_bytes`)."""
+
+    bytes: int
+    step: str | None
+
+
+def live_peak(graph: Graph) -> LivePeak:
+    """Walk `graph` (bound) as `interpret` runs it: a value is held from its step to the
+    step that releases it (`_release_plan`), outputs to the end; while an op runs, its
+    reference's scratch is held too. Feeds count from their step (a caller that made them
+    beforehand holds them longer)."""
+    releases = _release_plan(graph)
+    held = peak = 0
+    at = None
+    for name in graph.schedule():
+        held += _held_bytes(graph, name)
+        running = held + reference_scratch_bytes(graph, name)
+        if running > peak:
+            peak, at = running, name
+        held -= sum(_held_bytes(graph, finished) for finished in releases.get(name, ()))
+    return LivePeak(peak, at)
+
+
+def reference_scratch_bytes(graph: Graph, name: str) -> int:
+    """What an op's NumPy reference holds besides its operands and result, bounded from its
+    types: one temporary of the result's size (a reference computes, then converts), and
+    for `attention` three copies of its [..., queries, keys] score matrix (the scores, and
+    the softmax's shifted exponentials and quotient while the scores are still held)."""
+    if graph.kind(name) != "op":
+        return 0
+    scratch = _held_bytes(graph, name)
+    if graph.op(name) == "attention":
+        query, key = (graph.type(operand).static_shape() for operand in graph.operands(name)[:2])
+        itemsize = np.dtype(graph.type(name).dtype.numpy).itemsize
+        scratch += 3 * math.prod(query[:-1]) * key[-2] * itemsize
+    return scratch
+
+
+def _held_bytes(graph: Graph, name: str) -> int:
+    type_ = graph.type(name)
+    return type_.nbytes(itemsize=np.dtype(type_.dtype.numpy).itemsize)
 
 
 # --- evaluation ------------------------------------------------------------------------

@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable
 
 from rlxir.cli import progress
+from rlxir.cli.host_memory import HostMemoryError, check_interpreter_memory
 from rlxir.cli.reports import human_bytes
 from rlxir.cli.target_options import cli_target
 from rlxir.compiler import FitReport
@@ -21,7 +23,8 @@ Row = tuple[dict, FitReport]  # a row's JSON fields, and the verdict they were m
 
 
 class SharedReference:
-    """The interpreter's run of a graph, made on first use and shared by every target."""
+    """The interpreter's run of a graph, made on first use and shared by every target;
+    refused (`HostMemoryError`) while the host memory it needs is not available."""
 
     def __init__(self, graph, bindings: dict, training: bool = False):
         self.graph, self.bindings, self.training = graph, bindings, training
@@ -30,10 +33,13 @@ class SharedReference:
     def get(self):
         if self._run is None:
             from rlxir.executor import reference_run
+            from rlxir.executor.check import grad_of
 
-            progress.show("running the reference interpreter ...")
             bound = self.graph.bind(self.bindings) if self.bindings else self.graph
-            self._run = reference_run(bound, training=self.training)
+            computed = grad_of(bound) if self.training else bound  # differentiated once
+            check_interpreter_memory(computed)
+            progress.show("running the reference interpreter (once, for every target) ...")
+            self._run = reference_run(computed)
         return self._run
 
 
@@ -53,9 +59,11 @@ def compare_targets(args: argparse.Namespace, make_row: Callable[[Target], Row],
         made = map_in_order(make_row, targets, jobs)
     else:
         made = []
-        for target in targets:
-            progress.show(f"{doing} {target.name} ...")
-            made.append(make_row(target))
+        began = time.perf_counter()
+        for number, target in enumerate(targets, 1):
+            with progress.prefixed(f"[{number}/{len(targets)}, {time.perf_counter() - began:.0f} s] {target.name}: "):
+                progress.show(f"{doing} {target.name} ...")
+                made.append(make_row(target))
     progress.clear()
     rows = [row for row, _ in made]
     arenas = [row["arena_bytes"] for row in rows if row["arena_bytes"] is not None]
@@ -66,11 +74,14 @@ def compare_targets(args: argparse.Namespace, make_row: Callable[[Target], Row],
         print(json.dumps(rows, indent=2))
         return 0
     _print_table(made, byte_columns)
-    failed = [row["target"] for row in rows if row.get("run_matched") is False]
+    failed = [row for row in rows if row.get("run_matched") is False]
     if failed:
-        print(RlxError(f"the arena run did not match the reference on {', '.join(failed)}",
-                       expected="every target's plan to run and match (this is a defect in its pipeline or "
-                                "planner)").render(), file=sys.stderr)
+        causes = {row["run_cause"] for row in failed}
+        listed = ", ".join(f"{row['target']} ({row['run_cause']})" for row in failed)
+        expected = ("every target's plan to run and match (a defect is in its pipeline or planner)" if "defect" in causes
+                    else "every target's plan to run and match (no planner defect: see the run column)")
+        print(RlxError(f"the arena run did not match the reference on {listed}", expected=expected).render(),
+              file=sys.stderr)
         return 1
     return 0
 
@@ -102,12 +113,17 @@ def short_verdict(verdict: FitReport) -> str:
 
 def with_execution(made: Row, run_check) -> Row:
     """Add the --execute columns to a compare row: `run_check()` gives the ExecutionCheck;
-    a plan past the ceiling is not run."""
+    a plan past the ceiling is not run, nor one whose host memory is not available
+    (`run_check` raising `HostMemoryError`)."""
     row, verdict = made
     if verdict.refused:
-        row["run"], row["run_matched"] = "not run (past the ceiling)", None
+        row["run"], row["run_matched"], row["run_cause"] = "not run (past the ceiling)", None, None
         return made
-    check = run_check()
-    row["run"], row["run_matched"] = check.verdict, check.matched
+    try:
+        check = run_check()
+    except HostMemoryError as error:
+        row["run"], row["run_matched"], row["run_cause"] = f"not run ({error.message})", None, None
+        return made
+    row["run"], row["run_matched"], row["run_cause"] = check.verdict, check.matched, check.cause
     row["run_outside_bytes"] = check.run.outside_peak_bytes
     return made

@@ -9,16 +9,31 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from rlxir.instruments import Instrument
 
 PASS_LINES_AFTER_SECONDS = 1.0
+_prefix = [""]  # what every line starts with while `prefixed` holds (one item: the current prefix)
 
 
 def show(message: str) -> None:
     """Replace the progress line with `message` (on a terminal only)."""
     if sys.stderr.isatty():
-        print(f"\r\033[K{message}", end="", file=sys.stderr, flush=True)
+        print(f"\r\033[K{_prefix[0]}{message}", end="", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def prefixed(text: str) -> Iterator[None]:
+    """Start every line shown inside the block with `text` (e.g. ``[2/6] ``: which of
+    several items the work belongs to), whoever shows it."""
+    before = _prefix[0]
+    _prefix[0] = text
+    try:
+        yield
+    finally:
+        _prefix[0] = before
 
 
 def clear() -> None:
@@ -60,4 +75,4 @@ class PassProgress(Instrument):
         show(f"planning {len(graph)} nodes with {self.planner} ...")
 
 
-__all__ = ["PassProgress", "Throttled", "clear", "show"]
+__all__ = ["PassProgress", "Throttled", "clear", "prefixed", "show"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlxir.cli.host_memory import check_host_memory
+from rlxir.cli.host_memory import check_arena_run_memory, check_interpreter_memory
 from rlxir.cli.options import add_command, add_input_options, load_graph
 from rlxir.cli.output_files import atomic_output, output_directory
 from rlxir.cli.target_options import target_names
@@ -84,7 +84,7 @@ def run_graph(args: argparse.Namespace) -> int:
             raise RlxError(f"{flag} needs --target", expected="rlxir run FILE --target T ...")
     if args.output_dir:
         output_directory(args.output_dir, "-o")
-    check_host_memory(graph)
+    check_interpreter_memory(graph)
     results = interpret(graph, inputs, params, seed=args.seed)
     if args.output_dir:
         write_outputs(results, Path(args.output_dir), graph)
@@ -106,12 +106,16 @@ def run_in_target_arena(args: argparse.Namespace, graph: Graph, inputs: dict, pa
     # what the compiled graph computes, differentiated once for --training
     shown = training_graph(graph) if args.training else graph
     result = compile_training(graph, args.target, backward=shown) if args.training else compile_graph(graph, args.target)
+    step = compiled_step(result)
+    check_arena_run_memory(shown if args.check else None, step.graph, dict(step.bindings),
+                           step.arena_bytes + sum(step.side_buffers.values()), args.device)
     if args.check:
         reference = reference_run(shown, dict(compiled_step(result).bindings), inputs, params, args.seed)
         check = check_execution(graph, result, device=args.device, reference=reference)
         run = check.run
     else:
-        check, run = None, run_in_arena(result, inputs, params, args.seed, args.device)
+        # on the CPU the outputs are read where the run left them: their slots, no copy
+        check, run = None, run_in_arena(result, inputs, params, args.seed, args.device, to_host=args.device != "cpu")
     outputs = dict(zip(shown.outputs, run.outputs.values()))
     if args.json:
         report = check.summary() if check else {"run": run.summary()}
@@ -126,11 +130,24 @@ def run_in_target_arena(args: argparse.Namespace, graph: Graph, inputs: dict, pa
         print()
         print(arena_report(run, check))
     if check is not None and not check.matched:
-        print(RlxError(f"the {run.target} arena run does not match the reference: {check.verdict}",
-                       expected="a plan whose every buffer is live while it is read (this is a defect in the "
-                                "target's pipeline or planner)").render(), file=sys.stderr)
+        print(mismatch_error(run.target, check).render(), file=sys.stderr)
         return 1
     return 0
+
+
+EXPECTED_BY_CAUSE = {
+    "defect": "a plan whose every buffer is live while it is read (this is a defect in the target's pipeline "
+              "or planner)",
+    "storage": "storage that holds every value (the target's sizing changed values: see 'storage' above)",
+    "precision": "a difference within the tolerance of the least precise dtype the output depends on (a "
+                 "precision difference of the target's arithmetic, not a planner defect)",
+}
+
+
+def mismatch_error(target: str, check) -> RlxError:
+    """The diagnostic for a run that does not match, worded by its cause."""
+    return RlxError(f"the {target} arena run does not match the reference: {check.verdict}",
+                    expected=EXPECTED_BY_CAUSE[check.cause])
 
 
 def arena_report(run, check) -> str:
@@ -165,6 +182,9 @@ def arena_report(run, check) -> str:
     if check is not None:
         worst = max((output.max_abs_error for output in check.outputs), default=0.0)
         lines.append(f"  check     {check.verdict} (the interpreter on the original graph; max abs error {worst:.3g})")
+        closest = check.closest_call
+        if closest is not None and check.cause in ("matched", "precision"):
+            lines.append(f"  precision {closest.text()}")
     return "\n".join(lines)
 
 
@@ -191,8 +211,10 @@ def output_summary(name: str, array: np.ndarray, graph: Graph) -> str:
     head = f"%{name}  {type_text(name, array, graph)}"
     if array.size == 0:
         return f"{head}  (empty)"
-    values = np.abs(array) if np.iscomplexobj(array) else array.astype(np.float64)
-    return f"{head}  mean {np.mean(values):.6g}  min {np.min(values):.6g}  max {np.max(values):.6g}"
+    # statistics taken in place (a float64 copy of a large output would double its memory)
+    values = np.abs(array) if np.iscomplexobj(array) else array
+    mean, low, high = np.mean(values, dtype=np.float64), float(np.min(values)), float(np.max(values))
+    return f"{head}  mean {mean:.6g}  min {low:.6g}  max {high:.6g}"
 
 
 def type_text(name: str, array: np.ndarray, graph: Graph) -> str:

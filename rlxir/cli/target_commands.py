@@ -13,6 +13,7 @@ import time
 
 from rlxir.cli import progress
 from rlxir.cli.comparison import SharedReference, compare_targets, row_fields, with_execution
+from rlxir.cli.host_memory import check_arena_run_memory
 from rlxir.cli.options import (BATCH_SYMBOL, add_command, add_input_options, bindings_from, positive_int, read_graph,
                                time_budget)
 from rlxir.cli.output_files import atomic_output, checked_output_file
@@ -217,8 +218,11 @@ def _compare_row(graph, target, bindings, args, reference: SharedReference):
     def run_check():
         from rlxir.executor import check_execution
 
-        progress.show(f"running {target.name}'s plan in its arena ...")
-        return check_execution(reference.get().graph, result, reference=reference.get())
+        shared = reference.get()
+        check_arena_run_memory(shared.graph, result.graph, {},  # the shared graph is bound
+                               result.arena_bytes + sum(result.side_buffers.values()), "cpu", reference_done=True)
+        progress.show(f"running the plan in its arena ({result.arena_bytes} B) and comparing ...")
+        return check_execution(shared.graph, result, reference=shared)
 
     return with_execution(made, run_check)
 

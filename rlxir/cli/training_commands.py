@@ -132,6 +132,7 @@ def _training_row(graph, backward, target, bindings, args, reference):
         from rlxir.executor import check_execution
 
         shared = reference.get()
+        progress.show(f"running the training step in its arena ({result.arena_bytes} B) and comparing ...")
         return check_execution(shared.graph, result, reference=shared)
 
     return with_execution(made, run_check)

@@ -4,7 +4,8 @@
 every view's root and byte offset (the plan's own view rule, `rlxir.lifetimes.view_roots`),
 and each value's storage type (`rlxir.executor.storage`). It refuses a layout that cannot
 be run as planned (a view past its root, a slot past the arena, a value larger than its
-buffer) with an `ExecutionError` naming the value. `Arena` is that layout on an array
+buffer, two buffers live at once on the same bytes) with an `ExecutionError` naming the
+value and calling it a defect of the target's pipeline or planner. `Arena` is that layout on an array
 module: one allocation of exactly `arena_bytes`, views into it, and `poison`, which
 overwrites a dead buffer's bytes with 0xFF (a NaN in every float format, -1 in every
 integer one) except where a buffer that is still live owns them.
@@ -20,9 +21,11 @@ import numpy as np
 from rlxir.errors import RlxError
 from rlxir.graph import Graph
 from rlxir.lifetimes import view_roots
+from rlxir.planning import PlanError, validate_plan
 from rlxir.executor.storage import storage_dtype
 
 POISON_BYTE = 0xFF
+DEFECT = "a defect in the target's pipeline or planner"
 
 
 class ExecutionError(RlxError):
@@ -62,7 +65,11 @@ class ArenaLayout:
         for name, offset, size, _, _ in buffers:
             if offset < 0 or offset + size > plan.arena_bytes:
                 raise ExecutionError(f"buffer {name!r} at [{offset}, {offset + size}) lies outside the "
-                                     f"{plan.arena_bytes}-byte arena")
+                                     f"{plan.arena_bytes}-byte arena: {DEFECT}")
+        try:  # the placement as it is now, whatever was checked when it was planned
+            validate_plan(placed, offsets, plan.alignment, plan.arena_bytes)
+        except PlanError as error:
+            raise ExecutionError(f"the plan cannot run as placed: {error}: {DEFECT}") from None
             if name.endswith(".workspace") and name not in graph:
                 slots[name] = Slot(offset, np.dtype(np.uint8), (size,))
         for name in graph.schedule():
@@ -75,8 +82,8 @@ class ArenaLayout:
             slot = Slot(root_offset + inside, dtype, type_.static_shape())
             if inside < 0 or inside + slot.nbytes > root_size:
                 what = f"its view of %{root} at byte {inside}" if root != name else "its buffer"
-                raise ExecutionError(f"%{name} needs {slot.nbytes} bytes but {what} holds {root_size - inside}",
-                                     graph.location(name), "a plan whose views lie inside their roots")
+                raise ExecutionError(f"%{name} needs {slot.nbytes} bytes but {what} holds {root_size - inside}: "
+                                     f"{DEFECT}", graph.location(name), "a plan whose views lie inside their roots")
             slots[name] = slot
         return cls(plan.arena_bytes, slots, buffers, roots)
 

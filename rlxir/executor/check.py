@@ -4,13 +4,18 @@
 arrays go to both runs), runs `rlxir.interpret` on the original graph (for a training
 result, on `rlxir.grad(graph)`, whose outputs are the loss and the gradients) and
 `run_in_arena` on the compiled one, and compares the outputs position by position within
-the tolerance of each output's dtype. A mismatch, a poisoned read or a storage loss is
-reported, never hidden.
+the tolerance of each output's precision: the least precise float dtype among the values
+it depends on and the dtypes the target executes them in (`output_precisions`).
+
+The verdict tells causes apart (`ExecutionCheck.cause`): a poisoned read, or values no
+rounding explains, is a defect in the target's pipeline or planner; a mismatch where the
+target's storage changed values is its storage loss; a bounded numeric difference beyond
+the tolerance is precision, reported with the relative error and the tolerance used.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import attrs
@@ -23,22 +28,57 @@ from rlxir.interpreter import interpret, random_feeds
 
 if TYPE_CHECKING:
     from rlxir.compiler import CompileResult
+    from rlxir.target import Target
     from rlxir.training import TrainingResult
 
 TOLERANCES = {
     DType.f64: (1e-9, 1e-12), DType.f32: (1e-4, 1e-5), DType.c64: (1e-4, 1e-5),
     DType.f16: (1e-2, 1e-3), DType.bf16: (2e-2, 1e-2),
 }
-"""(rtol, atol) by dtype; integers and bool must be equal."""
+"""(rtol, atol) by precision; integer and bool outputs must be equal."""
+PRECISION_BOUND = 0.5
+"""A relative error up to min(100 x rtol, this) is a precision difference; a larger one
+(or a NaN or inf the reference does not have) is a wrong value."""
+BLOCK = 1 << 20
+"""Elements compared at a time, so a comparison holds no temporary of an output's size."""
 
 
 @attrs.frozen
 class OutputCheck:
+    """One output next to the reference, within the tolerance of its precision."""
+
     name: str  # the original graph's output name
     compiled_name: str  # the compiled graph's
     dtype: str
     matched: bool
     max_abs_error: float
+    precision: str | None = None  # the least precise dtype the output depends on (None: compared exactly)
+    rtol: float = 0.0
+    atol: float = 0.0  # times the output's scale (its largest finite magnitude, at least 1)
+    relative_error: float = 0.0  # max |actual - expected| / (|expected| + atol x scale / rtol)
+    nonfinite: int = 0  # elements NaN or inf in one run and not the same in the other
+
+    @property
+    def cause(self) -> str:
+        """``matched``, ``precision`` (a bounded numeric difference beyond the tolerance) or
+        ``wrong`` (values no rounding explains: shape, NaN or inf, or far off)."""
+        if self.matched:
+            return "matched"
+        if self.precision is None or self.nonfinite or self.relative_error > precision_bound(self.rtol):
+            return "wrong"
+        return "precision"
+
+    def text(self) -> str:
+        """``%name: relative error 3.1e-03 (bf16 tolerance rtol 2e-02, atol 1e-02)``."""
+        if self.precision is None:
+            return f"%{self.name}: {'equal' if self.matched else f'max abs error {self.max_abs_error:.3g}'} (exact)"
+        extra = f", {self.nonfinite} NaN or inf element(s) differ" if self.nonfinite else ""
+        return (f"%{self.name}: relative error {self.relative_error:.2g}{extra} ({self.precision} tolerance rtol "
+                f"{self.rtol:g}, atol {self.atol:g})")
+
+
+def precision_bound(rtol: float) -> float:
+    return min(100 * rtol, PRECISION_BOUND)
 
 
 @attrs.frozen
@@ -54,19 +94,45 @@ class ExecutionCheck:
         return all(output.matched for output in self.outputs) and not self.run.poisoned_reads
 
     @property
-    def verdict(self) -> str:
+    def cause(self) -> str:
+        """``matched``; ``defect`` (a poisoned read, or values no rounding explains: the
+        target's pipeline or planner); ``storage`` (a mismatch where the target's storage
+        changed values); ``precision`` (every difference bounded, some beyond tolerance)."""
         if self.matched:
+            return "matched"
+        if self.run.poisoned_reads:
+            return "defect"
+        causes = {output.cause for output in self.outputs} - {"matched"}
+        if self.run.storage_losses:
+            return "storage"
+        return "defect" if "wrong" in causes else "precision"
+
+    @property
+    def verdict(self) -> str:
+        cause = self.cause
+        if cause == "matched":
             return "ran, matched"
         if self.run.poisoned_reads:
             node, operand = self.run.poisoned_reads[0]
-            return f"ran, read dead memory (%{node} read %{operand})"
-        wrong = [output.name for output in self.outputs if not output.matched]
-        loss = " (storage loss)" if self.run.storage_losses else ""
-        return f"ran, mismatch on %{', %'.join(wrong)}{loss}"
+            return f"ran, read dead memory (%{node} read %{operand}): a defect in the target's pipeline or planner"
+        wrong = [output for output in self.outputs if not output.matched]
+        names = ", ".join(f"%{output.name}" for output in wrong)
+        if cause == "storage":
+            return f"ran, mismatch on {names} (storage loss)"
+        if cause == "precision":
+            return f"ran, precision beyond tolerance on {'; '.join(output.text() for output in wrong)}"
+        shown = next(output for output in wrong if output.cause == "wrong")
+        return (f"ran, wrong values on {names} ({shown.text()}; beyond any rounding): a defect in the target's "
+                "pipeline or planner")
+
+    @property
+    def closest_call(self) -> OutputCheck | None:
+        """The output nearest its tolerance (the largest relative error), None without outputs."""
+        return max(self.outputs, key=lambda output: (output.relative_error, output.max_abs_error), default=None)
 
     def summary(self) -> dict:
-        return {"matched": self.matched, "verdict": self.verdict, "run": self.run.summary(),
-                "outputs": [attrs.asdict(output) for output in self.outputs]}
+        return {"matched": self.matched, "cause": self.cause, "verdict": self.verdict, "run": self.run.summary(),
+                "outputs": [attrs.asdict(output) | {"cause": output.cause} for output in self.outputs]}
 
 
 def grad_of(graph: Graph) -> Graph:
@@ -106,17 +172,24 @@ def check_execution(graph: Graph, result: CompileResult | TrainingResult, inputs
                     params: Mapping | None = None, seed: int = 0, device: str = "cpu",
                     reference: ReferenceRun | None = None) -> ExecutionCheck:
     """Run `result` (compiled from `graph`) in its arena and compare with the interpreter
-    (`reference`, when given, is the interpreter's run to compare with: see `reference_run`)."""
-    bindings = dict(compiled_step(result).bindings)
+    (`reference`, when given, is the interpreter's run to compare with: see `reference_run`).
+
+    Each output is compared within the tolerance of its precision (`output_precisions`):
+    the least precise float dtype among the values it depends on in the reference graph
+    and the dtypes the target executes them in. The outputs are compared where the run
+    left them (views of the arena), a block at a time."""
+    step = compiled_step(result)
     if reference is None:
-        reference = reference_run(graph, bindings, inputs, params, seed, training=hasattr(result, "backward"))
-    compiled = compiled_step(result).graph
+        reference = reference_run(graph, dict(step.bindings), inputs, params, seed, training=hasattr(result, "backward"))
+    compiled = step.graph
     run = run_in_arena(result, _known(compiled, reference.inputs, "input"), _known(compiled, reference.params, "param"),
-                       seed, device)
+                       seed, device, to_host=device != "cpu")  # on the CPU: the slots themselves
+    precisions = output_precisions(reference.graph, step.target)
     checks = []
     for name, compiled_name in zip(reference.graph.outputs, compiled.outputs):
         expected, actual = reference.outputs[name], run.outputs[compiled_name]
-        checks.append(_compare(name, compiled_name, reference.graph.type(name).dtype, expected, actual))
+        checks.append(compare_output(name, compiled_name, reference.graph.type(name).dtype, precisions[name],
+                                     expected, actual))
     return ExecutionCheck(run, reference.outputs, tuple(checks))
 
 
@@ -126,18 +199,86 @@ def _known(graph: Graph, feeds: dict, kind: str) -> dict:
     return {name: value for name, value in feeds.items() if name in names}
 
 
-def _compare(name: str, compiled_name: str, dtype: DType, expected: np.ndarray, actual: np.ndarray) -> OutputCheck:
+# --- precision ---------------------------------------------------------------------------
+def execution_dtype(target: Target, dtype: DType) -> DType:
+    """The dtype `target` computes and holds a `dtype` value in: f32 sizing holds every
+    float as float32 (f64 loses precision there), and a pipeline with `f32-exec` computes
+    f16 and bf16 in f32."""
+    if not dtype.is_float:
+        return dtype
+    if target.sizing == "f32" and dtype is DType.f64:
+        return DType.f32
+    if dtype.is_low_precision and "f32-exec" in target.pipeline:
+        return DType.f32
+    return dtype
+
+
+def least_precise(dtypes: Iterable[DType]) -> DType | None:
+    """The dtype with the widest tolerance among `dtypes` (None when none has one)."""
+    toleranced = [dtype for dtype in dtypes if dtype in TOLERANCES]
+    return max(toleranced, key=lambda dtype: TOLERANCES[dtype][0], default=None)
+
+
+def output_precisions(graph: Graph, target: Target) -> dict[str, DType | None]:
+    """For each output of `graph`: the least precise float dtype among it and its ancestors,
+    each taken with the dtype `target` executes it in; None for integer and bool outputs,
+    which must be equal. One walk in schedule order: a value's precision is the least
+    precise of its own and its operands'."""
+    precision: dict[str, DType | None] = {}
+    for name in graph.schedule():
+        dtype = graph.type(name).dtype
+        inherited = [precision[operand] for operand in graph.operands(name)]
+        precision[name] = least_precise([dtype, execution_dtype(target, dtype)]
+                                        + [operand for operand in inherited if operand is not None])
+    return {name: precision[name] if graph.type(name).dtype in TOLERANCES else None for name in graph.outputs}
+
+
+# --- comparison --------------------------------------------------------------------------
+def compare_output(name: str, compiled_name: str, dtype: DType, precision: DType | None, expected: np.ndarray,
+                   actual: np.ndarray) -> OutputCheck:
+    """`actual` next to `expected`: exactly for integers and bool (`precision` None), else
+    within `TOLERANCES[precision]`: ``|actual - expected| <= rtol |expected| + atol scale``
+    for every finite pair, NaN and inf where the reference has them."""
     if expected.shape != actual.shape:
-        return OutputCheck(name, compiled_name, dtype.value, False, float("inf"))
-    if dtype in TOLERANCES:
-        rtol, atol = TOLERANCES[dtype]
-        finite = np.isfinite(expected) & np.isfinite(actual)
-        # A sum taken in another order differs by rounding relative to the magnitudes summed:
-        # an element that cancels to near zero (a gradient) carries its big terms' error.
-        scale = max(float(np.max(np.abs(expected[finite]), initial=0.0)), 1.0)
-        matched = bool(np.allclose(actual, expected, rtol=rtol, atol=atol * scale, equal_nan=True))
-        error = float(np.max(np.abs(actual[finite] - expected[finite]), initial=0.0))
-    else:
-        matched = bool(np.array_equal(actual, expected))
-        error = float(np.max(np.abs(actual.astype(np.float64) - expected.astype(np.float64)), initial=0.0))
-    return OutputCheck(name, compiled_name, dtype.value, matched, error)
+        return OutputCheck(name, compiled_name, dtype.value, False, float("inf"), precision and precision.value)
+    if precision is None:
+        error = max((_max_abs(want.astype(np.float64), got.astype(np.float64)) if not np.array_equal(want, got)
+                     else 0.0 for want, got in _blocks(expected, actual)), default=0.0)
+        return OutputCheck(name, compiled_name, dtype.value, error == 0.0, error)
+    rtol, atol = TOLERANCES[precision]
+    # A sum taken in another order differs by rounding relative to the magnitudes summed:
+    # an element that cancels to near zero (a gradient) carries its big terms' error.
+    scale = max([_max_finite_magnitude(want) for want, _ in _blocks(expected, actual)] + [1.0])
+    floor = atol * scale / rtol
+    error = relative = 0.0
+    nonfinite = 0
+    for want, got in _blocks(expected, actual):
+        finite = np.isfinite(want) & np.isfinite(got)
+        difference = np.abs(got[finite] - want[finite])
+        if difference.size:
+            error = max(error, float(difference.max()))
+            relative = max(relative, float((difference / (np.abs(want[finite]) + floor)).max()))
+        nonfinite += int(np.count_nonzero(~finite & ~((want == got) | (np.isnan(want) & np.isnan(got)))))
+    matched = relative <= rtol and not nonfinite
+    return OutputCheck(name, compiled_name, dtype.value, matched, error, precision.value, rtol, atol, relative, nonfinite)
+
+
+def _blocks(expected: np.ndarray, actual: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Pairs of matching pieces of the two arrays, each of at most about `BLOCK` elements."""
+    if expected.ndim == 0 or (expected.flags.c_contiguous and actual.flags.c_contiguous):
+        flat_expected, flat_actual = expected.reshape(-1), actual.reshape(-1)  # views: both are contiguous
+        for begin in range(0, flat_expected.size, BLOCK):
+            yield flat_expected[begin:begin + BLOCK], flat_actual[begin:begin + BLOCK]
+        return
+    rows = max(1, BLOCK // max(1, expected[0].size))
+    for begin in range(0, expected.shape[0], rows):
+        yield expected[begin:begin + rows], actual[begin:begin + rows]
+
+
+def _max_finite_magnitude(values: np.ndarray) -> float:
+    magnitudes = np.abs(values)
+    return float(np.max(magnitudes, where=np.isfinite(magnitudes), initial=0.0))
+
+
+def _max_abs(expected: np.ndarray, actual: np.ndarray) -> float:
+    return float(np.max(np.abs(actual - expected), initial=0.0))

@@ -144,7 +144,7 @@ def run_in_arena(result: CompileResult | TrainingResult, inputs: Mapping | None 
         meter.stop()
     outputs = {name: decode(xp, arena.view(name), graph.type(name).dtype, plan.sizing) for name in graph.outputs}
     if to_host:
-        outputs = {name: _to_host(xp, value).copy() for name, value in outputs.items()}
+        outputs = {name: _to_host(xp, value) for name, value in outputs.items()}
     del side
     return ArenaRun(outputs, step.target.name, device, plan.sizing, plan.arena_bytes, sum(step.side_buffers.values()),
                     meter.peak, tuple(runner.poisoned_reads), tuple(runner.losses), tuple(runner.reference_ops),
@@ -153,7 +153,8 @@ def run_in_arena(result: CompileResult | TrainingResult, inputs: Mapping | None 
 
 
 def _to_host(xp: ModuleType, array: Array) -> np.ndarray:
-    return array if xp is np else xp.asnumpy(array)
+    """A host array of its own (never a view of the arena): one copy either way."""
+    return array.copy() if xp is np else xp.asnumpy(array)
 
 
 class _Runner:
@@ -232,7 +233,9 @@ class _Runner:
             # values only move: the slots' own elements go straight across, whatever the storage
             return kernel(xp, [self._views[operand] for operand in operands], attrs_, stored, None) is not None
         keep = whole_from(op, attrs_, stored.ndim)
-        if not aliased and keep is not False and stored.size > TILE:
+        # an in-place cast goes tile by tile too where each element keeps its position
+        same_positions = not aliased or self._views[operands[0]].dtype.itemsize == stored.dtype.itemsize
+        if same_positions and keep is not False and stored.size > TILE:
             return self._run_tiles(name, kernel, operands, attrs_, keep)
         direct = is_direct(dtype, self.sizing) and not aliased
         out = stored if direct else None
@@ -251,7 +254,7 @@ class _Runner:
         xp, graph = self.xp, self.graph
         stored = self._views[name]
         dtype = graph.type(name).dtype
-        direct = is_direct(dtype, self.sizing)
+        direct = is_direct(dtype, self.sizing) and name not in self._roots  # an in-place cast computes, then writes
         changed, worst = 0, 0.0
         for index in tiles(stored.shape, keep):
             args = [self._decoded(operand, operand_tile(self._views[operand], index, stored.ndim))
@@ -264,6 +267,7 @@ class _Runner:
                 finish_dtype(xp, target, dtype)
                 continue
             change = encode_into(xp, target, _as_dtype(xp, result, dtype), dtype, self.sizing)
+            del args, result  # this tile's temporaries go before the next tile's are made
             if change is not None:
                 changed, worst = changed + change[0], max(worst, change[1])
         if changed:
@@ -277,18 +281,17 @@ class _Runner:
         self._store(name, result)
 
     def _place(self, name: str, values: np.ndarray) -> None:
-        """Write a host array (a feed or a const) into its slot; on a GPU it is encoded on the
-        host and copied straight into the slot, so no device temporary holds it."""
-        if self.xp is np:
-            self._store(name, values)
-            return
+        """Write a host array (a feed or a const, already in the interpreter's type for its
+        dtype: bf16 rounded) into its slot, with no copy of it on the way; on a GPU it is
+        encoded on the host and copied straight into the slot, so no device temporary holds it."""
         stored = self._views[name]
-        staged = np.empty(stored.shape, stored.dtype)
         dtype = self.graph.type(name).dtype
+        staged = stored if self.xp is np else np.empty(stored.shape, stored.dtype)
         change = encode_into(np, staged, np.asarray(values, dtype.numpy), dtype, self.sizing)
         if change is not None:
             self.losses.append(StorageLoss(name, dtype.value, str(stored.dtype), *change))
-        stored.set(staged)
+        if self.xp is not np:
+            stored.set(staged)
 
     def _store(self, name: str, values: Array) -> None:
         dtype = self.graph.type(name).dtype

@@ -13,6 +13,8 @@ imaginary part dropped) as a `StorageLoss`, the target's own loss, never hidden.
 
 from __future__ import annotations
 
+import math
+
 import attrs
 import numpy as np
 
@@ -43,8 +45,11 @@ def decode(xp, stored, dtype: DType, sizing: str):
     """The slot's elements as the interpreter holds `dtype` (a copy when they differ)."""
     if is_direct(dtype, sizing):
         return stored
-    if stored.dtype == np.uint16:  # bf16 bit patterns -> float32
-        return (stored.astype(np.uint32) << 16).view(np.float32)
+    if stored.dtype == np.uint16:  # bf16 bit patterns -> float32, with no temporary besides the result
+        bits = xp.empty(stored.shape, np.uint32)
+        bits[...] = stored
+        bits <<= 16
+        return bits.view(np.float32)
     if dtype is DType.bool:
         return stored != 0
     return stored.astype(dtype.numpy)
@@ -56,8 +61,11 @@ def encode_into(xp, stored, values, dtype: DType, sizing: str):
     Returns `(changed elements, largest change)` when the storage could not hold every
     value exactly, else None."""
     if stored.dtype == np.uint16:
-        bits = xp.ascontiguousarray(values, dtype=np.float32).view(np.uint32) >> 16
-        stored[...] = bits.astype(np.uint16)
+        if stored.ndim == 0:  # a view of one element: blocks of rows need an axis
+            stored, values = stored.reshape(1), xp.asarray(values).reshape(1)
+        for block in row_blocks(stored.shape):  # a block at a time: no temporary of the value's size
+            bits = xp.ascontiguousarray(values[block], dtype=np.float32).view(np.uint32) >> 16
+            stored[block] = bits.astype(np.uint16)
         return None
     if stored.dtype == values.dtype:
         xp.copyto(stored, values)
@@ -79,6 +87,21 @@ def encode_into(xp, stored, values, dtype: DType, sizing: str):
     difference = xp.abs(values.astype(np.complex128 if dtype.is_complex else np.float64)
                         - stored.astype(np.float64))
     return count, float(difference[changed].max())
+
+
+BLOCK = 1 << 16
+"""Elements a bf16 pattern conversion handles at a time."""
+
+
+def row_blocks(shape: tuple):
+    """Index tuples covering `shape` a few rows of axis 0 at a time (about `BLOCK` elements)."""
+    if not shape:
+        yield ()
+        return
+    row = math.prod(shape[1:])
+    rows = max(1, BLOCK // max(1, row))
+    for start in range(0, shape[0], rows):
+        yield (slice(start, start + rows),)
 
 
 @attrs.frozen

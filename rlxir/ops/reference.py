@@ -44,6 +44,7 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError
+from rlxir.ops import special
 from rlxir.ops.chain import parse_chain
 from rlxir.ops.registry import attach_each, check_attributes, get_op
 
@@ -70,13 +71,11 @@ def to_dtype(values, dtype: DType) -> np.ndarray:
 
 
 # --- elementwise -----------------------------------------------------------------------
-_ERF = np.frompyfunc(math.erf, 1, 1)
-
-
 def erf(x) -> np.ndarray:
-    """The error function, exact to float64 (NumPy has none; `math.erf` per element)."""
+    """The error function, computed in float64 (`rlxir.ops.special.erf`: the C library's
+    algorithm, within an ulp of `math.erf`) and returned in x's dtype."""
     x = np.asarray(x)
-    return np.asarray(_ERF(x.astype(np.float64)), dtype=np.float64).astype(x.dtype)
+    return special.erf(x).astype(x.dtype)
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:

@@ -110,3 +110,66 @@ def test_compare_execute_training_json(capsys):
     assert code == 0, err
     rows = json.loads(out)
     assert [row["run"] for row in rows] == ["ran, matched", "ran, matched"]
+
+
+CANCELS = """graph cancel() {
+  input %a : bf16[64]
+  input %b : bf16[64]
+  input %c : bf16[64]
+  %p = mul(%a, %b) : bf16[64]
+  %d = sub(%p, %c) : bf16[64]
+  %o = cast(%d) {to = f32} : f32[64]
+  output %o
+}
+"""
+
+
+def test_a_precision_difference_beyond_tolerance_fails_as_precision(tmp_path, capsys):
+    from rlxir.ops.reference import round_to_bf16
+
+    rng = np.random.default_rng(0)
+    a = round_to_bf16(rng.uniform(3, 4, 64).astype(np.float32))
+    b = round_to_bf16(rng.uniform(3, 4, 64).astype(np.float32))
+    feeds = {"a": a, "b": b, "c": round_to_bf16(a * b)}  # the interpreter's difference is 0, f32's is not
+    argv = ["run", tmp_path / "cancel.rlx", "--target", "rocm"]
+    (tmp_path / "cancel.rlx").write_text(CANCELS)
+    for name, values in feeds.items():
+        np.save(tmp_path / f"{name}.npy", values)
+        argv += ["-i", f"{name}={tmp_path / f'{name}.npy'}"]
+    code, out, err = run(argv, capsys)
+    assert code == 1
+    assert "precision beyond tolerance on %o: relative error" in err and "bf16 tolerance rtol 0.02" in err
+    assert "a defect in" not in err and "not a planner defect" in err
+    assert "precision %o: relative error" in out
+
+
+def test_the_bf16_example_matches_on_rocm_with_its_precision_shown(capsys):
+    argv = ["run", EXAMPLES / "bf16_block.rlx", "--target", "rocm", "--batch", "1", "-D", "S=16"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "check     ran, matched" in out and "precision %logits: relative error" in out
+    assert "(bf16 tolerance rtol 0.02, atol 0.01)" in out
+
+
+def test_compare_execute_runs_the_reference_once_and_shows_each_target(monkeypatch, capsys):
+    import sys
+
+    import rlxir.executor.check as check_module
+
+    graphs = []
+    interpret = check_module.interpret
+
+    def counted(graph, *args, **kwargs):
+        graphs.append(graph.name)
+        return interpret(graph, *args, **kwargs)
+
+    monkeypatch.setattr(check_module, "interpret", counted)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # progress shows on a terminal only
+    code, out, err = run(["compare", EXAMPLES / "mlp.rlx", "--batch", "2", "--execute", "--vram", "80GB"], capsys)
+    assert code == 0, err
+    assert graphs == ["mlp"]  # one reference run, shared by the six targets
+    rows = out.splitlines()[2:]
+    assert len(rows) == 6 and all(row.rstrip().endswith("ran, matched") for row in rows)
+    assert "running the reference interpreter (once, for every target)" in err
+    for number, target in enumerate(["cpu", "cuda", "gpu", "metal", "rocm", "vulkan"], 1):
+        assert f"[{number}/6, " in err and f"] {target}: running the plan in its arena (" in err

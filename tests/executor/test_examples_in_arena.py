@@ -39,12 +39,22 @@ def scalar_loss(graph):
     return graph if only is not None and graph.type(only).rank == 0 else with_scalar_loss(graph)
 
 
-def assert_ran_and_matched(check, outside_limit: float | None = 0.10):
+def assert_ran_and_matched(check, outside_limit: float | None = 0.10, decoded_bytes: int = 0):
     run = check.run
     assert run.poisoned_reads == ()
     assert [output.name for output in check.outputs if not output.matched] == []
     if outside_limit is not None:
-        assert run.outside_peak_bytes <= outside_limit * run.arena_bytes, run.summary()
+        assert run.outside_peak_bytes <= outside_limit * run.arena_bytes + decoded_bytes, run.summary()
+
+
+def largest_bf16_decode(result) -> int:
+    """Where bf16 is held as its 16-bit pattern (dtype sizing), a kernel reads a bf16 operand
+    as a float32 copy outside the arena: a GEMM's whole weight. Its bytes, for the largest."""
+    if result.plan.sizing != "dtype":
+        return 0
+    graph = result.graph
+    return max((4 * graph.type(name).nbytes() // 2 for name in graph.schedule() if graph.type(name).dtype.value == "bf16"),
+               default=0)
 
 
 def test_the_examples_are_all_here():
@@ -59,7 +69,7 @@ def test_inference_runs_in_its_arena(path, target):
     check = rlxir.check_execution(graph, result, reference=reference(path))
     assert check.run.arena_bytes == result.arena_bytes
     assert check.run.side_buffer_bytes == sum(result.side_buffers.values())
-    assert_ran_and_matched(check)
+    assert_ran_and_matched(check, decoded_bytes=largest_bf16_decode(result))
 
 
 @pytest.mark.parametrize("target", TARGETS)

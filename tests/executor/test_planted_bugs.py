@@ -64,6 +64,7 @@ def test_a_lifetime_one_step_short_is_caught(target, monkeypatch):
     assert not check.matched
     assert "h" in {operand for _, operand in check.run.poisoned_reads}  # (the reader may be a fused region)
     assert "read dead memory" in check.verdict
+    assert check.cause == "defect" and "a defect in the target's pipeline or planner" in check.verdict
 
 
 def test_a_view_past_its_root_is_refused():
@@ -126,3 +127,16 @@ graph wide {
     losses = {loss.value: loss for loss in run.storage_losses}
     assert set(losses) >= {"x"} and losses["x"].elements == 2 and losses["x"].max_change > 0
     assert rlxir.run_in_arena(rlxir.compile(graph, "cpu"), inputs=feeds).storage_losses == ()
+
+
+def test_live_buffers_placed_on_the_same_bytes_are_refused_as_a_defect():
+    graph = chain()
+    result = rlxir.compile(graph, "cpu")
+    buffers, info, offsets = result.plan.placement
+    # %h lives from the matmul to its last reader; the tanh's buffer, live in between, moves onto it
+    tanh = next(buffer.name for buffer in buffers if buffer.name.endswith("tanh"))
+    moved = {**offsets, tanh: offsets["h"]}
+    plan = attrs.evolve(result.plan, placement=(buffers, info, moved))
+    with pytest.raises(ExecutionError, match="a defect in the target's pipeline or planner") as refused:
+        ArenaLayout.of(result.graph, plan)
+    assert "h" in str(refused.value) and tanh in str(refused.value)

@@ -427,3 +427,16 @@ def test_references_ignore_stage_annotations():
     a, b = normal(2, 3), normal(3, 2)
     attrs = {"transpose_a": False, "transpose_b": False, "kernel": "gemm", "workspace": 4194304}
     np.testing.assert_allclose(opdef.reference([a, b], attrs), a @ b)
+
+
+def test_erf_is_the_c_librarys_erf_on_whole_arrays():
+    from rlxir.ops.special import erf as array_erf
+
+    rng = np.random.default_rng(0)
+    edges = [0.0, -0.0, 1e-300, -1e-310, 2.0 ** -28, 0.84375, 1.25, 1 / 0.35, 6.0, -6.0, 30.0]
+    values = np.concatenate([rng.normal(0, 2, 20000), rng.uniform(-7, 7, 20000), np.linspace(-6.5, 6.5, 10001), edges])
+    got = array_erf(values)
+    want = np.array([math.erf(value) for value in values])
+    assert np.all(np.abs(got - want) <= np.spacing(np.abs(want)))  # within an ulp
+    assert list(array_erf(np.array([np.inf, -np.inf]))) == [1.0, -1.0] and np.isnan(array_erf(np.array([np.nan])))[0]
+    assert np.signbit(array_erf(np.array([-0.0])))[0] and array_erf(np.float32(0.5)).shape == ()
