@@ -153,7 +153,13 @@ def handle_batch_norm(ctx, node, args, kwargs):
     parameters = [_norm_parameter(ctx, item, fill, (channels,), dtype, f"{node.name}.{index}")
                   for index, (item, fill) in enumerate(zip(args[1:5], (1.0, 0.0, 0.0, 1.0)))]
     result = op(ctx, "batchnorm", [x] + parameters, {"eps": float(eps)}, hint=node.name)
-    return result if key == "aten.batch_norm" else [result, None, None]
+    if key == "aten.batch_norm":
+        return result
+    # the saved statistics of inference are empty tensors (what PyTorch returns)
+    read = read_results(node)
+    empty = [ctx.builder.splat(f"{node.name}.saved", 0, TensorType(dtype, tuple(int(size) for size in meta.shape)))
+             if index in read else None for index, meta in enumerate(node.meta["val"][1:3], 1)]
+    return [result, *empty]
 
 
 # --- linear algebra and attention ------------------------------------------------------

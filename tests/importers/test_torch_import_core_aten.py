@@ -327,3 +327,15 @@ def test_nonzero_static_nanmedian_frexp_erfcx_and_bilinear_forms():
                           torch.nanmedian(t), *torch.nanmedian(t, 1), *torch.frexp(y), torch.special.erfcx(y * 4),
                           F.bilinear(y[:, :4], y[:, 1:], weight)),
             x, values(2, 5, seed=2))
+
+
+def test_modified_bessel_functions_and_angle():
+    x = torch.tensor([-45.0, -3.5, -0.2, 0.0, 0.7, 2.0, 12.0, 60.0])
+    matches(lambda t: (torch.special.i1(t), torch.special.i0e(t), torch.special.i1e(t),
+                       torch.special.spherical_bessel_j0(t), torch.angle(t)), x, rtol=2e-5)
+
+
+def test_batch_norm_in_eval_returns_its_saved_statistics_empty():
+    matches(lambda x, mean, var: torch.ops.aten._native_batch_norm_legit_no_training(x, None, None, mean, var, 0.1,
+                                                                                      1e-5),
+            values(2, 3, 4), values(3, seed=1), values(3, low=0.5, high=2.0, seed=2))
