@@ -498,15 +498,25 @@ def handle_max_pool3d(ctx, node, args, kwargs):
     indices = None
     if 1 in read_results(node):
         sizes = [static_dim(size, "a max pool") for size in shape_of(ctx, x)[2:]]
-        flat = (tables[0][:, None, None, :, None, None] * sizes[1] * sizes[2]
-                + tables[1][None, :, None, None, :, None] * sizes[2] + tables[2][None, None, :, None, None, :])
-        table = flat.reshape(outs + [-1]).astype(np.int64)
-        best = op(ctx, "topk", [windows], {"k": 1, "axis": rank - 1, "largest": True}, hint=f"{node.name}.best")
-        positions = op(ctx, "expand", [ctx.builder.tensor(f"{node.name}.positions", table)],
-                       {"shape": shape_of(ctx, windows)}, hint=f"{node.name}.positions_spread")
-        found = op(ctx, "gather_elements", [positions, best], {"axis": rank - 1}, hint=f"{node.name}.found")
-        indices = reshape(ctx, found, shape_of(ctx, values), f"{node.name}.indices")
+        indices = _first_largest(ctx, node, windows, _volume_positions(tables, sizes, outs), shape_of(ctx, values))
     return [_unbatched(ctx, node, values, unbatched), _unbatched(ctx, node, indices, unbatched)]
+
+
+def _volume_positions(tables, sizes, outs) -> np.ndarray:
+    """[OD, OH, OW, KD * KH * KW]: each window entry's position in a D * H * W volume."""
+    flat = (tables[0][:, None, None, :, None, None] * sizes[1] * sizes[2]
+            + tables[1][None, :, None, None, :, None] * sizes[2] + tables[2][None, None, :, None, None, :])
+    return flat.reshape(list(outs) + [-1]).astype(np.int64)
+
+
+def _first_largest(ctx, node, windows: str, table: np.ndarray, shape) -> str:
+    """The position (from `table`) of each window's first largest entry, in `shape`."""
+    rank = ctx.builder.type(windows).rank
+    best = op(ctx, "topk", [windows], {"k": 1, "axis": rank - 1, "largest": True}, hint=f"{node.name}.best")
+    positions = op(ctx, "expand", [ctx.builder.tensor(f"{node.name}.positions", table)],
+                   {"shape": shape_of(ctx, windows)}, hint=f"{node.name}.positions_spread")
+    found = op(ctx, "gather_elements", [positions, best], {"axis": rank - 1}, hint=f"{node.name}.found")
+    return reshape(ctx, found, shape, f"{node.name}.indices")
 
 
 @converter("aten.avg_pool3d")
@@ -564,3 +574,21 @@ def handle_adaptive_avg_pool3d(ctx, node, args, kwargs):
     result = op(ctx, "div", [total, ctx.builder.tensor(f"{node.name}.divisor", divisor,
                                                        dtype=ctx.builder.type(total).dtype)], hint=node.name)
     return _unbatched(ctx, node, result, unbatched)
+
+
+@converter("aten.adaptive_max_pool3d")
+def handle_adaptive_max_pool3d(ctx, node, args, kwargs):
+    """adaptive_max_pool3d(x, (od, oh, ow)) -> (values, indices): PyTorch's adaptive windows
+    per axis (shorter ones read -inf past their end), the largest, and the first largest's
+    position in each channel's D * H * W positions."""
+    x, unbatched = _batched(ctx, node, ctx.value(args[0]), 3)
+    sizes = [static_dim(size, "an adaptive pool") for size in shape_of(ctx, x)[2:]]
+    outs = [int(size) for size in node.meta["val"][0].shape[-3:]]
+    tables = [_adaptive_windows(size, out)[0] for size, out in zip(sizes, outs)]
+    windows = _gathered_windows(ctx, node, x, tables, -math.inf)
+    rank = ctx.builder.type(windows).rank
+    values = op(ctx, "reduce_max", [windows], {"axes": (rank - 1,), "keepdims": False}, hint=f"{node.name}.values")
+    indices = None
+    if 1 in read_results(node):
+        indices = _first_largest(ctx, node, windows, _volume_positions(tables, sizes, outs), shape_of(ctx, values))
+    return [_unbatched(ctx, node, values, unbatched), _unbatched(ctx, node, indices, unbatched)]

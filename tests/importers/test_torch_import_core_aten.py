@@ -305,7 +305,8 @@ def test_3d_pools(ceil_mode):
     matches(lambda t: (*F.max_pool3d(t, 3, 2, 1, ceil_mode=ceil_mode, return_indices=True),
                        F.max_pool3d(t, 2, dilation=2), F.avg_pool3d(t, 3, 2, 1, ceil_mode=ceil_mode),
                        F.avg_pool3d(t, 2, 1, 1, count_include_pad=False), F.avg_pool3d(t[0], 2, divisor_override=3),
-                       F.adaptive_avg_pool3d(t, (2, 4, 3))), x)
+                       F.adaptive_avg_pool3d(t, (2, 4, 3)), *F.adaptive_max_pool3d(t, (2, 4, 3), return_indices=True)),
+            x)
 
 
 def test_gamma_functions():
