@@ -13,7 +13,7 @@ from rlxir.importers.pooling import average_factors, ceil_mode_padding
 from rlxir.importers.torch_ops import (binary, op, operand, read_results, refuse, reshape, result_dtype, shape_of,
                                        static_dim)
 from rlxir.importers.torch_registry import Static, converter, op_key, register
-from rlxir.importers.torch_spatial import transposed_convolution, windowed_max_pool
+from rlxir.importers.torch_spatial import transposed_as_forward, transposed_convolution, windowed_max_pool
 from rlxir.ops import normalize_axis
 from rlxir.symbolic import mul
 from rlxir.types import TensorType
@@ -305,12 +305,15 @@ def handle_conv(ctx, node, args, kwargs):
         stride, padding, dilation, transposed, output_padding, groups = args[3:9]
     else:
         stride, padding, dilation, groups = (list(args[3:7]) + [1, 0, 1, 1][len(args[3:7]):])
-    if spatial not in (1, 2, 3) or (spatial == 3 and transposed):
-        refuse(f"a {'transposed ' if transposed else ''}{spatial}-D convolution of a rank-{spatial + 2} input",
-               "1-D, 2-D or forward 3-D convolutions of batched inputs")
+    if spatial not in (1, 2, 3):
+        refuse(f"a {spatial}-D convolution of a rank-{spatial + 2} input", "1-D, 2-D or 3-D convolutions of batched inputs")
     kernel = [int(size) for size in shape_of(ctx, w)[2:]]
     stride, dilation = _pair(stride, spatial), _pair(dilation, spatial)
     padding = _padding(padding, dilation, kernel, spatial)
+    if spatial == 3 and transposed:
+        x, w = transposed_as_forward(ctx, node, x, w, (stride, padding, dilation, _pair(output_padding, 3)),
+                                     int(groups))
+        stride, padding = [1, 1, 1], [0, 0, 0]
     if spatial == 3:
         return _conv3d(ctx, node, x, w, bias, (stride, padding, dilation), int(groups))
     if spatial == 1:

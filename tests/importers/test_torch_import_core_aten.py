@@ -340,3 +340,9 @@ def test_batch_norm_in_eval_returns_its_saved_statistics_empty():
     matches(lambda x, mean, var: torch.ops.aten._native_batch_norm_legit_no_training(x, None, None, mean, var, 0.1,
                                                                                       1e-5),
             values(2, 3, 4), values(3, seed=1), values(3, low=0.5, high=2.0, seed=2))
+
+
+def test_transposed_3d_convolution():
+    weight = values(4, 1, 2, 3, 2, seed=1)
+    matches(lambda x: F.conv_transpose3d(x, weight, stride=(2, 1, 2), padding=(0, 1, 1), output_padding=(1, 0, 1),
+                                         groups=2), values(2, 4, 3, 4, 5), atol=1e-4)
