@@ -721,3 +721,33 @@ def handle_trilinear(ctx, node, args, kwargs):
     if not sumdim:
         return product
     return op(ctx, "reduce_sum", [product], {"axes": tuple(sumdim), "keepdims": False}, hint=node.name)
+
+
+@converter("aten.new_empty_strided")
+def handle_new_empty_strided(ctx, node, args, kwargs):
+    """Uninitialized memory in PyTorch: zeros of the given size here."""
+    return filled(ctx, node, list(args[1]), 0)
+
+
+@converter("aten.put")
+def handle_put(ctx, node, args, kwargs):
+    """put(x, index, source, accumulate=False): x's row-major elements at `index` (negative
+    counted from the end) replaced by (or added to) source's, a ``scatter_elements`` over x
+    flattened."""
+    dtype = result_dtype(node)
+    x = operand(ctx, args[0], dtype, node.name)
+    accumulate = kwargs.get("accumulate", args[3] if len(args) > 3 else False)
+    shape = shape_of(ctx, x)
+    total = static_dim(_count_all(shape), "put")
+    index = operand(ctx, args[1], DType.i64, f"{node.name}.index")
+    count = _count_all(shape_of(ctx, index))
+    if count == 0 or total == 0:
+        return x
+    flat_index = reshape(ctx, index, (count,), f"{node.name}.flat_index")
+    negative = op(ctx, "lt", [flat_index, ctx.builder.scalar(0, DType.i64)], hint=f"{node.name}.negative")
+    wrapped = op(ctx, "add", [flat_index, ctx.builder.scalar(total, DType.i64)], hint=f"{node.name}.wrapped")
+    flat_index = op(ctx, "where", [negative, wrapped, flat_index], hint=f"{node.name}.positions")
+    source = reshape(ctx, operand(ctx, args[2], dtype, f"{node.name}.source"), (count,), f"{node.name}.flat_source")
+    written = op(ctx, "scatter_elements", [reshape(ctx, x, (total,), f"{node.name}.flat"), flat_index, source],
+                 {"axis": 0, "reduction": "add" if accumulate else "none"}, hint=f"{node.name}.written")
+    return reshape(ctx, written, shape, node.name)

@@ -258,7 +258,7 @@ def test_grid_sample(mode, padding_mode, align_corners):
 def test_products_with_a_bias_distances_and_negative_pads():
     matches(lambda x, m, v, b: (torch.addmv(x, m, v, beta=0.5, alpha=2), torch.addbmm(m, b, b.transpose(1, 2)),
                                 torch.dist(m, m * 2, 3), F.pad(b, (-1, 2), mode="replicate"),
-                                F.pad(b, (1, -2), mode="circular")),
+                                F.pad(b, (1, -2), mode="circular"), F.pad(b, (-4, 2), mode="replicate")),
             values(3), values(3, 3, seed=1), values(3, seed=2), values(2, 3, 4, seed=3))
 
 
@@ -346,3 +346,10 @@ def test_transposed_3d_convolution():
     weight = values(4, 1, 2, 3, 2, seed=1)
     matches(lambda x: F.conv_transpose3d(x, weight, stride=(2, 1, 2), padding=(0, 1, 1), output_padding=(1, 0, 1),
                                          groups=2), values(2, 4, 3, 4, 5), atol=1e-4)
+
+
+def test_hypot_logcumsumexp_put():
+    index = torch.tensor([0, -1, 5, 2])
+    matches(lambda x, y, src: (torch.hypot(x, y), torch.logcumsumexp(x * 40, 1), x.put(index, src),
+                               x.put(index, src, accumulate=True)),
+            values(2, 4), values(2, 4, seed=1), values(4, seed=2))
