@@ -68,7 +68,11 @@ def _pad_constant(ctx, x: str, axis: int, before: int, after: int, fill, hint: s
 def _pad_from_edges(ctx, x: str, axis: int, before: int, after: int, mode: str, hint: str) -> str:
     """reflect / replicate / circular: the borders are rows of x itself, gathered by
     static index lists (reflect mirrors without repeating the edge, as PyTorch)."""
-    if before < 0 or after < 0:  # a negative amount crops that side first
+    if (before < 0 or after < 0) and mode == "replicate":  # the kept edge rows are x's own: one static list
+        dim = static_dim(shape_of(ctx, x)[axis], "a replicate pad")
+        rows = np.clip(np.arange(dim + before + after, dtype=np.int64) - before, 0, dim - 1)
+        return op(ctx, "gather", [x, ctx.builder.tensor(f"{hint}.rows", rows)], {"axis": axis}, hint=hint)
+    if before < 0 or after < 0:  # reflect / circular: the negative side crops first, the rest pads the crop
         dim = static_dim(shape_of(ctx, x)[axis], f"a negative {mode} pad (a crop)")
         start, stop = max(-before, 0), dim - max(-after, 0)
         x = slice_axis(ctx, x, axis, start, max(stop - start, 0), f"{hint}.crop")

@@ -582,3 +582,33 @@ def handle_ldexp(ctx, node, args, kwargs):
     """x * 2^e."""
     x, e = _x(ctx, node, args, 0), _x(ctx, node, args, 1)
     return op(ctx, "mul", [x, op(ctx, "pow", [_scalar(ctx, 2, x), e], hint=f"{node.name}.power")], hint=node.name)
+
+
+@converter("aten.hypot")
+def handle_hypot(ctx, node, args, kwargs):
+    """sqrt(x² + y²)."""
+    x, y = _x(ctx, node, args, 0), _x(ctx, node, args, 1)
+    squares = op(ctx, "add", [op(ctx, "mul", [x, x], hint=f"{node.name}.xx"), op(ctx, "mul", [y, y],
+                                                                              hint=f"{node.name}.yy")],
+                 hint=f"{node.name}.sum")
+    return op(ctx, "sqrt", [squares], hint=node.name)
+
+
+@converter("aten.logcumsumexp")
+def handle_logcumsumexp(ctx, node, args, kwargs):
+    """log of the running sum of exp along dim, in f64 after subtracting the dim's largest
+    value (a row of -inf stays -inf)."""
+    dtype = result_dtype(node)
+    x = operand(ctx, args[0], DType.f64, f"{node.name}.f64")
+    shape = shape_of(ctx, x)
+    if not shape:
+        return operand(ctx, args[0], dtype, node.name)
+    axis = normalize_axis(kwargs.get("dim", args[1] if len(args) > 1 else 0), len(shape))
+    most = op(ctx, "reduce_max", [x], {"axes": (axis,), "keepdims": True}, hint=f"{node.name}.max")
+    infinite = op(ctx, "eq", [op(ctx, "abs", [most], hint=f"{node.name}.abs"), _scalar(ctx, math.inf, most)],
+                  hint=f"{node.name}.inf")
+    most = op(ctx, "where", [infinite, _scalar(ctx, 0, most), most], hint=f"{node.name}.shift")
+    running = op(ctx, "cumsum", [op(ctx, "exp", [op(ctx, "sub", [x, most], hint=f"{node.name}.centered")],
+                                    hint=f"{node.name}.exp")], {"axis": axis}, hint=f"{node.name}.running")
+    result = op(ctx, "add", [op(ctx, "log", [running], hint=f"{node.name}.log"), most], hint=f"{node.name}.f64_out")
+    return op(ctx, "cast", [result], {"to": dtype}, hint=node.name)

@@ -13,7 +13,7 @@ from rlxir.importers.pooling import average_factors, ceil_mode_padding
 from rlxir.importers.torch_ops import (binary, op, operand, read_results, refuse, reshape, result_dtype, shape_of,
                                        static_dim)
 from rlxir.importers.torch_registry import Static, converter, op_key, register
-from rlxir.importers.torch_spatial import transposed_convolution, windowed_max_pool
+from rlxir.importers.torch_spatial import transposed_as_forward, transposed_convolution, windowed_max_pool
 from rlxir.ops import normalize_axis
 from rlxir.symbolic import mul
 from rlxir.types import TensorType
@@ -153,7 +153,13 @@ def handle_batch_norm(ctx, node, args, kwargs):
     parameters = [_norm_parameter(ctx, item, fill, (channels,), dtype, f"{node.name}.{index}")
                   for index, (item, fill) in enumerate(zip(args[1:5], (1.0, 0.0, 0.0, 1.0)))]
     result = op(ctx, "batchnorm", [x] + parameters, {"eps": float(eps)}, hint=node.name)
-    return result if key == "aten.batch_norm" else [result, None, None]
+    if key == "aten.batch_norm":
+        return result
+    # the saved statistics of inference are empty tensors (what PyTorch returns)
+    read = read_results(node)
+    empty = [ctx.builder.splat(f"{node.name}.saved", 0, TensorType(dtype, tuple(int(size) for size in meta.shape)))
+             if index in read else None for index, meta in enumerate(node.meta["val"][1:3], 1)]
+    return [result, *empty]
 
 
 # --- linear algebra and attention ------------------------------------------------------
@@ -299,12 +305,15 @@ def handle_conv(ctx, node, args, kwargs):
         stride, padding, dilation, transposed, output_padding, groups = args[3:9]
     else:
         stride, padding, dilation, groups = (list(args[3:7]) + [1, 0, 1, 1][len(args[3:7]):])
-    if spatial not in (1, 2, 3) or (spatial == 3 and transposed):
-        refuse(f"a {'transposed ' if transposed else ''}{spatial}-D convolution of a rank-{spatial + 2} input",
-               "1-D, 2-D or forward 3-D convolutions of batched inputs")
+    if spatial not in (1, 2, 3):
+        refuse(f"a {spatial}-D convolution of a rank-{spatial + 2} input", "1-D, 2-D or 3-D convolutions of batched inputs")
     kernel = [int(size) for size in shape_of(ctx, w)[2:]]
     stride, dilation = _pair(stride, spatial), _pair(dilation, spatial)
     padding = _padding(padding, dilation, kernel, spatial)
+    if spatial == 3 and transposed:
+        x, w = transposed_as_forward(ctx, node, x, w, (stride, padding, dilation, _pair(output_padding, 3)),
+                                     int(groups))
+        stride, padding = [1, 1, 1], [0, 0, 0]
     if spatial == 3:
         return _conv3d(ctx, node, x, w, bias, (stride, padding, dilation), int(groups))
     if spatial == 1:

@@ -97,7 +97,7 @@ def handle_native_batch_norm(ctx, node, args, kwargs):
         if not with_stats:
             refuse("batch norm in eval mode without running statistics", "running_mean and running_var")
         result = handle_batch_norm(ctx, node, [x, weight, bias, *running, momentum, eps], {})
-        return result + [None, None] if functional else result
+        return result + [ctx.value(item) for item in running] if functional else result  # stats unchanged
     out, mean, rstd, *running_stats = training_batch_norm(ctx, node, x, weight, bias, running, momentum, eps)
     return [out, mean, rstd] + (running_stats if functional else [])
 

@@ -104,36 +104,43 @@ def _windows(ctx, node, x: str, geometry, out_size):
 # --- transposed convolution --------------------------------------------------------------
 def transposed_convolution(ctx, node, x: str, weight: str, bias, stride, padding, dilation, output_padding,
                            groups: int) -> str:
-    """conv_transpose2d as a forward ``conv2d``: zeros inserted between x's rows and columns
-    (stride - 1 of them), padded by dilation (k - 1) - padding (+ output_padding after), and
-    the kernel flipped with its in / out channels swapped within each group."""
-    batch, channels, height, width = shape_of(ctx, x)
-    in_channels, per_group_out, kernel_h, kernel_w = (static_dim(dim, "a transposed convolution")
-                                                      for dim in shape_of(ctx, weight))
-    kernel = (kernel_h, kernel_w)
-    spread = x
-    for axis, step in ((2, stride[0]), (3, stride[1])):
-        spread = _insert_zeros(ctx, spread, axis, step, f"{node.name}.spread{axis}")
-    for axis in (2, 3):
-        index = axis - 2
-        edge = dilation[index] * (kernel[index] - 1) - padding[index]
-        if edge < 0:
-            refuse(f"a transposed convolution whose padding {padding[index]} exceeds dilation (kernel - 1)",
-                   "padding at most dilation * (kernel - 1)")
-        spread = _pad_axis(ctx, spread, axis, edge, edge + output_padding[index], 0, f"{node.name}.pad{axis}")
-    per_group_in = in_channels // groups
-    flipped = weight
-    for axis in (2, 3):
-        rows = np.arange(kernel[axis - 2] - 1, -1, -1, dtype=np.int64)
-        flipped = op(ctx, "gather", [flipped, ctx.builder.tensor(f"{node.name}.flip", rows)], {"axis": axis},
-                     hint=f"{node.name}.flip{axis}")
-    grouped = reshape(ctx, flipped, (groups, per_group_in, per_group_out, kernel_h, kernel_w), f"{node.name}.wg")
-    swapped = op(ctx, "transpose", [grouped], {"perm": (0, 2, 1, 3, 4)}, hint=f"{node.name}.wswap")
-    forward = reshape(ctx, swapped, (groups * per_group_out, per_group_in, kernel_h, kernel_w), f"{node.name}.wfwd")
+    """conv_transpose2d as a forward ``conv2d`` (`transposed_as_forward`)."""
+    spread, forward = transposed_as_forward(ctx, node, x, weight, (stride, padding, dilation, output_padding), groups)
     operands = [spread, forward] + ([operand(ctx, bias, ctx.builder.type(x).dtype, f"{node.name}.bias")]
                                     if bias is not None else [])
     attrs = {"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": tuple(dilation), "groups": int(groups)}
     return op(ctx, "conv2d", operands, attrs, hint=node.name)
+
+
+def transposed_as_forward(ctx, node, x: str, weight: str, geometry, groups: int) -> tuple[str, str]:
+    """A transposed convolution (any number of spatial dims) as the input and kernel of a
+    forward one with stride 1, no padding and the same dilation: zeros inserted between x's
+    rows along each spatial dim (stride - 1 of them), padded by dilation (k - 1) - padding
+    (+ output_padding after), and the kernel flipped with its in / out channels swapped
+    within each group."""
+    stride, padding, dilation, output_padding = geometry
+    in_channels, per_group_out, *kernel = (static_dim(dim, "a transposed convolution")
+                                           for dim in shape_of(ctx, weight))
+    spread = x
+    for index, step in enumerate(stride):
+        spread = _insert_zeros(ctx, spread, 2 + index, step, f"{node.name}.spread{index}")
+    for index, extent in enumerate(kernel):
+        edge = dilation[index] * (extent - 1) - padding[index]
+        if edge < 0:
+            refuse(f"a transposed convolution whose padding {padding[index]} exceeds dilation (kernel - 1)",
+                   "padding at most dilation * (kernel - 1)")
+        spread = _pad_axis(ctx, spread, 2 + index, edge, edge + output_padding[index], 0, f"{node.name}.pad{index}")
+    per_group_in = in_channels // groups
+    flipped = weight
+    for index, extent in enumerate(kernel):
+        rows = np.arange(extent - 1, -1, -1, dtype=np.int64)
+        flipped = op(ctx, "gather", [flipped, ctx.builder.tensor(f"{node.name}.flip", rows)], {"axis": 2 + index},
+                     hint=f"{node.name}.flip{index}")
+    grouped = reshape(ctx, flipped, (groups, per_group_in, per_group_out, *kernel), f"{node.name}.wg")
+    swapped = op(ctx, "transpose", [grouped], {"perm": (0, 2, 1) + tuple(range(3, 3 + len(kernel)))},
+                 hint=f"{node.name}.wswap")
+    forward = reshape(ctx, swapped, (groups * per_group_out, per_group_in, *kernel), f"{node.name}.wfwd")
+    return spread, forward
 
 
 def _insert_zeros(ctx, x: str, axis: int, step: int, hint: str) -> str:
@@ -205,7 +212,7 @@ def handle_pdist(ctx, node, args, kwargs):
     return _norm_last(ctx, op(ctx, "sub", [left, right], hint=f"{node.name}.diff"), p, node.name)
 
 
-__all__ = ["transposed_convolution", "windowed_max_pool"]
+__all__ = ["transposed_as_forward", "transposed_convolution", "windowed_max_pool"]
 
 
 # --- adaptive max pool -------------------------------------------------------------------
@@ -498,15 +505,25 @@ def handle_max_pool3d(ctx, node, args, kwargs):
     indices = None
     if 1 in read_results(node):
         sizes = [static_dim(size, "a max pool") for size in shape_of(ctx, x)[2:]]
-        flat = (tables[0][:, None, None, :, None, None] * sizes[1] * sizes[2]
-                + tables[1][None, :, None, None, :, None] * sizes[2] + tables[2][None, None, :, None, None, :])
-        table = flat.reshape(outs + [-1]).astype(np.int64)
-        best = op(ctx, "topk", [windows], {"k": 1, "axis": rank - 1, "largest": True}, hint=f"{node.name}.best")
-        positions = op(ctx, "expand", [ctx.builder.tensor(f"{node.name}.positions", table)],
-                       {"shape": shape_of(ctx, windows)}, hint=f"{node.name}.positions_spread")
-        found = op(ctx, "gather_elements", [positions, best], {"axis": rank - 1}, hint=f"{node.name}.found")
-        indices = reshape(ctx, found, shape_of(ctx, values), f"{node.name}.indices")
+        indices = _first_largest(ctx, node, windows, _volume_positions(tables, sizes, outs), shape_of(ctx, values))
     return [_unbatched(ctx, node, values, unbatched), _unbatched(ctx, node, indices, unbatched)]
+
+
+def _volume_positions(tables, sizes, outs) -> np.ndarray:
+    """[OD, OH, OW, KD * KH * KW]: each window entry's position in a D * H * W volume."""
+    flat = (tables[0][:, None, None, :, None, None] * sizes[1] * sizes[2]
+            + tables[1][None, :, None, None, :, None] * sizes[2] + tables[2][None, None, :, None, None, :])
+    return flat.reshape(list(outs) + [-1]).astype(np.int64)
+
+
+def _first_largest(ctx, node, windows: str, table: np.ndarray, shape) -> str:
+    """The position (from `table`) of each window's first largest entry, in `shape`."""
+    rank = ctx.builder.type(windows).rank
+    best = op(ctx, "topk", [windows], {"k": 1, "axis": rank - 1, "largest": True}, hint=f"{node.name}.best")
+    positions = op(ctx, "expand", [ctx.builder.tensor(f"{node.name}.positions", table)],
+                   {"shape": shape_of(ctx, windows)}, hint=f"{node.name}.positions_spread")
+    found = op(ctx, "gather_elements", [positions, best], {"axis": rank - 1}, hint=f"{node.name}.found")
+    return reshape(ctx, found, shape, f"{node.name}.indices")
 
 
 @converter("aten.avg_pool3d")
@@ -564,3 +581,21 @@ def handle_adaptive_avg_pool3d(ctx, node, args, kwargs):
     result = op(ctx, "div", [total, ctx.builder.tensor(f"{node.name}.divisor", divisor,
                                                        dtype=ctx.builder.type(total).dtype)], hint=node.name)
     return _unbatched(ctx, node, result, unbatched)
+
+
+@converter("aten.adaptive_max_pool3d")
+def handle_adaptive_max_pool3d(ctx, node, args, kwargs):
+    """adaptive_max_pool3d(x, (od, oh, ow)) -> (values, indices): PyTorch's adaptive windows
+    per axis (shorter ones read -inf past their end), the largest, and the first largest's
+    position in each channel's D * H * W positions."""
+    x, unbatched = _batched(ctx, node, ctx.value(args[0]), 3)
+    sizes = [static_dim(size, "an adaptive pool") for size in shape_of(ctx, x)[2:]]
+    outs = [int(size) for size in node.meta["val"][0].shape[-3:]]
+    tables = [_adaptive_windows(size, out)[0] for size, out in zip(sizes, outs)]
+    windows = _gathered_windows(ctx, node, x, tables, -math.inf)
+    rank = ctx.builder.type(windows).rank
+    values = op(ctx, "reduce_max", [windows], {"axes": (rank - 1,), "keepdims": False}, hint=f"{node.name}.values")
+    indices = None
+    if 1 in read_results(node):
+        indices = _first_largest(ctx, node, windows, _volume_positions(tables, sizes, outs), shape_of(ctx, values))
+    return [_unbatched(ctx, node, values, unbatched), _unbatched(ctx, node, indices, unbatched)]

@@ -245,3 +245,69 @@ def handle_frexp(ctx, node, args, kwargs):
     mantissa, exponent = _frexp(F64(ctx, node), x)
     return [op(ctx, "cast", [mantissa], {"to": dtype}, hint=node.name),
             op(ctx, "cast", [exponent], {"to": DType.i32}, hint=f"{node.name}.exponent")]
+
+
+def _i1(f: F64, x: str) -> str:
+    """I1(x) = Σ (x/2)^(2k+1) / (k! (k+1)!); past |x| = 40 the asymptotic sign(x) e^|x| /
+    sqrt(2π|x|) (1 - 3/(8|x|) - 15/(128 x²) - 315/(3072 |x|³))."""
+    quarter = f.op("mul", f.op("mul", x, x), 0.25)
+    term = f.op("mul", x, 0.5)
+    total = term
+    for index in range(1, I0_TERMS):
+        term = f.op("mul", term, f.op("div", quarter, float(index * (index + 1))))
+        total = f.op("add", total, term)
+    size = f.op("abs", x)
+    inverse = f.op("div", 1.0, size)
+    correction = f.op("sub", 1.0, f.op("mul", inverse, f.op("add", 0.375, f.op(
+        "mul", inverse, f.op("add", 15.0 / 128.0, f.op("mul", inverse, 315.0 / 3072.0))))))
+    asymptotic = f.op("mul", f.op("div", f.op("exp", size), f.op("sqrt", f.op("mul", size, 2 * math.pi))),
+                      correction)
+    asymptotic = f.where(f.op("lt", x, 0.0), f.op("neg", asymptotic), asymptotic)
+    return f.where(f.op("gt", size, 40.0), asymptotic, total)
+
+
+def _scaled(bessel):
+    """e^-|x| times a modified Bessel function (the exponentially scaled form)."""
+    def build(f: F64, x: str) -> str:
+        return f.op("mul", bessel(f, x), f.op("exp", f.op("neg", f.op("abs", x))))
+
+    return build
+
+
+@converter("aten.special_i1", "aten.special_modified_bessel_i1")
+def handle_i1(ctx, node, args, kwargs):
+    return _in_f64(ctx, node, args[0], _i1)
+
+
+@converter("aten.special_i0e")
+def handle_i0e(ctx, node, args, kwargs):
+    return _in_f64(ctx, node, args[0], _scaled(_i0))
+
+
+@converter("aten.special_i1e")
+def handle_i1e(ctx, node, args, kwargs):
+    return _in_f64(ctx, node, args[0], _scaled(_i1))
+
+
+@converter("aten.special_modified_bessel_i0")
+def handle_modified_bessel_i0(ctx, node, args, kwargs):
+    return _in_f64(ctx, node, args[0], _i0)
+
+
+@converter("aten.special_spherical_bessel_j0")
+def handle_spherical_bessel_j0(ctx, node, args, kwargs):
+    """sin(x) / x, 1 at 0."""
+    def build(f: F64, x: str) -> str:
+        zero = f.op("eq", x, 0.0)
+        return f.where(zero, 1.0, f.op("div", f.op("sin", x), f.where(zero, 1.0, x)))
+
+    return _in_f64(ctx, node, args[0], build)
+
+
+@converter("aten.angle")
+def handle_angle(ctx, node, args, kwargs):
+    """The angle of a real number: π below 0, 0 from 0 up, NaN stays NaN."""
+    def build(f: F64, x: str) -> str:
+        return f.where(f.op("ne", x, x), x, f.where(f.op("lt", x, 0.0), math.pi, 0.0))
+
+    return _in_f64(ctx, node, args[0], build)

@@ -258,7 +258,7 @@ def test_grid_sample(mode, padding_mode, align_corners):
 def test_products_with_a_bias_distances_and_negative_pads():
     matches(lambda x, m, v, b: (torch.addmv(x, m, v, beta=0.5, alpha=2), torch.addbmm(m, b, b.transpose(1, 2)),
                                 torch.dist(m, m * 2, 3), F.pad(b, (-1, 2), mode="replicate"),
-                                F.pad(b, (1, -2), mode="circular")),
+                                F.pad(b, (1, -2), mode="circular"), F.pad(b, (-4, 2), mode="replicate")),
             values(3), values(3, 3, seed=1), values(3, seed=2), values(2, 3, 4, seed=3))
 
 
@@ -305,7 +305,8 @@ def test_3d_pools(ceil_mode):
     matches(lambda t: (*F.max_pool3d(t, 3, 2, 1, ceil_mode=ceil_mode, return_indices=True),
                        F.max_pool3d(t, 2, dilation=2), F.avg_pool3d(t, 3, 2, 1, ceil_mode=ceil_mode),
                        F.avg_pool3d(t, 2, 1, 1, count_include_pad=False), F.avg_pool3d(t[0], 2, divisor_override=3),
-                       F.adaptive_avg_pool3d(t, (2, 4, 3))), x)
+                       F.adaptive_avg_pool3d(t, (2, 4, 3)), *F.adaptive_max_pool3d(t, (2, 4, 3), return_indices=True)),
+            x)
 
 
 def test_gamma_functions():
@@ -327,3 +328,28 @@ def test_nonzero_static_nanmedian_frexp_erfcx_and_bilinear_forms():
                           torch.nanmedian(t), *torch.nanmedian(t, 1), *torch.frexp(y), torch.special.erfcx(y * 4),
                           F.bilinear(y[:, :4], y[:, 1:], weight)),
             x, values(2, 5, seed=2))
+
+
+def test_modified_bessel_functions_and_angle():
+    x = torch.tensor([-45.0, -3.5, -0.2, 0.0, 0.7, 2.0, 12.0, 60.0])
+    matches(lambda t: (torch.special.i1(t), torch.special.i0e(t), torch.special.i1e(t),
+                       torch.special.spherical_bessel_j0(t), torch.angle(t)), x, rtol=2e-5)
+
+
+def test_batch_norm_in_eval_returns_its_saved_statistics_empty():
+    matches(lambda x, mean, var: torch.ops.aten._native_batch_norm_legit_no_training(x, None, None, mean, var, 0.1,
+                                                                                      1e-5),
+            values(2, 3, 4), values(3, seed=1), values(3, low=0.5, high=2.0, seed=2))
+
+
+def test_transposed_3d_convolution():
+    weight = values(4, 1, 2, 3, 2, seed=1)
+    matches(lambda x: F.conv_transpose3d(x, weight, stride=(2, 1, 2), padding=(0, 1, 1), output_padding=(1, 0, 1),
+                                         groups=2), values(2, 4, 3, 4, 5), atol=1e-4)
+
+
+def test_hypot_logcumsumexp_put():
+    index = torch.tensor([0, -1, 5, 2])
+    matches(lambda x, y, src: (torch.hypot(x, y), torch.logcumsumexp(x * 40, 1), x.put(index, src),
+                               x.put(index, src, accumulate=True)),
+            values(2, 4), values(2, 4, seed=1), values(4, seed=2))
