@@ -480,6 +480,41 @@ register("aten.amax", reduction("reduce_max"))
 register("aten.amin", reduction("reduce_min"))
 
 
+@converter("aten.linalg_vector_norm")
+def handle_vector_norm(ctx, node, args, kwargs):
+    """linalg_vector_norm(x, ord, dim, keepdim, dtype) over `dim` (every dim when absent):
+    ord 2 the root of the sum of squares, 1 the sum of magnitudes, inf / -inf their largest
+    / smallest, 0 the count of nonzeros, any other p ``sum(|x|^p)^(1/p)``. PyTorch's Core
+    ATen table lowers it to these ops itself; releases whose table has no decomposition for
+    it leave it whole, and this converter takes it there."""
+    x = operand(ctx, args[0], result_dtype(node), node.name)
+    order = args[1] if len(args) > 1 else kwargs.get("ord", 2)
+    rank = ctx.builder.type(x).rank
+    dims = args[2] if len(args) > 2 else kwargs.get("dim")
+    keepdim = bool(args[3] if len(args) > 3 else kwargs.get("keepdim", False))
+    axes = tuple(range(rank)) if dims in (None, []) else tuple([dims] if isinstance(dims, int) else dims)
+    reduce = {"axes": axes, "keepdims": keepdim}
+    name, dtype = node.name, ctx.builder.type(x).dtype
+    if rank == 0:
+        reduce = None
+    magnitude = op(ctx, "abs", [x], hint=f"{name}.abs")
+
+    def summed(value: str, reduce_op: str = "reduce_sum") -> str:
+        return value if reduce is None else op(ctx, reduce_op, [value], reduce, hint=f"{name}.{reduce_op}")
+
+    if order == 2:
+        return op(ctx, "sqrt", [summed(op(ctx, "mul", [magnitude, magnitude], hint=f"{name}.square"))], hint=name)
+    if order == 1:
+        return summed(magnitude)
+    if order in (float("inf"), float("-inf")):
+        return summed(magnitude, "reduce_max" if order > 0 else "reduce_min")
+    if order == 0:
+        nonzero = op(ctx, "ne", [x, ctx.builder.scalar(0, dtype)], hint=f"{name}.nonzero")
+        return summed(op(ctx, "cast", [nonzero], {"to": dtype}, hint=f"{name}.count"))
+    powered = op(ctx, "pow", [magnitude, ctx.builder.scalar(float(order), dtype)], hint=f"{name}.pow")
+    return op(ctx, "pow", [summed(powered), ctx.builder.scalar(1.0 / float(order), dtype)], hint=name)
+
+
 @converter("aten.addmv", "aten.addbmm")
 def handle_add_product(ctx, node, args, kwargs):
     """addmv(x, mat, vec) and addbmm(x, batch1, batch2): beta x + alpha (the matrix-vector
