@@ -1,8 +1,11 @@
 """Import a PyTorch module as an rlx graph, through ``torch.export`` (needs the ``torch`` extra).
 
 `import_torch(module, args, dims=None, batch_dim="B")` exports the module with
-``torch.export.export`` (non-strict) and maps every ATen op of the exported program to
-core ops (`rlxir.importers.torch_ops`). Contracts:
+``torch.export.export`` (non-strict), lowers the program to Core ATen with PyTorch's
+decomposition table (`core_aten_decompositions`: the composites of `KEEP_WHOLE` stay whole),
+and maps every op through the converter table (`rlxir.importers.torch_registry`, filled by
+the ``torch_*`` converter modules this module imports). `import_program` does the same for
+a program exported already. Contracts:
 
 - **Dynamic dims.** `dims` gives, per positional argument, ``{axis: symbol}`` (a name, or a
   ``torch.export.Dim`` whose range lets export prove its guards: ``Dim("S", min=4)`` for

@@ -385,3 +385,59 @@ def handle_put(ctx, node, args, kwargs):
     written = op(ctx, "scatter_elements", [reshape(ctx, x, (total,), f"{node.name}.flat"), flat_index, source],
                  {"axis": 0, "reduction": "add" if accumulate else "none"}, hint=f"{node.name}.written")
     return reshape(ctx, written, shape, node.name)
+
+
+SEGMENT_REDUCTIONS = {"sum": ("add", 0.0), "prod": ("mul", 1.0), "max": ("max", -np.inf), "min": ("min", np.inf),
+                      "mean": ("add", 0.0)}
+"""segment_reduce's reductions: the scatter reduction and the start of an empty segment."""
+
+
+@converter("aten.segment_reduce")
+def handle_segment_reduce(ctx, node, args, kwargs):
+    """segment_reduce(data, reduce, lengths= | offsets=, axis=0, initial=) over 1-D lengths
+    or offsets along axis 0: each row's segment counted from the segment starts at run time,
+    the rows combined into their segment by ``scatter_elements`` starting from `initial`;
+    a mean divides the total by the segment's length (an empty one is `initial`, or NaN)."""
+    reduce, initial = args[1], kwargs.get("initial")
+    if reduce not in SEGMENT_REDUCTIONS or kwargs.get("axis", 0) != 0 or kwargs.get("indices") is not None:
+        refuse(f"segment_reduce {reduce!r} along axis {kwargs.get('axis', 0)}",
+               "sum, prod, max, min or mean along axis 0, by lengths or offsets")
+    dtype = result_dtype(node)
+    data = operand(ctx, args[0], dtype, node.name)
+    shape = shape_of(ctx, data)
+    if kwargs.get("lengths") is not None:
+        lengths = operand(ctx, kwargs["lengths"], DType.i64, f"{node.name}.lengths")
+        starts = op(ctx, "cumsum", [lengths], {"axis": 0, "exclusive": True}, hint=f"{node.name}.starts")
+        segments = static_dim(shape_of(ctx, lengths)[0], "segment_reduce")
+    else:
+        offsets = operand(ctx, kwargs["offsets"], DType.i64, f"{node.name}.offsets")
+        segments = static_dim(shape_of(ctx, offsets)[0], "segment_reduce") - 1
+        starts = slice_axis(ctx, offsets, 0, 0, segments, f"{node.name}.starts")
+    rows = static_dim(shape[0], "segment_reduce")
+    kind, empty = SEGMENT_REDUCTIONS[reduce]
+    start_value = empty if initial is None else initial
+    base = ctx.builder.splat(f"{node.name}.start", start_value, TensorType(dtype, (segments,) + tuple(shape[1:])))
+    if rows == 0 or segments == 0:
+        return base
+    positions = ctx.builder.tensor(f"{node.name}.positions", np.arange(rows, dtype=np.int64).reshape(rows, 1))
+    begun = op(ctx, "cast", [op(ctx, "le", [reshape(ctx, starts, (1, segments), f"{node.name}.starts_row"), positions],
+                                hint=f"{node.name}.begun")], {"to": DType.i64}, hint=f"{node.name}.begun_count")
+    segment = op(ctx, "sub", [op(ctx, "reduce_sum", [begun], {"axes": (1,), "keepdims": False},
+                                 hint=f"{node.name}.count"), ctx.builder.scalar(1, DType.i64)],
+                 hint=f"{node.name}.segment")
+    index = reshape(ctx, segment, (rows,) + (1,) * (len(shape) - 1), f"{node.name}.segment_column")
+    if len(shape) > 1:
+        index = op(ctx, "expand", [index], {"shape": shape}, hint=f"{node.name}.segment_spread")
+    total = op(ctx, "scatter_elements", [base, index, data], {"axis": 0, "reduction": kind},
+               hint=node.name if reduce != "mean" else f"{node.name}.total")
+    if reduce != "mean":
+        return total
+    ones = ctx.builder.splat(f"{node.name}.ones", 1, TensorType(dtype, shape))
+    zeros = ctx.builder.splat(f"{node.name}.zeros", 0, TensorType(dtype, shape_of(ctx, base)))
+    count = op(ctx, "scatter_elements", [zeros, index, ones], {"axis": 0, "reduction": "add"},
+               hint=f"{node.name}.length")
+    filled = op(ctx, "gt", [count, ctx.builder.scalar(0, dtype)], hint=f"{node.name}.filled")
+    divisor = op(ctx, "maximum", [count, ctx.builder.scalar(1, dtype)], hint=f"{node.name}.divisor")
+    empty_mean = base if initial is not None else ctx.builder.scalar(np.nan, dtype)  # PyTorch: NaN
+    return op(ctx, "where", [filled, op(ctx, "div", [total, divisor], hint=f"{node.name}.mean"), empty_mean],
+              hint=node.name)

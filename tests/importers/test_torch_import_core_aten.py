@@ -353,3 +353,10 @@ def test_hypot_logcumsumexp_put():
     matches(lambda x, y, src: (torch.hypot(x, y), torch.logcumsumexp(x * 40, 1), x.put(index, src),
                                x.put(index, src, accumulate=True)),
             values(2, 4), values(2, 4, seed=1), values(4, seed=2))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "max", "min", "prod", "mean"])
+def test_segment_reduce(reduce):
+    lengths = torch.tensor([2, 0, 3, 1])
+    matches(lambda x: (torch.segment_reduce(x, reduce, lengths=lengths, initial=0.5),
+                       torch.segment_reduce(x, reduce, lengths=lengths)), values(6, 2))
