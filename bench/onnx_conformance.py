@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import time
 from collections import Counter, defaultdict
 
+from rlxir.testing.conformance_report import TimeLimit, outcome_table, time_limit
 from rlxir.testing.onnx_conformance import (BASELINE, CORE_DTYPES, IR_DTYPES, MODEL_SUITES, Outcome, best_of,
                                             model_suite_cases, node_cases, write_baseline)
 
@@ -28,46 +28,16 @@ MULTI_OP = "(several ops: expanded functions)"
 """The --by-op row of the cases whose model holds more than one op type (besides Constant)."""
 
 
-class CaseTimeout(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise CaseTimeout()
-
-
 def timed_best_of(case, seconds: int) -> Outcome:
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(seconds)
     try:
-        return best_of(case)
-    except CaseTimeout:
+        with time_limit(seconds):
+            return best_of(case)
+    except TimeLimit:
         return Outcome(case.name, "internal", f"took over {seconds} s")
-    finally:
-        signal.alarm(0)
-
-
-def markdown_table(title: str, rows: list[tuple[str, Counter]]) -> str:
-    lines = [f"| {title} | cases | " + " | ".join(STATUSES) + " | pass % |",
-             "|---|---:|" + "---:|" * len(STATUSES) + "---:|"]
-    for label, counts in rows:
-        total = sum(counts.values())
-        share = 100.0 * counts["pass"] / total if total else 0.0
-        lines.append(f"| {label} | {total} | " + " | ".join(str(counts[status]) for status in STATUSES)
-                     + f" | {share:.1f} |")
-    return "\n".join(lines)
 
 
 def table(title: str, rows: list[tuple[str, Counter]], markdown: bool = False) -> str:
-    if markdown:
-        return markdown_table(title, rows)
-    lines = [f"{title:<28} {'cases':>6} " + " ".join(f"{status:>9}" for status in STATUSES) + f" {'pass %':>7}"]
-    for label, counts in rows:
-        total = sum(counts.values())
-        share = 100.0 * counts["pass"] / total if total else 0.0
-        lines.append(f"{label:<28} {total:>6} " + " ".join(f"{counts[status]:>9}" for status in STATUSES)
-                     + f" {share:>6.1f}%")
-    return "\n".join(lines)
+    return outcome_table(title, rows, STATUSES, markdown=markdown)
 
 
 def main(argv=None) -> int:

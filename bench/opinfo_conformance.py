@@ -14,48 +14,30 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import time
 from collections import Counter, defaultdict
 
+from rlxir.testing.conformance_report import TimeLimit, outcome_table, time_limit
 from rlxir.testing.opinfo_conformance import (Outcome, core_aten_ops, is_core_aten, op_name, opinfos, run_sample,
                                               samples)
 
 STATUSES = ("pass", "refused", "mismatch", "internal", "no export")
 
 
-class SampleTimeout(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise SampleTimeout()
-
-
 def timed_run(sample, seconds: int) -> Outcome:
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(seconds)
     try:
-        return run_sample(sample)
-    except SampleTimeout:
+        with time_limit(seconds):
+            return run_sample(sample)
+    except TimeLimit:
         return Outcome(sample.name, "internal", f"took over {seconds} s")
     except Exception as error:  # the harness itself must finish the table
         return Outcome(sample.name, "internal", f"{type(error).__name__}: {error}"[:300])
-    finally:
-        signal.alarm(0)
 
 
 def table(title: str, rows: list[tuple[str, Counter]]) -> str:
     """One row per label: the samples that export, each status, and the pass share of them."""
-    header = f"{title:<40} {'export':>6} " + " ".join(f"{status:>9}" for status in STATUSES) + f" {'pass %':>7}"
-    lines = [header]
-    for label, counts in rows:
-        exported = sum(counts[status] for status in STATUSES[:4])
-        share = 100.0 * counts["pass"] / exported if exported else 0.0
-        lines.append(f"{label:<40} {exported:>6} " + " ".join(f"{counts[status]:>9}" for status in STATUSES)
-                     + f" {share:>6.1f}%")
-    return "\n".join(lines)
+    return outcome_table(title, rows, STATUSES, counted=STATUSES[:4], total_label="export", width=40)
 
 
 def main(argv=None) -> int:
