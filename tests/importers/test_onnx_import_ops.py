@@ -23,8 +23,9 @@ def make_model(nodes, inputs, outputs, initializers=(), opset=17):
         [helper.make_tensor_value_info(name, kind, shape) for name, kind, shape in inputs],
         [helper.make_tensor_value_info(name, kind, shape) for name, kind, shape in outputs],
         [numpy_helper.from_array(np.asarray(array), name) for name, array in initializers])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
+    opsets = [helper.make_opsetid("", opset)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = max(8, helper.find_min_ir_version_for(opsets))  # one onnxruntime reads
     return model
 
 

@@ -8,9 +8,10 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
 
 from onnx_models import run_onnxruntime  # noqa: E402
+from test_onnx_import_ops import make_model as model_of  # noqa: E402
 from rlxir.importers import UnsupportedModel  # noqa: E402
 from rlxir.importers.onnx import import_onnx  # noqa: E402
 from rlxir.interpreter import interpret  # noqa: E402
@@ -19,14 +20,7 @@ F, F16, U8, I8, I32 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.UINT8,
 
 
 def make_model(nodes, inputs, outputs, initializers=(), opset=21):
-    graph = helper.make_graph(
-        nodes, "quant",
-        [helper.make_tensor_value_info(name, kind, shape) for name, kind, shape in inputs],
-        [helper.make_tensor_value_info(name, kind, shape) for name, kind, shape in outputs],
-        [numpy_helper.from_array(np.asarray(array), name) for name, array in initializers])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10
-    return model
+    return model_of(nodes, inputs, outputs, initializers, opset)
 
 
 def check(model, feeds: dict, atol=0.0, reference=False):

@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+from test_onnx_import_ops import make_model as model_of  # noqa: E402
 
 from rlxir.importers import UnsupportedModel  # noqa: E402
 from rlxir.importers.onnx import import_onnx  # noqa: E402
@@ -19,14 +21,7 @@ F, D, I64 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64
 
 
 def make_model(nodes, inputs, outputs, initializers=(), opset=20):
-    graph = helper.make_graph(
-        nodes, "spectral",
-        [helper.make_tensor_value_info(name, kind, shape) for name, kind, shape in inputs],
-        [helper.make_tensor_value_info(name, kind, shape) for name, kind, shape in outputs],
-        [numpy_helper.from_array(np.asarray(array), name) for name, array in initializers])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10
-    return model
+    return model_of(nodes, inputs, outputs, initializers, opset)
 
 
 def check(model, feeds: dict, onnxruntime=True, rtol=1e-5, atol=1e-5):
