@@ -135,17 +135,6 @@ def _initial_state(ctx, node, batch, kv_heads: int, key_size: int, value_size: i
     return _f32(ctx, value, f"{name}.past32"), builder.type(value).dtype
 
 
-def _initial_state(ctx, node, batch, kv_heads: int, key_size: int, value_size: int, out_dtype: DType, name: str):
-    """(the f32 state [B, Hkv, dk, dv], the present state's dtype)."""
-    builder = ctx.builder
-    past = optional_input(node, 3)
-    if past is None:
-        zeros = builder.splat(f"{name}.no_past", 0, TensorType(DType.f32, (batch, kv_heads, key_size, value_size)))
-        return zeros, out_dtype
-    value = ctx.value(past)
-    return _f32(ctx, value, f"{name}.past32"), builder.type(value).dtype
-
-
 def _chunk(ctx, inputs: _Sequences, state: str, start: int, length: int, name: str) -> tuple[str, str]:
     """(the state after positions [start, start + length), their reads [B, Hq, c, dv] before
     scaling), all positions of the chunk at once.

@@ -68,11 +68,7 @@ def _param(ctx, onnx_name: str | None, dtype: DType, shape: tuple, fill: float, 
 # --- LayerNormalization and RMSNormalization -------------------------------------------
 def convert_layernorm(ctx, node, attrs):
     """Y = (x - mean) / sqrt(var + eps) * scale + bias over the axes from `axis` on."""
-    x = ctx.value(node.input[0])
-    type_ = ctx.builder.type(x)
-    axis = normalize_axis(int(attrs.get("axis", -1)), type_.rank)
-    stash = _stash_dtype(attrs, type_.dtype)
-    eps = shortest_float(float(attrs.get("epsilon", 1e-5)))
+    x, axis, eps, stash = _norm_operand(ctx, node, attrs)
     if unused(ctx, node, 1) and unused(ctx, node, 2):
         return [_fused_norm(ctx, node, "layernorm", x, axis, eps, stash), None, None]
     return _layernorm_with_statistics(ctx, node, x, axis, eps, stash)
@@ -80,12 +76,16 @@ def convert_layernorm(ctx, node, attrs):
 
 def convert_rmsnorm(ctx, node, attrs):
     """Y = x / sqrt(mean(x^2) + eps) * scale over the axes from `axis` on."""
+    x, axis, eps, stash = _norm_operand(ctx, node, attrs)
+    return [_fused_norm(ctx, node, "rmsnorm", x, axis, eps, stash)]
+
+
+def _norm_operand(ctx, node, attrs) -> tuple[str, int, float, DType]:
+    """(x, the first normalised axis, epsilon, the stash dtype) of a Layer/RMS normalisation."""
     x = ctx.value(node.input[0])
     type_ = ctx.builder.type(x)
     axis = normalize_axis(int(attrs.get("axis", -1)), type_.rank)
-    stash = _stash_dtype(attrs, type_.dtype)
-    eps = shortest_float(float(attrs.get("epsilon", 1e-5)))
-    return [_fused_norm(ctx, node, "rmsnorm", x, axis, eps, stash)]
+    return x, axis, shortest_float(float(attrs.get("epsilon", 1e-5))), _stash_dtype(attrs, type_.dtype)
 
 
 def _fused_norm(ctx, node, op: str, x: str, axis: int, eps: float, stash: DType) -> str:
