@@ -24,15 +24,21 @@ from rlxir.importers.onnx_ops import hint, operand
 from rlxir.importers.onnx_registry import register
 
 
-def convert_roi_align(ctx, node, attrs):
+def _feature_map(ctx, node):
+    """(x, its type, C, H, W) of a region op's float [N, C, H, W] input with static H, W."""
     x = ctx.value(node.input[0])
     x_type = ctx.builder.type(x)
     if x_type.rank != 4 or not x_type.dtype.is_float:
-        raise UnsupportedModel(f"RoiAlign of a {x_type.dtype.value}{list(x_type.shape)} input",
+        raise UnsupportedModel(f"{node.op_type} of a {x_type.dtype.value}{list(x_type.shape)} input",
                                expected="float [N, C, H, W]")
     _, channels, height, width = x_type.shape
     if not isinstance(height, int) or not isinstance(width, int):
-        raise UnsupportedModel("RoiAlign over symbolic spatial dims", expected="static H and W")
+        raise UnsupportedModel(f"{node.op_type} over symbolic spatial dims", expected="static H and W")
+    return x, x_type, channels, height, width
+
+
+def convert_roi_align(ctx, node, attrs):
+    x, x_type, channels, height, width = _feature_map(ctx, node)
     mode = attrs.get("mode", "avg")
     transform = attrs.get("coordinate_transformation_mode", "half_pixel" if ctx.opset >= 16 else "output_half_pixel")
     if mode not in ("avg", "max") or transform not in ("half_pixel", "output_half_pixel"):
@@ -168,14 +174,7 @@ def convert_max_roi_pool(ctx, node, attrs):
     image), the maximum of each bin (0 for an empty one). A rectangle's maximum is the
     maximum over its rows of the maxima over its columns, so the bins are two masked
     reductions, over the columns then the rows, with run-time masks."""
-    x = ctx.value(node.input[0])
-    x_type = ctx.builder.type(x)
-    if x_type.rank != 4 or not x_type.dtype.is_float:
-        raise UnsupportedModel(f"MaxRoiPool of a {x_type.dtype.value}{list(x_type.shape)} input",
-                               expected="float [N, C, H, W]")
-    _, channels, height, width = x_type.shape
-    if not isinstance(height, int) or not isinstance(width, int):
-        raise UnsupportedModel("MaxRoiPool over symbolic spatial dims", expected="static H and W")
+    x, x_type, channels, height, width = _feature_map(ctx, node)
     bins = [int(size) for size in attrs["pooled_shape"]]
     scale = float(attrs.get("spatial_scale", 1.0))
     name, b = hint(node), ctx.builder
