@@ -54,8 +54,14 @@ def handle_max_pool_with_indices(ctx, node, args, kwargs):
     out_size = [int(size) for size in node.meta["val"][0].shape[-2:]]
     windows, table = _windows(ctx, node, x, geometry, out_size)
     values = op(ctx, "reduce_max", [windows], {"axes": (4,), "keepdims": False}, hint=f"{node.name}.values")
+    return _values_and_indices(ctx, node, windows, values, table if 1 in read_results(node) else None, unbatched)
+
+
+def _values_and_indices(ctx, node, windows: str, values: str, table, unbatched: bool) -> list:
+    """[the window maxima, the input position of each (first largest; None when `table`, the
+    position of every window cell, is None)], without the batch axis for an unbatched input."""
     indices = None
-    if 1 in read_results(node):
+    if table is not None:
         best = op(ctx, "topk", [windows], {"k": 1, "axis": 4, "largest": True}, hint=f"{node.name}.best")
         positions = op(ctx, "expand", [ctx.builder.tensor(f"{node.name}.positions", table)],
                        {"shape": shape_of(ctx, windows)}, hint=f"{node.name}.positions_spread")
@@ -252,18 +258,11 @@ def handle_adaptive_max_pool(ctx, node, args, kwargs):
     count = rows.shape[1] * columns.shape[1]
     windows = reshape(ctx, arranged, (batch, channels, out_h, out_w, count), f"{node.name}.windows")
     values = op(ctx, "reduce_max", [windows], {"axes": (4,), "keepdims": False}, hint=f"{node.name}.values")
-    indices = None
+    table = None
     if 1 in read_results(node):
         table = (rows[:, None, :, None] * width + columns[None, :, None, :]).reshape(out_h, out_w, count)
-        best = op(ctx, "topk", [windows], {"k": 1, "axis": 4, "largest": True}, hint=f"{node.name}.best")
-        positions = op(ctx, "expand", [ctx.builder.tensor(f"{node.name}.positions", table.astype(np.int64))],
-                       {"shape": shape_of(ctx, windows)}, hint=f"{node.name}.positions_spread")
-        found = op(ctx, "gather_elements", [positions, best], {"axis": 4}, hint=f"{node.name}.found")
-        indices = reshape(ctx, found, shape_of(ctx, values), f"{node.name}.indices")
-    if unbatched:
-        values = reshape(ctx, values, shape_of(ctx, values)[1:], f"{node.name}.unbatched")
-        indices = indices and reshape(ctx, indices, shape_of(ctx, indices)[1:], f"{node.name}.indices_unbatched")
-    return [values, indices]
+        table = table.astype(np.int64)
+    return _values_and_indices(ctx, node, windows, values, table, unbatched)
 
 
 # --- upsampling ----------------------------------------------------------------------------
