@@ -37,7 +37,8 @@ module imports them all and reads that one table). Contracts:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import attrs
@@ -96,6 +97,31 @@ def import_onnx(model: str | Path | onnx.ModelProto, *, batch_dim: str = "B", ba
     except Exception as error:  # the checker's InferenceError: the model itself is inconsistent
         raise RlxError(f"ONNX shape inference failed on {source}: {error}") from None
     graph_name = name or model.graph.name or (Path(source).stem if source != "the model" else "model")
+    with _invalid_models_refused(model, source):
+        return _import_inferred(inferred, batch_dim, batch_size, graph_name)
+
+
+@contextmanager
+def _invalid_models_refused(model: onnx.ModelProto, source: str) -> Iterator[None]:
+    """An unexpected exception while converting is a bug in rlxir, unless the model is
+    itself invalid (attributes that contradict each other or the inputs' shapes, which the
+    lenient shape inference above lets through): ONNX's strict shape inference decides, and
+    an invalid model is refused with its finding."""
+    try:
+        yield
+    except RlxError:
+        raise
+    except Exception:
+        try:
+            onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+        except Exception as finding:  # onnx's InferenceError and the checker's errors
+            raise RlxError(f"{source} is not a valid ONNX model: {str(finding).strip().splitlines()[0]}",
+                           expected="a model that ONNX's strict shape inference accepts") from None
+        raise
+
+
+def _import_inferred(inferred: onnx.ModelProto, batch_dim: str, batch_size: int | None,
+                     graph_name: str) -> ImportedGraph:
     try:
         imported = _convert(inferred, batch_dim, batch_size, graph_name, symbolic_batch=True)
     except RlxError as error:

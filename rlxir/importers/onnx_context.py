@@ -96,6 +96,7 @@ class OnnxContext:
                  symbolic_batch: bool = True):
         self.symbolic_batch = symbolic_batch
         self.opset = opset_version(model)
+        self._opsets = {entry.domain: entry.version for entry in model.opset_import}
         graph = model.graph
         self.batch_dim = batch_dim
         self.static_batch: int | None = None
@@ -218,6 +219,7 @@ class OnnxContext:
                 # folded into this node's padding is defined by its pending entry
                 if name and name not in self.pending_pads:
                     self.require_defined(name)
+            self._check_schema(node)
             results = converter(self, node, node_attributes(node))
         except RlxError as error:
             label = node.name or (node.output[0] if node.output else "?")
@@ -232,6 +234,32 @@ class OnnxContext:
                 continue
             self.define(onnx_name, result)
             self.check_type(onnx_name, result)
+
+    def _check_schema(self, node: onnx.NodeProto) -> None:
+        """The node against its op's ONNX schema at the model's opset: its required
+        attributes present and its input count in range. A malformed node is an error here,
+        before a converter reads it (attribute values are the converters' to check)."""
+        try:
+            schema = onnx.defs.get_schema(node.op_type, self._opsets.get(node.domain or "", self.opset),
+                                          node.domain or "")
+        except onnx.defs.SchemaError:
+            return
+        given = {attribute.name for attribute in node.attribute}
+        missing = sorted(name for name, attribute in schema.attributes.items() if attribute.required and name not in given)
+        if missing:
+            raise UnsupportedModel(f"the node lacks its required attribute{'s' if len(missing) > 1 else ''} "
+                                   f"{', '.join(missing)}", expected=f"a {node.op_type} node as ONNX defines it")
+        if not schema.min_input <= len(node.input) <= schema.max_input:
+            bound = (f"{schema.min_input}" if schema.min_input == schema.max_input
+                     else f"{schema.min_input} to {schema.max_input}")
+            raise UnsupportedModel(f"the node has {len(node.input)} inputs", expected=f"{bound} inputs, as ONNX defines "
+                                                                                       f"{node.op_type}")
+        optional = onnx.defs.OpSchema.FormalParameterOption.Optional
+        for index, name in enumerate(node.input):
+            formal = schema.inputs[min(index, len(schema.inputs) - 1)] if schema.inputs else None
+            if not name and formal is not None and formal.option != optional:
+                raise UnsupportedModel(f"its input {index} ({formal.name}) is empty, which ONNX allows only for an "
+                                       "optional input", expected=f"a {node.op_type} node as ONNX defines it")
 
     def _derives_weight(self, node, result: np.ndarray) -> bool:
         """A float tensor evaluated from a weight (an unsqueezed BN scale) is a weight too."""

@@ -98,7 +98,7 @@ def convert_pool(ctx, node, attrs_):
         return list(max_pool_with_indices(ctx, x, window, storage_order, name, hint(node, 1)))
     if node.op_type != "LpPool":
         return [pool_nd(ctx, x, KINDS[node.op_type], window, name)]
-    p = float(attrs_.get("p", 2))
+    p = _norm_order(attrs_)
     powered = _abs_power(ctx, x, p, f"{name}.powered")
     return [_root(ctx, pool_nd(ctx, powered, "sum", window, f"{name}.sum"), p, name)]
 
@@ -108,7 +108,7 @@ def convert_global_pool(ctx, node, attrs_):
     axes = tuple(range(2, ctx.builder.type(x).rank))
     name = hint(node)
     if node.op_type == "GlobalLpPool":
-        p = float(attrs_.get("p", 2))
+        p = _norm_order(attrs_)
         powered = _abs_power(ctx, x, p, f"{name}.powered")
         total = ctx.builder.op("reduce_sum", [powered], {"axes": axes, "keepdims": True}, hint=f"{name}.sum")
         return [_root(ctx, total, p, name)]
@@ -123,6 +123,14 @@ def _abs_power(ctx, x: str, p: float, name: str) -> str:
     if p == 1:
         return magnitude
     return ctx.builder.op("pow", [magnitude, ctx.builder.scalar(p, ctx.builder.type(x).dtype)], hint=name)
+
+
+def _norm_order(attrs_) -> float:
+    """LpPool's p: a positive order (0 would take the 1/p-th root)."""
+    p = float(attrs_.get("p", 2))
+    if not p > 0:
+        raise UnsupportedModel(f"an Lp pool of order p = {p}", expected="p > 0")
+    return p
 
 
 def _root(ctx, total: str, p: float, name: str) -> str:

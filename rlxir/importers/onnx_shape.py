@@ -19,6 +19,7 @@ from rlxir.importers.onnx_ops import (FOLD_LIMIT, INT64_MAX, axes_argument, coun
                                       hint, operand, optional_input, present, product, static_input, static_ints,
                                       wrapped_index)
 from rlxir.ops import broadcast_shapes, normalize_axis
+from rlxir.ops.reference import check_gather_indices
 from rlxir.importers.strided import slice_any
 from rlxir.symbolic import Expr, is_static, mul
 from rlxir.types import TensorType
@@ -157,7 +158,7 @@ def convert_transpose(ctx, node, attrs):
 
 def convert_concat(ctx, node, attrs):
     names = present(node)
-    axis = attrs["axis"]
+    axis = normalize_axis(attrs["axis"], len(ctx.shape(names[0])))
     if foldable(ctx, node):
         return [np.concatenate([ctx.static(name) for name in names], axis=axis)]
     dtype = first_dtype(ctx, names)
@@ -288,6 +289,7 @@ def convert_gather(ctx, node, attrs):
         dim = shape[axis]
         if isinstance(dim, int):
             index = np.where(index < 0, index + dim, index)
+            check_gather_indices(index, dim, "Gather")
         elif np.any(index < 0):
             raise UnsupportedModel(f"Gather with negative indices into the symbolic dim {dim}")
         if ctx.is_static(table) and ctx.static(table).size <= FOLD_LIMIT:

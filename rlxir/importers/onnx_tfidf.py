@@ -31,6 +31,9 @@ def pool_ngrams(attrs) -> list[tuple[int, np.ndarray, list[int]]]:
     with at least one n-gram; positions count n-grams through the whole pool in order."""
     pool = np.asarray(attrs.get("pool_int64s", []), dtype=np.int64)
     starts = [int(start) for start in attrs.get("ngram_counts", [])]
+    if any(start < 0 or start > pool.size for start in starts) or starts != sorted(starts):
+        raise UnsupportedModel(f"TfIdfVectorizer ngram_counts {starts} for a pool of {pool.size} values",
+                               expected="ascending offsets into the pool")
     groups, position = [], 0
     for size, start in enumerate(starts, start=1):
         end = starts[size] if size < len(starts) else pool.size
