@@ -76,6 +76,14 @@ class Budget:
         return text
 
 
+RUNTIME_RESERVE = {"nvml": 3 << 28, "nvidia-smi": 3 << 28}
+"""Device bytes a process that runs a plan holds besides its arena, by probe (0.75 GiB): its
+CUDA context (on an idle H200, NVML counts 139.80 GiB free and a process that has opened its
+context can allocate 139.29 GiB) and room for the kernels' temporaries outside the arena
+(36 MiB for gpt2_small at batch 128). A probed capacity is counted less this, since memory
+the runtime holds cannot go to the arena; a capacity given with --vram is taken as is."""
+
+
 def arena_budget(target: str | Target, headroom: float = DEFAULT_HEADROOM, vram: int | None = None,
                  which: str = "total", sources: Sources | None = None) -> Budget:
     """min(ceiling, capacity x headroom) less the side buffers outside the arena.
@@ -97,6 +105,10 @@ def arena_budget(target: str | Target, headroom: float = DEFAULT_HEADROOM, vram:
         found = device_capacity(target, sources)
         capacity = found.bytes(which) if isinstance(found, Capacity) else None
         source = f"{found.source}: {found.device}" if isinstance(found, Capacity) else found.explain()
+        reserve = RUNTIME_RESERVE.get(found.source, 0) if isinstance(found, Capacity) else 0
+        if capacity is not None and reserve:
+            capacity = max(capacity - reserve, 0)
+            source += f", less {format_bytes(reserve)} the runtime holds"
     if capacity is None:
         budget = ceiling
     else:

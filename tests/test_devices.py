@@ -107,3 +107,27 @@ def test_parse_bytes(text, expected):
 def test_parse_bytes_rejects_nonsense():
     with pytest.raises(ValueError, match="24GiB"):
         parse_bytes("lots")
+
+
+def test_a_probed_cuda_capacity_leaves_room_for_the_runtime():
+    """The arena may not have the bytes a running process's CUDA context holds; --vram is as given."""
+    from rlxir.fit import RUNTIME_RESERVE, arena_budget
+    from rlxir.target import get_target
+
+    sources = recorded(commands={"nvidia-smi": (DATA / "nvidia_smi_h200.txt").read_text()})
+    probed = probe_capacity("nvml", sources)
+    budget = arena_budget("cuda", 1.0, which="free", sources=sources)
+    side = sum(size for _, size in get_target("cuda").side_buffers)
+    assert budget.bytes == probed.bytes("free") - RUNTIME_RESERVE["nvidia-smi"] - side
+    assert "the runtime holds" in budget.source
+    given = arena_budget("cuda", 1.0, vram=80 << 30)
+    assert given.bytes == (80 << 30) - side
+
+
+def test_an_arena_that_cannot_be_allocated_is_refused_with_its_size():
+    import numpy as np
+
+    from rlxir.executor.arena import ExecutionError, allocate
+
+    with pytest.raises(ExecutionError, match=r"the arena of 1125899906842624 B \(1024.00 TiB\) cannot be allocated"):
+        allocate(np, 1 << 50, "the arena")

@@ -140,3 +140,18 @@ def check_arena_run_memory(reference: Graph | None, compiled: Graph, bindings, a
     if reference_done:
         need = attrs.evolve(need, interpreter=0, interpreter_step=None)
     check_host_memory(need, bound if bound is not None else compiled)
+
+
+def check_device_check_memory(plan, reference: Graph, unbound: Graph | None, bindings) -> None:
+    """`rlxir run --device gpu` with its check (`rlxir.executor.device_check`): the host holds
+    the feeds, and for a ``rows`` check the NumPy interpreter's run on the sampled rows (the
+    outputs' rows are small), for a ``host`` check the outputs copied from the device."""
+    feeds = _numpy_bytes(reference, reference.inputs() + reference.params())
+    interpreter, step, outputs = 0, None, 0
+    if plan.how == "rows":
+        sampled = bind_for_run(unbound, {**bindings, plan.batch_symbol: len(plan.rows)})
+        peak = live_peak(sampled)
+        interpreter, step = peak.bytes, peak.step
+    if plan.how == "host":
+        outputs = _numpy_bytes(reference, reference.outputs)
+    check_host_memory(HostNeed(feeds + interpreter, step, 0, feeds, outputs), reference)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rlxir.cli import progress
 from rlxir.cli.host_memory import check_arena_run_memory, check_interpreter_memory
 from rlxir.cli.options import add_command, add_input_options, load_graph
 from rlxir.cli.output_files import atomic_output, output_directory
@@ -107,15 +108,19 @@ def run_in_target_arena(args: argparse.Namespace, graph: Graph, inputs: dict, pa
     shown = training_graph(graph) if args.training else graph
     result = compile_training(graph, args.target, backward=shown) if args.training else compile_graph(graph, args.target)
     step = compiled_step(result)
-    check_arena_run_memory(shown if args.check else None, step.graph, dict(step.bindings),
-                           step.arena_bytes + sum(step.side_buffers.values()), args.device)
-    if args.check:
+    arena_bytes = step.arena_bytes + sum(step.side_buffers.values())
+    if args.check and args.device != "cpu":
+        check = check_gpu_run(args, graph, shown, result, inputs, params, arena_bytes)
+        run = check.run
+    elif args.check:
+        check_arena_run_memory(shown, step.graph, dict(step.bindings), arena_bytes, args.device)
         reference = reference_run(shown, dict(compiled_step(result).bindings), inputs, params, args.seed)
         check = check_execution(graph, result, device=args.device, reference=reference)
         run = check.run
     else:
-        # on the CPU the outputs are read where the run left them: their slots, no copy
-        check, run = None, run_in_arena(result, inputs, params, args.seed, args.device, to_host=args.device != "cpu")
+        check_arena_run_memory(None, step.graph, dict(step.bindings), arena_bytes, args.device)
+        # the outputs are read where the run left them: their slots (on a GPU, device arrays)
+        check, run = None, run_in_arena(result, inputs, params, args.seed, args.device, to_host=False)
     outputs = dict(zip(shown.outputs, run.outputs.values()))
     if args.json:
         report = check.summary() if check else {"run": run.summary()}
@@ -133,6 +138,29 @@ def run_in_target_arena(args: argparse.Namespace, graph: Graph, inputs: dict, pa
         print(mismatch_error(run.target, check).render(), file=sys.stderr)
         return 1
     return 0
+
+
+def check_gpu_run(args: argparse.Namespace, graph: Graph, shown: Graph, result, inputs: dict, params: dict,
+                  arena_bytes: int):
+    """The arena run on the GPU, checked where it ran (`rlxir.executor.device_check`): the
+    reference on the device, or on a sample of batch rows when the full one does not fit."""
+    from rlxir.cli.host_memory import available_memory_bytes, check_device_check_memory
+    from rlxir.cli.options import bindings_from, read_graph
+    from rlxir.executor.device_check import check_on_device, free_device_memory, plan_device_check
+    from rlxir.interpreter import bind_for_run
+
+    bindings = bindings_from(args)
+    reference = bind_for_run(shown)
+    unbound = None if args.training else read_graph(args)
+    available = available_memory_bytes()
+    plan = plan_device_check(reference, unbound, args.batch_dim, arena_bytes, free_device_memory(args.device),
+                             available[0] if available else None)
+    check_device_check_memory(plan, reference, unbound, bindings)
+    progress.show(f"running in the arena on the GPU, then checking {plan.scope()} ...")
+    try:
+        return check_on_device(reference, unbound, bindings, result, plan, inputs, params, args.seed, args.device)
+    finally:
+        progress.clear()
 
 
 EXPECTED_BY_CAUSE = {
@@ -181,7 +209,7 @@ def arena_report(run, check) -> str:
                      f"read %{run.poisoned_reads[0][1]}")
     if check is not None:
         worst = max((output.max_abs_error for output in check.outputs), default=0.0)
-        lines.append(f"  check     {check.verdict} (the interpreter on the original graph; max abs error {worst:.3g})")
+        lines.append(f"  check     {check.verdict} ({check.scope}; max abs error {worst:.3g})")
         closest = check.closest_call
         if closest is not None and check.cause in ("matched", "precision"):
             lines.append(f"  precision {closest.text()}")
@@ -228,7 +256,7 @@ def write_outputs(results: dict[str, np.ndarray], directory: Path, graph: Graph)
     for name, array in results.items():
         path = directory / f"{name}.npy"
         with atomic_output(path, binary=True) as handle:
-            np.save(handle, array)
+            np.save(handle, array if isinstance(array, np.ndarray) else array.get())  # a device output: one copy
         print(f"wrote {path}  {type_text(name, array, graph)}")
 
 

@@ -88,13 +88,29 @@ class ArenaLayout:
         return cls(plan.arena_bytes, slots, buffers, roots)
 
 
+def allocate(xp, nbytes: int, what: str):
+    """`nbytes` of uint8 on `xp`; a device that cannot give them is refused with the figures."""
+    try:
+        return xp.empty(nbytes, dtype=np.uint8)
+    except MemoryError:
+        pass  # raised below, outside the handler, so the error does not chain CuPy's
+    from rlxir.devices import format_bytes
+
+    where = "in host memory"
+    if xp is not np:
+        free, total = xp.cuda.runtime.memGetInfo()
+        where = f"on the GPU: {format_bytes(free)} of its {format_bytes(total)} are free"
+    raise ExecutionError(f"{what} of {nbytes} B ({format_bytes(nbytes)}) cannot be allocated {where}",
+                         expected="a smaller batch or sequence (rlxir fit finds the largest that fits)")
+
+
 class Arena:
     """`layout` on array module `xp`: one uint8 allocation, typed views into it."""
 
     def __init__(self, xp, layout: ArenaLayout):
         self.xp = xp
         self.layout = layout
-        self.bytes = xp.empty(layout.arena_bytes, dtype=np.uint8)
+        self.bytes = allocate(xp, layout.arena_bytes, "the arena")
         self.bytes.fill(POISON_BYTE)  # never-written memory reads as poison too
         self._offsets = np.array([buffer[1] for buffer in layout.buffers], dtype=np.int64)
         self._ends = self._offsets + np.array([buffer[2] for buffer in layout.buffers], dtype=np.int64)

@@ -88,6 +88,7 @@ class ExecutionCheck:
     run: ArenaRun
     reference: dict
     outputs: tuple  # OutputCheck per output, in output order
+    scope: str = "every element: the NumPy interpreter on the original graph"  # see rlxir.executor.device_check
 
     @property
     def matched(self) -> bool:
@@ -131,7 +132,8 @@ class ExecutionCheck:
         return max(self.outputs, key=lambda output: (output.relative_error, output.max_abs_error), default=None)
 
     def summary(self) -> dict:
-        return {"matched": self.matched, "cause": self.cause, "verdict": self.verdict, "run": self.run.summary(),
+        return {"matched": self.matched, "cause": self.cause, "verdict": self.verdict, "scope": self.scope,
+                "run": self.run.summary(),
                 "outputs": [attrs.asdict(output) | {"cause": output.cause} for output in self.outputs]}
 
 
@@ -238,11 +240,12 @@ def compare_output(name: str, compiled_name: str, dtype: DType, precision: DType
                    actual: np.ndarray) -> OutputCheck:
     """`actual` next to `expected`: exactly for integers and bool (`precision` None), else
     within `TOLERANCES[precision]`: ``|actual - expected| <= rtol |expected| + atol scale``
-    for every finite pair, NaN and inf where the reference has them."""
+    for every finite pair, NaN and inf where the reference has them. Either array may be a
+    device (CuPy) array: a block is compared where `expected` is, `actual`'s moved there."""
     if expected.shape != actual.shape:
         return OutputCheck(name, compiled_name, dtype.value, False, float("inf"), precision and precision.value)
     if precision is None:
-        error = max((_max_abs(want.astype(np.float64), got.astype(np.float64)) if not np.array_equal(want, got)
+        error = max((_max_abs(want.astype(np.float64), got.astype(np.float64)) if not bool((want == got).all())
                      else 0.0 for want, got in _blocks(expected, actual)), default=0.0)
         return OutputCheck(name, compiled_name, dtype.value, error == 0.0, error)
     rtol, atol = TOLERANCES[precision]
@@ -253,14 +256,24 @@ def compare_output(name: str, compiled_name: str, dtype: DType, precision: DType
     error = relative = 0.0
     nonfinite = 0
     for want, got in _blocks(expected, actual):
-        finite = np.isfinite(want) & np.isfinite(got)
-        difference = np.abs(got[finite] - want[finite])
-        if difference.size:
-            error = max(error, float(difference.max()))
-            relative = max(relative, float((difference / (np.abs(want[finite]) + floor)).max()))
-        nonfinite += int(np.count_nonzero(~finite & ~((want == got) | (np.isnan(want) & np.isnan(got)))))
+        block_error, block_relative, block_nonfinite = _block_errors(want, got, floor)
+        error, relative = max(error, block_error), max(relative, block_relative)
+        nonfinite += block_nonfinite
     matched = relative <= rtol and not nonfinite
     return OutputCheck(name, compiled_name, dtype.value, matched, error, precision.value, rtol, atol, relative, nonfinite)
+
+
+def _block_errors(want, got, floor: float) -> tuple[float, float, int]:
+    """(max |got - want|, max relative error, elements NaN or inf in one and not the same in the
+    other) over the finite pairs of one block, computed where the block is (host or device)."""
+    if want.size == 0:
+        return 0.0, 0.0, 0
+    with np.errstate(invalid="ignore"):  # inf - inf where a pair is not finite: masked out
+        finite = np.isfinite(want) & np.isfinite(got)
+        difference = np.where(finite, np.abs(got - want), 0)
+    relative = difference / (np.where(finite, np.abs(want), 0) + floor)
+    nonfinite = ~finite & ~((want == got) | (np.isnan(want) & np.isnan(got)))
+    return float(difference.max()), float(relative.max()), int(nonfinite.sum())
 
 
 def _blocks(expected: np.ndarray, actual: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -268,17 +281,32 @@ def _blocks(expected: np.ndarray, actual: np.ndarray) -> Iterator[tuple[np.ndarr
     if expected.ndim == 0 or (expected.flags.c_contiguous and actual.flags.c_contiguous):
         flat_expected, flat_actual = expected.reshape(-1), actual.reshape(-1)  # views: both are contiguous
         for begin in range(0, flat_expected.size, BLOCK):
-            yield flat_expected[begin:begin + BLOCK], flat_actual[begin:begin + BLOCK]
+            yield flat_expected[begin:begin + BLOCK], _beside(flat_expected, flat_actual[begin:begin + BLOCK])
         return
     rows = max(1, BLOCK // max(1, expected[0].size))
     for begin in range(0, expected.shape[0], rows):
-        yield expected[begin:begin + rows], actual[begin:begin + rows]
+        yield expected[begin:begin + rows], _beside(expected, actual[begin:begin + rows])
 
 
-def _max_finite_magnitude(values: np.ndarray) -> float:
+def _beside(expected, block):
+    """`block` in the memory `expected` is in: a device block copied to the host, or a host
+    block to the device (one block at a time, so neither side holds a whole output twice)."""
+    on_host = isinstance(expected, np.ndarray)
+    if on_host == isinstance(block, np.ndarray):
+        return block
+    if on_host:
+        return block.get()
+    import cupy
+
+    return cupy.asarray(block)
+
+
+def _max_finite_magnitude(values) -> float:
     magnitudes = np.abs(values)
-    return float(np.max(magnitudes, where=np.isfinite(magnitudes), initial=0.0))
+    finite = np.where(np.isfinite(magnitudes), magnitudes, 0)
+    return float(finite.max()) if finite.size else 0.0
 
 
-def _max_abs(expected: np.ndarray, actual: np.ndarray) -> float:
-    return float(np.max(np.abs(actual - expected), initial=0.0))
+def _max_abs(expected, actual) -> float:
+    difference = np.abs(actual - expected)
+    return float(difference.max()) if difference.size else 0.0

@@ -28,7 +28,7 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError
-from rlxir.executor.arena import Arena, ArenaLayout, ExecutionError
+from rlxir.executor.arena import Arena, ArenaLayout, ExecutionError, allocate
 from rlxir.executor.kernels import KERNELS, Kernel, finish_dtype, run_reference
 from rlxir.executor.meters import DeviceMeter, HostMeter
 from rlxir.executor.storage import StorageLoss, decode, encode_into, is_direct
@@ -127,7 +127,7 @@ def run_in_arena(result: CompileResult | TrainingResult, inputs: Mapping | None 
     meter = HostMeter() if xp is np else DeviceMeter(xp)
     used_before = meter.device_used() if isinstance(meter, DeviceMeter) else None
     arena = Arena(xp, layout)
-    side = {name: xp.empty(size, dtype=np.uint8) for name, size in step.side_buffers.items()}
+    side = {name: allocate(xp, size, f"side buffer {name}") for name, size in step.side_buffers.items()}
     runner = _Runner(xp, graph, plan.sizing, arena, check_reads)
     meter.start()
     began = time.perf_counter()

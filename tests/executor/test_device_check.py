@@ -1,0 +1,144 @@
+"""How a GPU run is checked (rlxir.executor.device_check): which check fits, and that each one
+finds what it must. The checks take the array module the run uses, so they run here with NumPy
+as the "device"; tests/executor/test_gpu.py runs them with CuPy where a GPU is present."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rlxir
+from rlxir.executor.device_check import (DeviceCheckError, DeviceCheckPlan, check_on_device, device_interpret,
+                                         plan_device_check, sample_rows)
+from rlxir.interpreter import bind_for_run, interpret, random_feeds
+from rlxir.training import compile_training, training_graph
+
+ROWS_GRAPH = """
+graph rows(B, S=4) {
+  input %x : f32[B, S, 8]
+  param %w : f32[8, 8]
+  %h = matmul(%x, %w) : f32[B, S, 8]
+  %y = softmax(%h) {axis = -1} : f32[B, S, 8]
+  output %y
+}
+"""
+
+TRAINING_GRAPH = """
+graph train(B) {
+  input %x : f32[B, 8]
+  param %w : f32[8, 4]
+  %h = matmul(%x, %w) : f32[B, 4]
+  %t = tanh(%h) : f32[B, 4]
+  %loss = reduce_mean(%t) {axes = [0, 1]} : f32[]
+  output %loss
+}
+"""
+
+MIXED_GRAPH = """
+graph mixed(B) {
+  input %x : f32[B, 8]
+  %m = reduce_mean(%x) {axes = [0], keepdims = true} : f32[1, 8]
+  %y = sub(%x, %m) : f32[B, 8]
+  output %y
+}
+"""
+
+
+def graph_of(text: str):
+    return rlxir.parse(text).main
+
+
+def test_sample_rows_are_the_first_middle_and_last():
+    assert sample_rows(128) == (0, 64, 127)
+    assert sample_rows(2) == (0, 1)
+    assert sample_rows(1) == (0,)
+
+
+def test_the_plan_is_the_device_reference_when_everything_fits():
+    unbound = graph_of(ROWS_GRAPH)
+    reference = bind_for_run(unbound, {"B": 16})
+    plan = plan_device_check(reference, unbound, "B", arena_bytes=10_000, free_device=1 << 30, available_host=1 << 30)
+    assert plan.how == "device"
+
+
+def test_a_full_card_samples_rows_and_says_which():
+    unbound = graph_of(ROWS_GRAPH)
+    reference = bind_for_run(unbound, {"B": 16})
+    plan = plan_device_check(reference, unbound, "B", arena_bytes=10_000, free_device=10_000, available_host=1 << 30)
+    assert plan.how == "rows" and plan.rows == (0, 8, 15)
+    assert "batch rows 0, 8, 15 of B" in plan.scope()
+
+
+def test_without_a_batch_axis_the_outputs_go_to_the_host():
+    training = bind_for_run(training_graph(graph_of(TRAINING_GRAPH).bind({"B": 2})))
+    plan = plan_device_check(training, None, "B", arena_bytes=1 << 30, free_device=1 << 30, available_host=1 << 30)
+    assert plan.how == "host"
+
+
+def test_a_check_that_fits_nowhere_is_refused_with_the_figures():
+    reference = bind_for_run(graph_of(MIXED_GRAPH), {"B": 4})
+    with pytest.raises(DeviceCheckError, match="free on the device"):
+        plan_device_check(reference, None, "B", arena_bytes=1 << 40, free_device=10, available_host=10)
+
+
+def test_the_device_interpreter_gives_the_interpreters_outputs():
+    graph = bind_for_run(graph_of(ROWS_GRAPH), {"B": 3})
+    inputs, params = random_feeds(graph)
+    expected = interpret(graph, inputs, params)
+    got = device_interpret(graph, {**inputs, **params}, np)
+    np.testing.assert_allclose(got["y"], expected["y"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("how", ["device", "rows", "host"])
+def test_each_check_matches_a_correct_run(how):
+    unbound = graph_of(ROWS_GRAPH)
+    reference = bind_for_run(unbound, {"B": 6})
+    result = rlxir.compile(reference, "cuda")
+    plan = plan_device_check(reference, unbound, "B", 0, 1 << 30, 1 << 30)
+    plan = type(plan)(how, sample_rows(6) if how == "rows" else (), "B", plan.figures)
+    check = check_on_device(reference, unbound, {"B": 6}, result, plan, {}, {}, device="cpu")
+    assert check.matched, check.summary()
+    assert [output.name for output in check.outputs] == ["y"]
+    if how == "rows":
+        assert "batch rows 0, 3, 5" in check.scope
+
+
+def test_a_sample_of_rows_refuses_a_graph_that_mixes_them():
+    unbound = graph_of(MIXED_GRAPH)
+    reference = bind_for_run(unbound, {"B": 6})
+    result = rlxir.compile(reference, "cuda")
+    plan = plan_device_check(reference, unbound, "B", 0, 1 << 30, 1 << 30)
+    plan = type(plan)("rows", sample_rows(6), "B", plan.figures)
+    with pytest.raises(DeviceCheckError, match="mixes batch rows"):
+        check_on_device(reference, unbound, {"B": 6}, result, plan, {}, {}, device="cpu")
+
+
+def test_a_wrong_value_in_the_sampled_rows_is_found(monkeypatch):
+    """A run whose output is off in one sampled row does not match."""
+    import rlxir.executor.device_check as device_check
+
+    unbound = graph_of(ROWS_GRAPH)
+    reference = bind_for_run(unbound, {"B": 6})
+    result = rlxir.compile(reference, "cuda")
+    real_run = device_check.run_in_arena
+
+    def run_with_a_wrong_row(*args, **kwargs):
+        run = real_run(*args, **kwargs)
+        for value in run.outputs.values():
+            value[5] += 1.0
+        return run
+
+    monkeypatch.setattr(device_check, "run_in_arena", run_with_a_wrong_row)
+    plan = DeviceCheckPlan("rows", sample_rows(6), "B")
+    check = check_on_device(reference, unbound, {"B": 6}, result, plan, {}, {}, device="cpu")
+    assert not check.matched and check.cause == "defect"
+
+
+def test_a_training_step_is_checked_with_the_outputs_on_the_host():
+    graph = graph_of(TRAINING_GRAPH).bind({"B": 2})
+    shown = training_graph(graph)
+    result = compile_training(graph, "cuda", backward=shown)
+    plan = DeviceCheckPlan("host")
+    check = check_on_device(bind_for_run(shown), None, {}, result, plan, {}, {}, device="cpu")
+    assert check.matched, check.summary()
+    assert len(check.outputs) == len(shown.outputs)
