@@ -39,6 +39,10 @@ TOLERANCES = {
 PRECISION_BOUND = 0.5
 """A relative error up to min(100 x rtol, this) is a precision difference; a larger one
 (or a NaN or inf the reference does not have) is a wrong value."""
+SENSITIVITY_FACTOR = 10.0
+"""A difference up to this many times the reference's own change under a one-rounding
+perturbation of its feeds is the graph's conditioning, not a defect."""
+UNIT_ROUNDOFF = {DType.f64: 2.0 ** -53, DType.f32: 2.0 ** -24, DType.f16: 2.0 ** -11, DType.bf16: 2.0 ** -8}
 BLOCK = 1 << 20
 """Elements compared at a time, so a comparison holds no temporary of an output's size."""
 
@@ -57,14 +61,25 @@ class OutputCheck:
     atol: float = 0.0  # times the output's scale (its largest finite magnitude, at least 1)
     relative_error: float = 0.0  # max |actual - expected| / (|expected| + atol x scale / rtol)
     nonfinite: int = 0  # elements NaN or inf in one run and not the same in the other
+    sensitivity: float | None = None  # max |change| of the reference when its feeds move by one rounding
+
+    @property
+    def ill_conditioned(self) -> bool:
+        """The reference itself moves by as much as this difference when its float feeds are
+        perturbed by one rounding of their dtype: any two implementations of the graph in
+        this precision may differ so (`SENSITIVITY_FACTOR`)."""
+        return self.sensitivity is not None and self.max_abs_error <= SENSITIVITY_FACTOR * self.sensitivity
 
     @property
     def cause(self) -> str:
-        """``matched``, ``precision`` (a bounded numeric difference beyond the tolerance) or
-        ``wrong`` (values no rounding explains: shape, NaN or inf, or far off)."""
+        """``matched``, ``precision`` (a bounded numeric difference beyond the tolerance, or one
+        the graph's own conditioning explains) or ``wrong`` (values no rounding explains:
+        shape, NaN or inf, or far off)."""
         if self.matched:
             return "matched"
-        if self.precision is None or self.nonfinite or self.relative_error > precision_bound(self.rtol):
+        if self.precision is None or self.nonfinite:
+            return "wrong"
+        if self.relative_error > precision_bound(self.rtol) and not self.ill_conditioned:
             return "wrong"
         return "precision"
 
@@ -73,6 +88,9 @@ class OutputCheck:
         if self.precision is None:
             return f"%{self.name}: {'equal' if self.matched else f'max abs error {self.max_abs_error:.3g}'} (exact)"
         extra = f", {self.nonfinite} NaN or inf element(s) differ" if self.nonfinite else ""
+        if self.ill_conditioned and not self.matched:
+            extra += (f"; ill-conditioned: the reference itself moves by {self.sensitivity:.3g} when its inputs and "
+                      f"params move by one rounding, against a max abs error of {self.max_abs_error:.3g}")
         return (f"%{self.name}: relative error {self.relative_error:.2g}{extra} ({self.precision} tolerance rtol "
                 f"{self.rtol:g}, atol {self.atol:g})")
 
@@ -192,6 +210,10 @@ def check_execution(graph: Graph, result: CompileResult | TrainingResult, inputs
         expected, actual = reference.outputs[name], run.outputs[compiled_name]
         checks.append(compare_output(name, compiled_name, reference.graph.type(name).dtype, precisions[name],
                                      expected, actual))
+    if needs_sensitivity(checks) and not run.poisoned_reads:
+        moved = interpret(reference.graph, perturbed_feeds(reference.graph, reference.inputs, seed),
+                          perturbed_feeds(reference.graph, reference.params, seed), dict(step.bindings), seed)
+        checks = with_sensitivity(checks, reference.outputs, moved)
     return ExecutionCheck(run, reference.outputs, tuple(checks))
 
 
@@ -233,6 +255,40 @@ def output_precisions(graph: Graph, target: Target) -> dict[str, DType | None]:
         precision[name] = least_precise([dtype, execution_dtype(target, dtype)]
                                         + [operand for operand in inherited if operand is not None])
     return {name: precision[name] if graph.type(name).dtype in TOLERANCES else None for name in graph.outputs}
+
+
+# --- conditioning ------------------------------------------------------------------------
+def perturbed_feeds(graph: Graph, feeds: Mapping, seed: int = 0) -> dict:
+    """Every float feed of `graph` moved by one unit roundoff of its dtype, up or down at
+    random (a fixed generator): what rounding the inputs and weights would do."""
+    generator = np.random.default_rng(seed + 1)
+    moved = {}
+    for name, array in feeds.items():
+        dtype = graph.type(name).dtype
+        if dtype not in UNIT_ROUNDOFF:
+            moved[name] = array
+            continue
+        signs = generator.choice(np.array([-1.0, 1.0], dtype=array.dtype), size=array.shape)
+        moved[name] = array * (1 + UNIT_ROUNDOFF[dtype] * signs)
+    return moved
+
+
+def needs_sensitivity(checks) -> bool:
+    """Whether some output differs beyond what rounding explains (so the reference's own
+    conditioning is worth measuring)."""
+    return any(check.cause == "wrong" and check.precision is not None and not check.nonfinite for check in checks)
+
+
+def with_sensitivity(checks, reference: Mapping, moved: Mapping) -> tuple:
+    """`checks` with each float output's sensitivity: the max change from `reference` to
+    `moved` (the reference on perturbed feeds)."""
+    return tuple(attrs.evolve(check, sensitivity=_max_change(reference[check.name], moved[check.name]))
+                 if check.precision is not None else check for check in checks)
+
+
+def _max_change(expected, moved) -> float:
+    changes = [_block_errors(want, got, 1.0)[0] for want, got in _blocks(expected, moved)]
+    return max(changes, default=0.0)
 
 
 # --- comparison --------------------------------------------------------------------------

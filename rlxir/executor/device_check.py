@@ -35,7 +35,8 @@ import numpy as np
 
 from rlxir.devices import format_bytes
 from rlxir.errors import RlxError
-from rlxir.executor.check import ExecutionCheck, compare_output, output_precisions
+from rlxir.executor.check import (ExecutionCheck, compare_output, needs_sensitivity, output_precisions,
+                                  perturbed_feeds, with_sensitivity)
 from rlxir.executor.kernels import KERNELS, run_reference
 from rlxir.executor.runner import _as_dtype, array_module, compiled_step, run_in_arena
 from rlxir.graph import Graph
@@ -198,6 +199,12 @@ def check_on_device(reference: Graph, unbound: Graph | None, bindings: Mapping, 
         actual = {name: outputs[compiled_name] for name, compiled_name in pairs}
     checks = tuple(compare_output(name, compiled_name, reference.type(name).dtype, precisions[name], expected[name],
                                   actual[name]) for name, compiled_name in pairs)
+    if needs_sensitivity(checks) and not run.poisoned_reads:
+        moved_inputs = perturbed_feeds(reference, filled_inputs, seed)
+        moved_params = perturbed_feeds(reference, filled_params, seed)
+        moved = (_interpret_rows(unbound, bindings, plan.batch_symbol, list(plan.rows), moved_inputs, moved_params)
+                 if plan.how == "rows" else device_interpret(reference, {**moved_inputs, **moved_params}, xp))
+        checks = with_sensitivity(checks, expected, moved)
     return ExecutionCheck(run, expected, checks, plan.scope())
 
 

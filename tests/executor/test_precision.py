@@ -125,3 +125,56 @@ def test_nan_where_the_reference_has_none_is_a_defect(monkeypatch):
     monkeypatch.setitem(KERNELS, "exp", poisoned)
     check = rlxir.check_execution(graph, rlxir.compile(graph, "rocm"))
     assert check.cause == "defect" and check.outputs[0].nonfinite == 1
+
+
+NEAR_TIES = """
+graph ties() {
+  input %a : f32[256]
+  input %b : f32[256]
+  const %gain : f32[] = 1e9
+  %d = sub(%a, %b) : f32[256]
+  %s = mul(%d, %gain) : f32[256]
+  %y = tanh(%s) : f32[256]
+  output %y
+}
+"""
+
+
+def test_an_ill_conditioned_graph_differs_by_precision_not_a_defect(monkeypatch):
+    """tanh(1e9 (a - b)) with b a few units in the last place from a: one rounding more in
+    the target's subtraction flips outputs from -1 to 1. The reference moves as much when
+    its inputs move by one rounding, so the verdict is precision, with the figure."""
+    rng = np.random.default_rng(0)
+    a = rng.uniform(1, 2, 256).astype(np.float32)
+    b = a.copy()
+    for _ in range(2):
+        b = np.where(rng.random(256) < 0.5, np.nextafter(b, np.float32(np.inf)), np.nextafter(b, np.float32(0)))
+    sub = KERNELS["sub"]
+
+    def rounds_once_more(xp, args, attrs, out, workspace):
+        return sub(xp, [np.nextafter(args[0], np.float32(np.inf)), args[1]], attrs, out, workspace)
+
+    monkeypatch.setitem(KERNELS, "sub", rounds_once_more)
+    graph = rlxir.parse(NEAR_TIES).main
+    check = rlxir.check_execution(graph, rlxir.compile(graph, "cpu"), inputs={"a": a, "b": b})
+    (output,) = check.outputs
+    assert not check.matched and output.max_abs_error >= 1.0  # far beyond any single rounding of the output
+    assert output.ill_conditioned and output.sensitivity >= 1.0
+    assert check.cause == "precision" and "ill-conditioned" in check.verdict and "defect" not in check.verdict
+
+
+def test_a_well_conditioned_graph_keeps_its_defects(monkeypatch):
+    """The conditioning measure does not excuse a wrong value where the graph is stable."""
+    graph = rlxir.parse("graph g() {\n  input %x : f32[8, 8]\n  %y = tanh(%x) : f32[8, 8]\n  output %y\n}\n").main
+    tanh = KERNELS["tanh"]
+
+    def wrong(xp, args, attrs, out, workspace):
+        result = tanh(xp, args, attrs, out, workspace)
+        result[0, 0] += 0.5
+        return result
+
+    monkeypatch.setitem(KERNELS, "tanh", wrong)
+    check = rlxir.check_execution(graph, rlxir.compile(graph, "cpu"))
+    (output,) = check.outputs
+    assert output.sensitivity is not None and output.sensitivity < 1e-5 and not output.ill_conditioned
+    assert check.cause == "defect"
