@@ -53,8 +53,8 @@ def _empties(ctx, node) -> list[str] | str:
 def _matrix(ctx, node, item, what: str) -> tuple[Matrices, str, int, int]:
     """(the builder, `item` in f64, rows, cols) after checking the op can be unrolled."""
     dtype = torch_dtype(_metas(node)[0].dtype)
-    if dtype not in (DType.f32, DType.f64, DType.f16, DType.bf16):
-        refuse(f"{what} of a {dtype.value} matrix", "a real floating-point matrix")
+    if dtype not in (DType.f32, DType.f64):
+        refuse(f"{what} of a {dtype.value} matrix", "a float32 or float64 matrix")
     shape = shape_of(ctx, item)
     rows, cols = shape[-2:]
     if not isinstance(rows, int) or not isinstance(cols, int):

@@ -153,6 +153,17 @@ def test_float32_results_are_cast_back():
     matches(torch.linalg.svdvals, matrix(4, 3).float(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("function", [torch.linalg.qr, torch.linalg.svdvals, torch.linalg.pinv, torch.linalg.eigvalsh])
+def test_a_symbolic_batch_dim(function):
+    imported = import_torch(Apply(function), (matrix(3, 4, 4),))
+    a = matrix(5, 4, 4, seed=4)
+    results = interpret(imported.graph, {next(iter(imported.inputs.values())): a.numpy()}, dict(imported.params),
+                        {"B": 5})
+    expected = torch.utils._pytree.tree_leaves(function(a))
+    for value, want in zip(imported.graph.outputs, expected):
+        np.testing.assert_allclose(results[value], want.numpy(), rtol=1e-9, atol=1e-10)
+
+
 # --- refusals ----------------------------------------------------------------------------
 def test_a_matrix_past_the_unroll_limit_is_refused_naming_its_size():
     with pytest.raises(RlxError, match=r"svd of a 40 x 3 matrix"):
