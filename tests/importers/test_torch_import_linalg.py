@@ -160,6 +160,20 @@ def test_cholesky_info_names_the_first_pivot_that_is_not_positive():
     assert info.tolist() == [0, 3]
 
 
+def test_ldl_factor_matches_lapack_blocks_and_solves():
+    """Bunch-Kaufman pivots with 1 x 1 and 2 x 2 blocks (negative pivots) per matrix of a
+    batch, and the solve reading them at run time."""
+    a = matrices(3, 6, 6, seed=18)
+    a = a + a.mT
+    a[0] = torch.tensor([[0.0, 1, 2, 0, 0, 1], [1, 0, 1, 2, 0, 0], [2, 1, 0, 1, 0, 0], [0, 2, 1, 0, 1, 1],
+                         [0, 0, 0, 1, 0, 2], [1, 0, 0, 1, 2, 0]])  # a zero diagonal: 2 x 2 blocks
+    factored = torch.linalg.ldl_factor_ex(a)
+    assert (factored.pivots < 0).any() and (factored.pivots > 0).any()
+    check(lambda x: tuple(torch.linalg.ldl_factor_ex(x)), a, batched=True)
+    b = matrices(3, 6, 2, seed=19)
+    check(torch.linalg.ldl_solve, factored.LD, factored.pivots, b, batched=True)
+
+
 def test_matrix_exp_scales_by_the_norm_at_run_time():
     """Norms from 0.01 to about 200 (up to nine squarings), compared with f64 PyTorch."""
     a = matrices(4, 4, 4, seed=17) * torch.tensor([0.005, 0.5, 5.0, 50.0])[:, None, None]
