@@ -2,7 +2,7 @@
 (LU with partial pivoting, permutations, triangular solves, Cholesky) and the LU family's
 converters (``_linalg_det``, ``_linalg_slogdet``, ``linalg_lu_factor_ex``, ``linalg_lu``,
 ``lu_unpack``); solves, inverses, Cholesky and ``matrix_exp`` build on these in
-`rlxir.importers.torch_linalg_solve`.
+`rlxir.importers.torch_linalg_solve`, LDLᵀ in `rlxir.importers.torch_linalg_ldl`.
 
 Every factorization is unrolled at import time: a matrix's trailing two dims must be static
 and at most `MAX_ORDER` (the graph grows with the square of the order); its batch dims may be
