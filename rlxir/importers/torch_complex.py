@@ -27,7 +27,7 @@ from rlxir.dtypes import DType
 from rlxir.importers import torch_layout, torch_math, torch_special  # noqa: F401  (their converters are carried)
 from rlxir.importers.strided import HUGE, slice_any
 from rlxir.importers.torch_ops import op, operand, refuse, reshape, shape_of, slice_axis, static_dim
-from rlxir.importers.torch_registry import CONVERTERS, Static, converter, op_key, torch_dtype
+from rlxir.importers.torch_registry import CONVERTERS, NEVER_FOLD, Static, converter, op_key, torch_dtype
 from rlxir.ops import normalize_axis
 from rlxir.types import TensorType
 
@@ -391,5 +391,29 @@ def carry(key: str, pair_convert) -> None:
     CONVERTERS[key] = convert
 
 
+def refuse_complex(key: str) -> None:
+    """Let the table's converter of `key` serve real nodes only: one that reads or makes a
+    complex value is refused by name (it has no pair form), rather than left to build on
+    the pair as if it were a real tensor."""
+    real_convert = CONVERTERS[key]
+
+    def convert(ctx, node, args, kwargs):
+        if reads_complex(node):
+            refuse(f"{key} of a complex value (complex values are carried as real pairs [..., 2] and this op has "
+                   "no pair form)", "the complex ops rlxir.importers.torch_complex and torch_fft carry")
+        return real_convert(ctx, node, args, kwargs)
+
+    convert.__name__ = real_convert.__name__
+    convert.__doc__ = real_convert.__doc__
+    CONVERTERS[key] = convert
+
+
+OWN_KEYS = frozenset({"aten.complex", "aten.polar", "aten.view_as_complex", "aten.view_as_real", "aten.real",
+                      "aten.imag", "aten._conj", "aten.conj_physical", "aten._conj_physical", "aten.conj"})
+"""The ops this module registers itself."""
+
+for _key in [key for key in CONVERTERS if key not in PAIR_CONVERTERS and key not in OWN_KEYS
+             and key not in NEVER_FOLD]:
+    refuse_complex(_key)  # the converters registered so far: elementwise, layout and reductions
 for _key, _pair_convert in PAIR_CONVERTERS.items():
     carry(_key, _pair_convert)
