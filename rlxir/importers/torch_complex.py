@@ -12,9 +12,10 @@ the operand is a pair (`is_pair`). A complex graph output is therefore an f32 [.
 
 Ops registered elsewhere for real tensors (``add``, ``view``, ``slice``, ``constant_pad_nd``,
 ...) read complex operands through `carry`: the table's converter still serves real nodes;
-a node that reads or makes a complex value goes to the pair converter here. A complex op
-with no pair converter is refused (the type check finds the complex result it left), never
-computed on the wrong layout. complex128 and complex32 have no IR dtype and stay refused;
+a node that reads or makes a complex value goes to the pair converter here. The other ops
+registered before this module (`refuse_complex`) refuse a complex operand by name; one
+registered after it is refused by the importer's type check (the complex result it leaves
+is not the pair recorded): never computed on the wrong layout. complex128 and complex32 have no IR dtype and stay refused;
 so does a complex graph input (a c64 value the IR cannot split): pass its real view.
 """
 
