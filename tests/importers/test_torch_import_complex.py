@@ -127,3 +127,9 @@ def test_a_complex_graph_input_is_refused_with_the_way_around():
     z = torch.randn(3, 4, dtype=torch.complex64)
     with pytest.raises(RlxError, match="complex64 graph input"):
         import_torch(Apply(lambda t: torch.view_as_real(t * 2)), (z,))
+
+
+def test_an_op_without_a_pair_form_refuses_a_complex_operand_by_name():
+    x = torch.randn(3, 8)
+    with pytest.raises(RlxError, match="aten.exp of a complex value"):
+        import_torch(Apply(lambda t: torch.view_as_real(torch.exp(torch.fft.fft(t)))), (x,))
