@@ -1,10 +1,8 @@
 """ONNX op -> core ops: the discrete Fourier transform (DFT) and the short-time one (STFT).
 
 A signal is real ([..., 1]) or complex ([..., 2]: real and imaginary parts) in its last
-dim. The transform along a static axis of n points is a ``matmul`` of each part, the axis
-moved last, by constant cos/sin matrices (computed in f64 while importing, stored in the
-signal's type): the forward X[k] = sum_t x[t] e^(-2 pi i k t / n), the inverse the same
-with +i and a 1/n. ``dft_length`` crops or zero-pads the signal to n (a cropped position
+dim; the transform is `rlxir.importers.fourier` (matmuls by cos/sin matrices), the inverse
+scaled by 1/n. ``dft_length`` crops or zero-pads the signal to n (a cropped position
 simply has no row), ``onesided`` keeps the n // 2 + 1 first frequencies (forward) or reads
 them as a Hermitian spectrum whose real signal of n points it returns (inverse), as
 NumPy's fft, rfft, ifft and irfft do, which ONNX's reference uses. STFT gathers the frames
@@ -18,60 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.fourier import fourier
 from rlxir.importers.onnx_context import concrete, onnx_dtype
 from rlxir.importers.onnx_ops import hint, operand, optional_input, static_input
 from rlxir.importers.onnx_registry import register
 from rlxir.ops import normalize_axis
-
-
-def transform_matrices(rows: int, n: int, inverse: bool, onesided: bool) -> list[np.ndarray]:
-    """[rows, K] f64 matrices that map the parts of a signal (real, then imaginary) to the
-    parts of its transform: four for a complex result (re->re, im->re, re->im, im->im),
-    two (re->out, im->out) for the real one of an inverse onesided transform."""
-    if inverse and onesided:
-        bins = np.arange(rows)[:, None]
-        weight = np.where((bins == 0) | (2 * bins == n), 1.0, 2.0) * (bins <= n // 2)
-        angle = 2 * np.pi * bins * np.arange(n)[None, :] / n
-        return [weight * np.cos(angle) / n, -weight * np.sin(angle) / n]
-    columns = n // 2 + 1 if onesided else n
-    positions = np.arange(rows)[:, None]
-    kept = (positions < n).astype(np.float64)  # a signal longer than n is cropped
-    angle = 2 * np.pi * positions * np.arange(columns)[None, :] / n
-    sign, scale = (1.0, 1.0 / n) if inverse else (-1.0, 1.0)
-    cosine, sine = kept * np.cos(angle) * scale, kept * np.sin(angle) * scale * sign
-    return [cosine, -sine, sine, cosine]
-
-
-def fourier(ctx, value: str, axis: int, n: int, inverse: bool, onesided: bool, name: str) -> str:
-    """The transform of `value` ([..., 1 or 2]) along `axis` (not the last)."""
-    type_ = ctx.builder.type(value)
-    rank, rows = type_.rank, type_.shape[axis]
-    if not isinstance(rows, int):
-        raise UnsupportedModel(f"a DFT along the symbolic dim {rows}", expected="a static signal axis")
-    perm = tuple(index for index in range(rank - 1) if index != axis) + (axis,)
-    back = tuple(int(np.argsort(perm)[index]) for index in range(rank - 1))
-    parts = []
-    for index in range(type_.shape[-1]):
-        part = ctx.builder.op("slice", [value], {"axis": rank - 1, "start": index, "len": 1}, hint=f"{name}.part{index}")
-        part = ctx.builder.op("reshape", [part], {"shape": tuple(type_.shape[:-1])}, hint=f"{name}.flat{index}")
-        parts.append(part if axis == rank - 2 else ctx.builder.op("transpose", [part], {"perm": perm},
-                                                                    hint=f"{name}.moved{index}"))
-    matrices = transform_matrices(rows, n, inverse, onesided)
-    outputs = 1 if inverse and onesided else 2
-    results = []
-    for output in range(outputs):
-        total = None
-        for index, part in enumerate(parts):
-            matrix = ctx.builder.tensor(f"{name}.basis{output}{index}", matrices[output * len(matrices) // outputs + index]
-                                        .astype(type_.dtype.numpy), dtype=type_.dtype)
-            term = ctx.builder.op("matmul", [part, matrix], hint=f"{name}.term{output}{index}")
-            total = term if total is None else ctx.builder.op("add", [total, term], hint=f"{name}.sum{output}")
-        if axis != rank - 2:
-            total = ctx.builder.op("transpose", [total], {"perm": back}, hint=f"{name}.back{output}")
-        shape = tuple(ctx.builder.type(total).shape) + (1,)
-        results.append(ctx.builder.op("reshape", [total], {"shape": shape},
-                                      hint=name if outputs == 1 else f"{name}.out{output}"))
-    return results[0] if outputs == 1 else ctx.builder.op("concat", results, {"axis": rank - 1}, hint=name)
 
 
 def convert_dft(ctx, node, attrs):
@@ -95,7 +44,7 @@ def convert_dft(ctx, node, attrs):
         n = 2 * (rows - 1) if inverse and onesided and isinstance(rows, int) else rows
     if not isinstance(n, int) or n < 1:
         raise UnsupportedModel(f"a DFT of length {n}", expected="a static, positive length")
-    return [fourier(ctx, x, axis, n, inverse, onesided, hint(node))]
+    return [fourier(ctx.builder, x, axis, n, inverse, onesided, hint(node))]
 
 
 def convert_stft(ctx, node, attrs):
@@ -127,7 +76,7 @@ def convert_stft(ctx, node, attrs):
         weights = ctx.builder.op("reshape", [weights], {"shape": (1, 1, frame, 1)}, hint=f"{name}.window")
         frames = ctx.builder.op("mul", [frames, weights], hint=f"{name}.windowed")
     onesided = bool(attrs.get("onesided", 1)) and type_.shape[-1] == 1
-    return [fourier(ctx, frames, 2, frame, False, onesided, name)]
+    return [fourier(ctx.builder, frames, 2, frame, False, onesided, name)]
 
 
 # --- windows and the mel filter bank (constants) -------------------------------------------

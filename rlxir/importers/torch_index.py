@@ -297,8 +297,6 @@ REFUSED = {
         ("aten.rand", "aten.randn", "aten.randperm", "aten.randint", "aten.rand_like", "aten.randn_like",
          "aten.randint_like", "aten.bernoulli", "aten.normal", "aten.uniform", "aten.exponential",
          "aten.multinomial", "aten.poisson"),
-    "it computes in complex numbers (the IR's core ops are real)": ("aten._fft_r2c", "aten._fft_c2r",
-                                                                     "aten._fft_c2c"),
     "it is a backward op (rlxir derives backward graphs itself, rlxir.autodiff)":
         ("aten._adaptive_avg_pool2d_backward", "aten.avg_pool2d_backward", "aten.convolution_backward",
          "aten.embedding_dense_backward", "aten.max_pool2d_with_indices_backward",
