@@ -291,8 +291,6 @@ REFUSED = {
     "its output's shape depends on the values": ("aten.nonzero", "aten.masked_select",
                                                  "aten.unique", "aten._unique2", "aten.unique_consecutive",
                                                  "aten.unique_dim", "aten.repeat_interleave"),
-    "it reads a tensor's value as a Python number (shapes or control flow would depend on data)":
-        ("aten._local_scalar_dense", "aten.item"),
     "it draws random numbers (an rlx graph is deterministic)":
         ("aten.rand", "aten.randn", "aten.randperm", "aten.randint", "aten.rand_like", "aten.randn_like",
          "aten.randint_like", "aten.bernoulli", "aten.normal", "aten.uniform", "aten.exponential",
