@@ -1,0 +1,130 @@
+"""The PyTorch importer's miscellaneous ops, each on a tiny module exported here and compared
+with eager PyTorch on the interpreter: histograms, numbers read from static tensors,
+searchsorted with a sorter; and what stays refused, with its reason."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rlxir.errors import RlxError  # noqa: E402
+from rlxir.importers.torch import import_torch  # noqa: E402
+from rlxir.interpreter import interpret  # noqa: E402
+
+
+class Apply(torch.nn.Module):
+    """forward(a[, b]) = function(a[, b], *buffers): `buffers` are known while importing."""
+
+    def __init__(self, function, *buffers):
+        super().__init__()
+        self.function = function
+        for index, buffer in enumerate(buffers):
+            self.register_buffer(f"b{index}", buffer)
+        self.count = len(buffers)
+
+    def forward(self, a, b=None):
+        tensors = [tensor for tensor in (a, b) if tensor is not None]
+        return self.function(*tensors, *(getattr(self, f"b{index}") for index in range(self.count)))
+
+
+def matches(function, args, buffers=(), dims=None, rtol=1e-5, atol=1e-5):
+    """Import `function` over `args` and compare every output with PyTorch's."""
+    module = Apply(function, *buffers).eval()
+    imported = import_torch(module, args, dims=dims or [None] * len(args))
+    with torch.no_grad():
+        expected = torch.utils._pytree.tree_leaves(module(*args))
+    feeds = {value: arg.numpy() for value, arg in zip(imported.inputs.values(), args)}
+    bindings = {"B": args[0].shape[0]} if dims else None
+    results = interpret(imported.graph, feeds, dict(imported.params), bindings=bindings)
+    outputs = imported.graph.outputs[len(imported.graph.outputs) - len(expected):]
+    for value, want in zip(outputs, expected):
+        np.testing.assert_allclose(results[value], want.numpy(), rtol=rtol, atol=atol, equal_nan=True)
+    return imported
+
+
+def values(*shape, low=-3.0, high=3.0, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.rand(*shape, generator=generator) * (high - low) + low
+
+
+# --- histograms ------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(7,), (3, 5), (2, 4, 6)])
+@pytest.mark.parametrize("bounds", [(0, 0), (-1.0, 2.0), (0.5, 0.5)])
+def test_histc(shape, bounds):
+    """Bounds given, read from the data (min == max), and equal non-zero bounds (data too)."""
+    matches(lambda x: torch.histc(x, bins=7, min=bounds[0], max=bounds[1]), [values(*shape)])
+
+
+def test_histc_counts_the_last_edge_and_skips_outside():
+    x = torch.tensor([-2.0, -1.0, 0.0, 0.5, 1.0, 1.5, 3.0])
+    matches(lambda x: torch.histc(x, bins=4, min=-1, max=1.5), [x])
+
+
+def test_histc_of_constant_data_widens_by_one():
+    matches(lambda x: torch.histc(x, bins=5), [torch.full((4,), 2.0)])
+
+
+@pytest.mark.parametrize("density", [False, True])
+def test_histogram_of_a_bin_count(density):
+    matches(lambda x: torch.histogram(x, bins=6, density=density), [values(4, 5)])
+
+
+def test_histogram_with_range_and_weight():
+    matches(lambda x, w: torch.histogram(x, bins=5, range=(-2.0, 2.0), weight=w, density=True),
+            [values(3, 6), values(3, 6, low=0.0, high=1.0, seed=1)])
+
+
+def test_histogram_of_edges_in_a_tensor():
+    matches(lambda x, edges: torch.histogram(x, edges), [values(20), torch.tensor([-2.0, -0.5, 0.0, 1.0, 2.5])])
+
+
+@pytest.mark.parametrize("density", [False, True])
+def test_histogramdd(density):
+    matches(lambda x: torch.histogramdd(x, bins=[3, 4], density=density), [values(2, 10, 2)])
+
+
+def test_histogramdd_of_edge_tensors_and_weight():
+    edges = [torch.tensor([-3.0, 0.0, 3.0]), torch.tensor([-1.0, 0.0, 1.0, 2.0])]
+    matches(lambda x, w: torch.histogramdd(x, bins=edges, weight=w), [values(12, 2), values(12, seed=3)])
+
+
+def test_histogram_of_a_symbolic_batch_is_refused():
+    module = Apply(lambda x: torch.histc(x, bins=4, min=-1, max=1)).eval()
+    with pytest.raises(RlxError, match="a histogram of the symbolic dim"):
+        import_torch(module, [values(3, 4)])
+
+
+# --- numbers read from static tensors ------------------------------------------------------
+def test_tensor_split_at_indices_in_a_buffer():
+    """Export reads each index with _local_scalar_dense; a buffer's are known while importing."""
+    matches(lambda x, indices: torch.tensor_split(x, indices, dim=1), [values(3, 8)], [torch.tensor([1, 4, 6])])
+
+
+def test_take_of_one_element_in_a_buffer():
+    matches(lambda x, index: torch.take(x, index), [values(3, 4)], [torch.tensor(5)])
+
+
+def test_a_number_read_from_a_run_time_tensor_is_refused():
+    """take of one element at an index that is an input: the index is read as a number."""
+    module = Apply(lambda x, index: torch.take(x, index)).eval()
+    with pytest.raises(RlxError, match="_local_scalar_dense of a tensor computed at run time"):
+        import_torch(module, [values(3, 4), torch.tensor(5)], dims=[None, None])
+
+
+# --- searchsorted -------------------------------------------------------------------------------
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_with_a_sorter(right):
+    """The sorter puts the sequence in order; ties (2.0) tell left from right."""
+    unsorted = torch.tensor([[3.0, -1.0, 2.0, 0.5], [2.0, 9.0, -4.0, 1.0]])
+    sorter = torch.argsort(unsorted, dim=-1)
+    queried = torch.tensor([[2.0, -2.0, 0.5], [1.0, 10.0, 2.0]])
+    matches(lambda x, sequence, order: torch.searchsorted(sequence, x, right=right, sorter=order), [queried],
+            [unsorted, sorter])
+
+
+def test_searchsorted_with_a_sorter_over_a_batch():
+    unsorted = torch.tensor([3.0, -1.0, 2.0, 0.5, 7.0])
+    matches(lambda x, sequence, order: torch.searchsorted(sequence, x, sorter=order), [values(4, 3)],
+            [unsorted, torch.argsort(unsorted)], dims=[{0: "B"}])
