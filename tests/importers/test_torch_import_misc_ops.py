@@ -128,3 +128,41 @@ def test_searchsorted_with_a_sorter_over_a_batch():
     unsorted = torch.tensor([3.0, -1.0, 2.0, 0.5, 7.0])
     matches(lambda x, sequence, order: torch.searchsorted(sequence, x, sorter=order), [values(4, 3)],
             [unsorted, torch.argsort(unsorted)], dims=[{0: "B"}])
+
+
+# --- chunked linear + cross entropy -----------------------------------------------------------
+def chunked():
+    from torch.nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions
+
+    return LinearCrossEntropyOptions(batch_chunk_size=2)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_chunked_linear_cross_entropy(reduction):
+    """Class weights, a bias and an ignored target (2) in a batch of 6."""
+    target = torch.tensor([0, 2, 4, 1, 2, 3])
+    matches(lambda x, linear_weight, bias, weight, target: torch.nn.functional.linear_cross_entropy(
+        x, linear_weight, target, linear_bias=bias, weight=weight, reduction=reduction, ignore_index=2,
+        options=chunked()), [values(6, 3)], [values(5, 3, seed=1), values(5, seed=2), values(5, low=0.5, seed=3),
+                                             target])
+
+
+@pytest.mark.parametrize("batch", [1, 2, 5])
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_chunked_linear_cross_entropy_over_batches(batch, reduction):
+    """Batches smaller than, equal to and larger than a chunk (export cannot trace the chunked
+    op over a symbolic batch: its chunk size would be symbolic)."""
+    matches(lambda x, linear_weight, target: torch.nn.functional.linear_cross_entropy(
+        x, linear_weight, target[:x.shape[0]], reduction=reduction, options=chunked()),
+        [values(batch, 3, high=30.0)], [values(7, 3, seed=1), torch.tensor([6, 0, 3, 1, 5])])
+
+
+def test_chunked_linear_cross_entropy_of_probabilities():
+    probabilities = torch.softmax(values(4, 5, seed=4), dim=1)
+    matches(lambda x, target, linear_weight: torch.nn.functional.linear_cross_entropy(
+        x, linear_weight, target, options=chunked()), [values(4, 3), probabilities], [values(5, 3, seed=1)])
+
+
+def test_chunked_linear_cross_entropy_of_one_sample():
+    matches(lambda x, linear_weight, target: torch.nn.functional.linear_cross_entropy(
+        x, linear_weight, target, reduction="none", options=chunked()), [values(3)], [values(4, 3), torch.tensor(2)])
