@@ -166,3 +166,25 @@ def test_chunked_linear_cross_entropy_of_probabilities():
 def test_chunked_linear_cross_entropy_of_one_sample():
     matches(lambda x, linear_weight, target: torch.nn.functional.linear_cross_entropy(
         x, linear_weight, target, reduction="none", options=chunked()), [values(3)], [values(4, 3), torch.tensor(2)])
+
+
+# --- index_put through a static boolean mask ------------------------------------------------
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_through_a_mask_in_a_buffer(accumulate):
+    """A [3, 4] mask over x's two leading axes, one row of values per set element."""
+    mask = torch.tensor([[True, False, True, False], [False, False, False, True], [True, True, False, False]])
+    matches(lambda x, rows, mask: torch.ops.aten.index_put(x, [mask], rows, accumulate), [values(3, 4, 2),
+                                                                                          values(5, 2, seed=1)],
+            [mask])
+
+
+def test_index_put_through_a_mask_after_an_axis():
+    mask = torch.tensor([False, True, True, False, True])
+    matches(lambda x, column, mask: torch.ops.aten.index_put(x, [None, mask], column), [values(4, 5), values(4, 1)],
+            [mask])
+
+
+def test_index_put_through_a_run_time_mask_of_several_values_is_refused():
+    module = Apply(lambda x, values: torch.ops.aten.index_put(x, [x > 0], values)).eval()
+    with pytest.raises(RlxError, match="boolean mask of several values"):
+        import_torch(module, [values(6), values(6)], dims=[None, None])
