@@ -188,3 +188,32 @@ def test_index_put_through_a_run_time_mask_of_several_values_is_refused():
     module = Apply(lambda x, values: torch.ops.aten.index_put(x, [x > 0], values)).eval()
     with pytest.raises(RlxError, match="boolean mask of several values"):
         import_torch(module, [values(6), values(6)], dims=[None, None])
+
+
+# --- mode, resize, hash_tensor ------------------------------------------------------------------
+@pytest.mark.parametrize("dim, keepdim", [(-1, False), (1, True), (0, False)])
+def test_mode_of_repeated_values(dim, keepdim):
+    """Rows with ties of frequency (the smaller value wins) and repeats (the last position)."""
+    x = torch.randint(0, 4, (3, 7, 5), generator=torch.Generator().manual_seed(0)).float()
+    matches(lambda x: torch.mode(x, dim, keepdim), [x])
+
+
+def test_mode_of_distinct_values_over_a_batch():
+    matches(lambda x: torch.mode(x, 1), [values(4, 6)], dims=[{0: "B"}])
+
+
+@pytest.mark.parametrize("size", [(3, 4), (5,)])
+def test_resize_keeps_the_first_elements(size):
+    matches(lambda x: torch.ops.aten.resize(x.clone(), size), [values(3, 4)])
+
+
+def test_resize_to_more_elements_is_refused():
+    module = Apply(lambda x: torch.ops.aten.resize(x.clone(), (5, 4))).eval()
+    with pytest.raises(RlxError, match="uninitialized memory"):
+        import_torch(module, [values(3, 4)], dims=[None])
+
+
+def test_hash_tensor_is_refused():
+    module = Apply(lambda x: torch.hash_tensor(x)).eval()
+    with pytest.raises(RlxError, match="uint64"):
+        import_torch(module, [values(3, 4)], dims=[None])
