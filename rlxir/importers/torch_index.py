@@ -302,8 +302,7 @@ REFUSED = {
                                                                      "aten._fft_c2c"),
     "it is a backward op (rlxir derives backward graphs itself, rlxir.autodiff)":
         ("aten._adaptive_avg_pool2d_backward", "aten.avg_pool2d_backward", "aten.convolution_backward",
-         "aten.embedding_dense_backward", "aten.max_pool2d_with_indices_backward",
-         "aten.native_group_norm_backward", "aten.native_layer_norm_backward"),
+         "aten.embedding_dense_backward", "aten.native_group_norm_backward", "aten.native_layer_norm_backward"),
 }
 """Core ATen ops (and a few others) no composition of the IR's core ops expresses, by reason."""
 

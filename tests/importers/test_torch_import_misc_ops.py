@@ -217,3 +217,20 @@ def test_hash_tensor_is_refused():
     module = Apply(lambda x: torch.hash_tensor(x)).eval()
     with pytest.raises(RlxError, match="uint64"):
         import_torch(module, [values(3, 4)], dims=[None])
+
+
+# --- max_pool2d_with_indices_backward ------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(2, 3, 7, 9), (3, 6, 6)])
+@pytest.mark.parametrize("geometry", [dict(kernel_size=3, stride=2, ceil_mode=True),
+                                      dict(kernel_size=2, stride=1, padding=1, dilation=2),
+                                      dict(kernel_size=(2, 3), stride=(1, 2))])
+def test_max_pool2d_backward_adds_at_the_indices(shape, geometry):
+    """Overlapping windows (stride below the kernel) send several gradients to one input."""
+    def backward(x, grad_scale):
+        pooled, indices = torch.nn.functional.max_pool2d(x, return_indices=True, **geometry)
+        grad = pooled * grad_scale
+        return torch.ops.aten.max_pool2d_with_indices_backward(
+            grad, x, geometry["kernel_size"], geometry["stride"], geometry.get("padding", 0),
+            geometry.get("dilation", 1), geometry.get("ceil_mode", False), indices)
+
+    matches(backward, [values(*shape), values(1, low=0.5, high=2.0, seed=5)])
