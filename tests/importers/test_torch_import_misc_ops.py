@@ -234,3 +234,25 @@ def test_max_pool2d_backward_adds_at_the_indices(shape, geometry):
             geometry.get("dilation", 1), geometry.get("ceil_mode", False), indices)
 
     matches(backward, [values(*shape), values(1, low=0.5, high=2.0, seed=5)])
+
+
+# --- grid_sampler_3d ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_3d(mode, padding_mode, align_corners):
+    """Grid points inside and outside [-1, 1] over a volume of unequal sides."""
+    matches(lambda x, grid: torch.nn.functional.grid_sample(x, grid, mode=mode, padding_mode=padding_mode,
+                                                            align_corners=align_corners),
+            [values(2, 3, 4, 5, 6), values(2, 3, 2, 4, 3, low=-1.3, high=1.3, seed=1)])
+
+
+def test_grid_sample_3d_over_a_batch():
+    matches(lambda x, grid: torch.nn.functional.grid_sample(x, grid, align_corners=False),
+            [values(3, 2, 3, 4, 5), values(3, 2, 2, 2, 3, low=-1.0, high=1.0, seed=2)], dims=[{0: "B"}, {0: "B"}])
+
+
+def test_grid_sample_3d_reflection_is_refused():
+    module = Apply(lambda x, grid: torch.nn.functional.grid_sample(x, grid, padding_mode="reflection")).eval()
+    with pytest.raises(RlxError, match="padding 2"):
+        import_torch(module, [values(1, 1, 2, 3, 4), values(1, 2, 2, 2, 3)], dims=[None, None])
