@@ -256,3 +256,17 @@ def test_grid_sample_3d_reflection_is_refused():
     module = Apply(lambda x, grid: torch.nn.functional.grid_sample(x, grid, padding_mode="reflection")).eval()
     with pytest.raises(RlxError, match="padding 2"):
         import_torch(module, [values(1, 1, 2, 3, 4), values(1, 2, 2, 2, 3)], dims=[None, None])
+
+
+# --- antialiased bilinear resize ---------------------------------------------------------------
+@pytest.mark.parametrize("size", [(3, 7), (5, 5), (13, 30)])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_antialiased_bilinear_resize(size, align_corners):
+    """Shrinking (the filter widens), keeping and growing, each side apart."""
+    matches(lambda x: torch.nn.functional.interpolate(x, size=size, mode="bilinear", antialias=True,
+                                                      align_corners=align_corners), [values(2, 3, 10, 20)])
+
+
+def test_antialiased_bilinear_resize_by_factors_over_a_batch():
+    matches(lambda x: torch.nn.functional.interpolate(x, scale_factor=(0.45, 1.7), mode="bilinear", antialias=True),
+            [values(3, 2, 11, 9)], dims=[{0: "B"}])
