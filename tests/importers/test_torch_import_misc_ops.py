@@ -270,3 +270,12 @@ def test_antialiased_bilinear_resize(size, align_corners):
 def test_antialiased_bilinear_resize_by_factors_over_a_batch():
     matches(lambda x: torch.nn.functional.interpolate(x, scale_factor=(0.45, 1.7), mode="bilinear", antialias=True),
             [values(3, 2, 11, 9)], dims=[{0: "B"}])
+
+
+# --- random fills ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("fill", [lambda x: x.clone().cauchy_(), lambda x: x.clone().log_normal_(),
+                                  lambda x: x.clone().geometric_(0.3)])
+def test_random_fills_are_refused(fill):
+    module = Apply(fill).eval()
+    with pytest.raises(RlxError, match="draws random numbers"):
+        import_torch(module, [values(3, 4)], dims=[None])
