@@ -112,6 +112,13 @@ def _edges_from_count(ctx, node, column: str, axis: int, bins: int, bounds, wide
             low, high = low - widen, high + widen
         edges = torch.linspace(low, high, bins + 1, dtype=RLX_TO_TORCH[dtype])
         return ctx.value(Static(f"{node.name}.edges{axis}", edges, False))
+    return _data_edges(ctx, node, column, axis, bins, widen)
+
+
+def _data_edges(ctx, node, column: str, axis: int, bins: int, widen: float) -> str:
+    """Edges between the minimum and maximum of dim `axis` of the data, widened when equal."""
+    dtype = ctx.builder.type(column).dtype
+    rows = shape_of(ctx, column)[0]
     values = reshape(ctx, op(ctx, "slice", [column], {"axis": 1, "start": axis, "len": 1}, hint=f"{node.name}.dim"),
                      (rows,), f"{node.name}.values{axis}")
     low = op(ctx, "reduce_min", [values], {"axes": (0,), "keepdims": False}, hint=f"{node.name}.low")
@@ -190,9 +197,6 @@ def _filled_bins(ctx, node, column: str, edges: list[str], weight: str | None, d
         stride *= sizes[axis]
     ones = weight if weight is not None else ctx.builder.scalar(1, dtype)
     amounts = op(ctx, "where", [counted, ones, ctx.builder.scalar(0, dtype)], hint=f"{node.name}.amounts")
-    if weight is None:
-        amounts = op(ctx, "expand", [amounts], {"shape": (rows,)}, hint=f"{node.name}.each") \
-            if shape_of(ctx, amounts) != (rows,) else amounts
     empty = ctx.builder.splat(f"{node.name}.zeros", 0, TensorType(dtype, (stride,)))
     hist = op(ctx, "scatter_elements", [empty, flat, amounts], {"axis": 0, "reduction": "add"},
               hint=f"{node.name}.flat_hist")
