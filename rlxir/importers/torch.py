@@ -47,10 +47,10 @@ import torch.fx
 from rlxir.dtypes import DType
 from rlxir.errors import Location, RlxError, SourceText
 # each converter module registers its converters in torch_registry.CONVERTERS when imported
-from rlxir.importers import (torch_index, torch_layout, torch_math, torch_misc_histogram,  # noqa: F401
-                             torch_misc_loss, torch_misc_memory, torch_misc_mode, torch_misc_pool_backward,
-                             torch_misc_random, torch_misc_resample, torch_misc_scalars, torch_nn, torch_norm, torch_ops,
-                             torch_scatter, torch_spatial, torch_special)
+from rlxir.importers import (torch_index, torch_layout, torch_math, torch_misc_fractional_pool,  # noqa: F401
+                             torch_misc_histogram, torch_misc_loss, torch_misc_memory, torch_misc_mode,
+                             torch_misc_pool_backward, torch_misc_random, torch_misc_resample, torch_misc_scalars,
+                             torch_nn, torch_norm, torch_ops, torch_scatter, torch_spatial, torch_special)
 from rlxir.importers.builder import GraphBuilder, ImportedGraph, UnsupportedModel
 from rlxir.importers.torch_registry import CONVERTERS, NEVER_FOLD, Static, op_key, torch_dtype
 from rlxir.symbolic import Expr, floordiv, format_dim

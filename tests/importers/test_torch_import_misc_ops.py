@@ -279,3 +279,22 @@ def test_random_fills_are_refused(fill):
     module = Apply(fill).eval()
     with pytest.raises(RlxError, match="draws random numbers"):
         import_torch(module, [values(3, 4)], dims=[None])
+
+
+# --- fractional max pooling with static samples -----------------------------------------------
+@pytest.mark.parametrize("shape, kernel, output_size", [((2, 3, 9, 11), 3, (4, 5)), ((3, 8, 7), (2, 3), (5, 3)),
+                                                         ((2, 2, 6, 7, 8), 2, (3, 4, 5))])
+def test_fractional_max_pool_with_samples_in_a_buffer(shape, kernel, output_size):
+    """Values and indices; each plane's own samples place its windows."""
+    spatial = len(output_size)
+    pool = torch.nn.functional.fractional_max_pool2d if spatial == 2 else torch.nn.functional.fractional_max_pool3d
+    planes = (shape[0], shape[1]) if len(shape) == spatial + 2 else (1, shape[0])
+    samples = torch.rand(*planes, spatial, generator=torch.Generator().manual_seed(7))
+    matches(lambda x, samples: pool(x, kernel, output_size=output_size, return_indices=True,
+                                    _random_samples=samples), [values(*shape)], [samples])
+
+
+def test_fractional_max_pool_with_drawn_samples_is_refused():
+    module = Apply(lambda x: torch.nn.functional.fractional_max_pool2d(x, 2, output_size=(3, 3))).eval()
+    with pytest.raises(RlxError, match="random numbers"):
+        import_torch(module, [values(1, 2, 7, 7)], dims=[None])
