@@ -224,15 +224,18 @@ def element_count(shape) -> int:
 def handle_searchsorted(ctx, node, args, kwargs):
     """searchsorted(sorted, values, right=False) and bucketize(values, boundaries, right=False):
     how many of the sorted entries lie below each value (at or below it with right), a
-    comparison of every pair summed over the sorted axis."""
+    comparison of every pair summed over the sorted axis. A `sorter` (the positions that sort
+    the sequence along its last axis) first puts the sequence in order, a ``gather_elements``."""
     bucketize = str(node.target).startswith("aten.bucketize")
     values, ordered = (args[0], args[1]) if bucketize else (args[1], args[0])
-    if kwargs.get("sorter") is not None:
-        refuse("searchsorted with a sorter", "a sorted sequence")
     right = bool(kwargs.get("right", False)) or kwargs.get("side") == "right"
     dtype = ctx.type(ordered).dtype
     values = operand(ctx, values, dtype, f"{node.name}.values")
     ordered = operand(ctx, ordered, dtype, f"{node.name}.sorted")
+    if kwargs.get("sorter") is not None:
+        sorter = operand(ctx, kwargs["sorter"], DType.i64, f"{node.name}.sorter")
+        ordered = op(ctx, "gather_elements", [ordered, sorter], {"axis": len(shape_of(ctx, ordered)) - 1},
+                     hint=f"{node.name}.in_order")
     sorted_shape, value_shape = shape_of(ctx, ordered), shape_of(ctx, values)
     if len(sorted_shape) == 1:
         ordered = reshape(ctx, ordered, (1,) * len(value_shape) + sorted_shape, f"{node.name}.sorted_row")
@@ -291,16 +294,13 @@ REFUSED = {
     "its output's shape depends on the values": ("aten.nonzero", "aten.masked_select",
                                                  "aten.unique", "aten._unique2", "aten.unique_consecutive",
                                                  "aten.unique_dim", "aten.repeat_interleave"),
-    "it reads a tensor's value as a Python number (shapes or control flow would depend on data)":
-        ("aten._local_scalar_dense", "aten.item"),
     "it draws random numbers (an rlx graph is deterministic)":
         ("aten.rand", "aten.randn", "aten.randperm", "aten.randint", "aten.rand_like", "aten.randn_like",
          "aten.randint_like", "aten.bernoulli", "aten.normal", "aten.uniform", "aten.exponential",
          "aten.multinomial", "aten.poisson"),
     "it is a backward op (rlxir derives backward graphs itself, rlxir.autodiff)":
         ("aten._adaptive_avg_pool2d_backward", "aten.avg_pool2d_backward", "aten.convolution_backward",
-         "aten.embedding_dense_backward", "aten.max_pool2d_with_indices_backward",
-         "aten.native_group_norm_backward", "aten.native_layer_norm_backward"),
+         "aten.embedding_dense_backward", "aten.native_group_norm_backward", "aten.native_layer_norm_backward"),
 }
 """Core ATen ops (and a few others) no composition of the IR's core ops expresses, by reason."""
 

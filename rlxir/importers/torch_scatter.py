@@ -9,6 +9,7 @@ computed at run time; the indexing helpers are `rlxir.importers.torch_index`'s.
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import flatten_leading_axes, linear_index
@@ -29,10 +30,11 @@ def handle_index_put(ctx, node, args, kwargs):
     dtype = result_dtype(node)
     x = operand(ctx, args[0], dtype, node.name)
     accumulate = kwargs.get("accumulate", args[3] if len(args) > 3 else False)
-    masked = _masked_fill(ctx, node, x, list(args[1]), args[2], accumulate)
+    indices = _static_masks_as_positions(node, list(args[1]))
+    masked = _masked_fill(ctx, node, x, indices, args[2], accumulate)
     if masked is not None:
         return masked
-    indexing = Indexing(ctx, node, x, list(args[1]))
+    indexing = Indexing(ctx, node, x, indices)
     if not indexing.axes:
         refuse("index_put without an index tensor", "at least one index tensor")
     moved = transpose_to(ctx, x, indexing.order, f"{node.name}.moved")
@@ -59,6 +61,21 @@ def handle_index_put(ctx, node, args, kwargs):
                  {"axis": 0, "reduction": "add" if accumulate else "none"}, hint=f"{node.name}.written")
     return transpose_to(ctx, reshape(ctx, written, moved_shape, f"{node.name}.unflat"), inverse_perm(indexing.order),
                       node.name)
+
+
+def _static_masks_as_positions(node, indices: list) -> list:
+    """Each boolean mask known while importing replaced by the positions of its set elements,
+    one integer index per axis it covers (PyTorch's own reading of a mask): the write then
+    has a static shape whatever the mask holds."""
+    expanded = []
+    for position, index in enumerate(indices):
+        if not isinstance(index, Static) or index.fake or index.tensor.dtype != torch.bool:
+            expanded.append(index)
+            continue
+        set_positions = index.tensor.nonzero()
+        expanded += [Static(f"{node.name}.mask{position}_{axis}", set_positions[:, axis].contiguous(), False)
+                     for axis in range(index.tensor.dim())]
+    return expanded
 
 
 def _masked_fill(ctx, node, x: str, indices: list, values, accumulate: bool) -> str | None:

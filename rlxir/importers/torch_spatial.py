@@ -10,6 +10,7 @@ among equal values) of that axis, looked up in a static table of input positions
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -18,6 +19,7 @@ from rlxir.dtypes import DType
 from rlxir.importers.torch_math import round_half_even
 from rlxir.importers.torch_ops import op, operand, read_results, refuse, reshape, result_dtype, shape_of, static_dim
 from rlxir.importers.torch_registry import converter
+from rlxir.symbolic import mul
 from rlxir.types import TensorType
 
 
@@ -355,24 +357,30 @@ GRID_MODES = {0: "bilinear", 1: "nearest"}
 GRID_PADDINGS = {0: "zeros", 1: "border"}
 
 
-@converter("aten.grid_sampler_2d")
+@converter("aten.grid_sampler_2d", "aten.grid_sampler_3d")
 def handle_grid_sampler(ctx, node, args, kwargs):
-    """grid_sampler_2d(x [N, C, H, W], grid [N, OH, OW, 2], mode, padding, align_corners):
-    each output point reads x at the grid's (x, y), bilinear (four corners weighted) or
-    nearest (half to even), outside x zeros or the border; the positions are computed at
-    run time and read by ``gather_elements`` over x's H * W plane. Bicubic and reflection
+    """grid_sampler_2d(x [N, C, H, W], grid [N, OH, OW, 2], mode, padding, align_corners) and
+    grid_sampler_3d (x [N, C, D, H, W], grid [N, OD, OH, OW, 3]): each output point reads x
+    at the grid's (x, y[, z]), bilinear / trilinear (the 4 or 8 corners weighted) or nearest
+    (half to even), outside x zeros or the border; the positions are computed at run time
+    and read by ``gather_elements`` over x's flattened spatial dims. Bicubic and reflection
     are refused."""
     x, grid = (operand(ctx, item, result_dtype(node), node.name) for item in args[:2])
     mode, padding, align_corners = args[2], args[3], bool(args[4])
     if mode not in GRID_MODES or padding not in GRID_PADDINGS:
         refuse(f"grid sampling mode {mode}, padding {padding}",
                "bilinear or nearest (0, 1), zeros or border padding (0, 1)")
-    batch, channels, height, width = shape_of(ctx, x)
-    _, out_h, out_w, _ = shape_of(ctx, grid)
-    sizes = [static_dim(width, "grid sampling"), static_dim(height, "grid sampling")]
-    flat = reshape(ctx, x, (batch, channels, sizes[0] * sizes[1]), f"{node.name}.flat")
-    points = [reshape(ctx, op(ctx, "slice", [grid], {"axis": 3, "start": axis, "len": 1}, hint=f"{node.name}.g{axis}"),
-                      (batch, 1, out_h * out_w), f"{node.name}.p{axis}") for axis in (0, 1)]
+    shape = shape_of(ctx, x)
+    batch, channels, spatial = shape[0], shape[1], len(shape) - 2
+    outs = shape_of(ctx, grid)[1:-1]
+    sizes = [static_dim(size, "grid sampling") for size in reversed(shape[2:])]  # the grid's order: x, y[, z]
+    count = 1
+    for size in outs:
+        count = mul(count, size)
+    flat = reshape(ctx, x, (batch, channels, math.prod(sizes)), f"{node.name}.flat")
+    points = [reshape(ctx, op(ctx, "slice", [grid], {"axis": spatial + 1, "start": axis, "len": 1},
+                              hint=f"{node.name}.g{axis}"), (batch, 1, count), f"{node.name}.p{axis}")
+              for axis in range(spatial)]
     coordinates = [_unnormalized(ctx, point, size, align_corners, GRID_PADDINGS[padding], f"{node.name}.c{axis}")
                    for axis, (point, size) in enumerate(zip(points, sizes))]
     reader = GridReader(ctx, node, flat, sizes, channels)
@@ -380,8 +388,8 @@ def handle_grid_sampler(ctx, node, args, kwargs):
         result = reader.read([round_half_even(ctx, value, f"{node.name}.near{axis}")
                               for axis, value in enumerate(coordinates)], None)
     else:
-        result = reader.bilinear(coordinates)
-    return reshape(ctx, result, (batch, channels, out_h, out_w), node.name)
+        result = reader.interpolated(coordinates)
+    return reshape(ctx, result, (batch, channels) + tuple(outs), node.name)
 
 
 def _unnormalized(ctx, point: str, size: int, align_corners: bool, padding: str, hint: str) -> str:
@@ -402,18 +410,17 @@ def _unnormalized(ctx, point: str, size: int, align_corners: bool, padding: str,
 
 
 class GridReader:
-    """Reads x's [N, C, H * W] plane at run-time (column, row) positions; a position outside
-    x reads 0."""
+    """Reads x's [N, C, W * H (* D)] flattened spatial dims at run-time (column, row[, depth])
+    positions; a position outside x reads 0."""
 
     def __init__(self, ctx, node, flat: str, sizes, channels):
         self.ctx, self.node, self.flat, self.sizes, self.channels = ctx, node, flat, sizes, channels
 
     def read(self, position, weight) -> str:
-        """x at integer-valued float positions (column, row), times `weight` when given."""
+        """x at integer-valued float positions (column, row[, depth]), times `weight` when given."""
         ctx, name = self.ctx, self.node.name
         dtype = ctx.builder.type(position[0]).dtype
-        inside = None
-        clamped = []
+        inside, linear, stride = None, None, 1
         for axis, (value, size) in enumerate(zip(position, self.sizes)):
             low = op(ctx, "ge", [value, ctx.builder.scalar(0, dtype)], hint=f"{name}.low{axis}")
             high = op(ctx, "le", [value, ctx.builder.scalar(size - 1, dtype)], hint=f"{name}.high{axis}")
@@ -421,9 +428,11 @@ class GridReader:
             inside = both if inside is None else op(ctx, "minimum", [inside, both], hint=f"{name}.inside")
             kept = op(ctx, "minimum", [op(ctx, "maximum", [value, ctx.builder.scalar(0, dtype)], hint=f"{name}.lo"),
                                        ctx.builder.scalar(size - 1, dtype)], hint=f"{name}.clamped{axis}")
-            clamped.append(op(ctx, "cast", [kept], {"to": DType.i64}, hint=f"{name}.index{axis}"))
-        linear = op(ctx, "add", [op(ctx, "mul", [clamped[1], ctx.builder.scalar(self.sizes[0], DType.i64)],
-                                    hint=f"{name}.row_start"), clamped[0]], hint=f"{name}.linear")
+            index = op(ctx, "cast", [kept], {"to": DType.i64}, hint=f"{name}.index{axis}")
+            if stride != 1:
+                index = op(ctx, "mul", [index, ctx.builder.scalar(stride, DType.i64)], hint=f"{name}.start{axis}")
+            linear = index if linear is None else op(ctx, "add", [linear, index], hint=f"{name}.linear")
+            stride *= size
         batch, _, points = shape_of(ctx, linear)
         spread = op(ctx, "expand", [linear], {"shape": (batch, self.channels, points)}, hint=f"{name}.spread")
         picked = op(ctx, "gather_elements", [self.flat, spread], {"axis": 2}, hint=f"{name}.picked")
@@ -432,7 +441,9 @@ class GridReader:
             factor = op(ctx, "mul", [factor, weight], hint=f"{name}.weight")
         return op(ctx, "mul", [picked, factor], hint=f"{name}.read")
 
-    def bilinear(self, coordinates) -> str:
+    def interpolated(self, coordinates) -> str:
+        """Bilinear (2 coordinates) or trilinear (3): every corner of the cell around each
+        point, weighted by the product of its distances' complements along each axis."""
         ctx, name = self.ctx, self.node.name
         dtype = ctx.builder.type(coordinates[0]).dtype
         lows = [op(ctx, "floor", [value], hint=f"{name}.floor{axis}") for axis, value in enumerate(coordinates)]
@@ -440,11 +451,13 @@ class GridReader:
         upper = [op(ctx, "sub", [value, low], hint=f"{name}.frac") for value, low in zip(coordinates, lows)]
         lower = [op(ctx, "sub", [ctx.builder.scalar(1, dtype), frac], hint=f"{name}.rest") for frac in upper]
         total = None
-        for column, column_weight in ((lows[0], lower[0]), (highs[0], upper[0])):
-            for row, row_weight in ((lows[1], lower[1]), (highs[1], upper[1])):
-                weight = op(ctx, "mul", [column_weight, row_weight], hint=f"{name}.corner_weight")
-                corner = self.read([column, row], weight)
-                total = corner if total is None else op(ctx, "add", [total, corner], hint=f"{name}.sum")
+        for corner in itertools.product(*(((low, rest), (high, frac))
+                                          for low, rest, high, frac in zip(lows, lower, highs, upper))):
+            weight = corner[0][1]
+            for _, factor in corner[1:]:
+                weight = op(ctx, "mul", [weight, factor], hint=f"{name}.corner_weight")
+            value = self.read([position for position, _ in corner], weight)
+            total = value if total is None else op(ctx, "add", [total, value], hint=f"{name}.sum")
         return total
 
 
