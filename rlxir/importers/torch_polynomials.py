@@ -21,7 +21,7 @@ import math
 
 from rlxir.dtypes import DType
 from rlxir.importers.torch_ops import op, operand, refuse, result_dtype
-from rlxir.importers.torch_registry import Static, converter
+from rlxir.importers.torch_registry import Static, converter, op_key
 from rlxir.importers.torch_special import F64
 
 STATIC_DEGREE_LIMIT = 1024
@@ -136,11 +136,11 @@ def _recurrence(ctx, node, args, family: str):
     top = _static_degree(args[1])
     limit = HERMITE_LIMITS.get(dtype) if family.startswith("hermite") else None
     if top is None and limit is None:
-        refuse(f"{node.target} with n computed at run time",
+        refuse(f"{op_key(node.target)} with n computed at run time",
                "a static n (PyTorch runs the recurrence n times, and no bound on n is known while importing)")
     top = limit if top is None else min(top, limit or top)
     if top > STATIC_DEGREE_LIMIT:
-        refuse(f"{node.target} of degree {top}", f"a degree up to {STATIC_DEGREE_LIMIT} (each degree is unrolled)")
+        refuse(f"{op_key(node.target)} of degree {top}", f"a degree up to {STATIC_DEGREE_LIMIT} (each degree is unrolled)")
     second, step = RECURRENCES[family]
     value = _unrolled(f, degree, max(top, 1), f.const(1.0), second(f, x), step(f, x))
     if family == "laguerre_l":
@@ -161,7 +161,7 @@ def _endpoint_sign(f, x: str, degree: str) -> str:
 def _float_result(node) -> DType:
     dtype = result_dtype(node)
     if dtype not in LARGEST:
-        refuse(f"{node.target} with a {dtype.value} result", "a float32 or float64 result")
+        refuse(f"{op_key(node.target)} with a {dtype.value} result", "a float32 or float64 result")
     return dtype
 
 
