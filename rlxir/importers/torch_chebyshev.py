@@ -21,9 +21,12 @@ import math
 
 from rlxir.dtypes import DType
 from rlxir.importers.torch_ops import op, operand
-from rlxir.importers.torch_polynomials import ACOS_TERMS, LARGEST, InDtype, _degree, _float_result
+from rlxir.importers.torch_polynomials import LARGEST, InDtype, _degree, _float_result
 from rlxir.importers.torch_registry import converter
 from rlxir.importers.torch_special import F64
+
+ACOS_TERMS = 50
+"""Terms of the arcsine series behind acos (its argument is at most 1/√2: 2^-50 left)."""
 
 
 def _acos(f: F64, y: str) -> str:

@@ -30,9 +30,6 @@ STATIC_DEGREE_LIMIT = 1024
 HERMITE_LIMITS = {DType.f32: 128, DType.f64: 512}
 """PyTorch's Hermite degree limit per dtype (NaN past it): the run-time unroll bound."""
 
-ACOS_TERMS = 50
-"""Terms of the arcsine series behind acos (its argument is at most 1/√2: 2^-50 left)."""
-
 LARGEST = {DType.f32: 3.4028234663852886e38, DType.f64: 1.7976931348623157e308}
 """The largest finite number of each dtype (where PyTorch's recurrence overflows)."""
 
