@@ -47,9 +47,9 @@ import torch.fx
 from rlxir.dtypes import DType
 from rlxir.errors import Location, RlxError, SourceText
 # each converter module registers its converters in torch_registry.CONVERTERS when imported
-from rlxir.importers import (torch_bessel, torch_chebyshev, torch_index, torch_layout, torch_math, torch_nn,  # noqa: F401
-                             torch_nextafter, torch_norm, torch_ops, torch_polynomials, torch_scatter, torch_spatial,
-                             torch_special, torch_zeta)
+from rlxir.importers import (torch_bessel, torch_bessel_jy, torch_chebyshev, torch_index, torch_layout,  # noqa: F401
+                             torch_math, torch_nn, torch_nextafter, torch_norm, torch_ops, torch_polynomials,
+                             torch_scatter, torch_spatial, torch_special, torch_zeta)
 from rlxir.importers.builder import GraphBuilder, ImportedGraph, UnsupportedModel
 from rlxir.importers.torch_registry import CONVERTERS, NEVER_FOLD, Static, op_key, torch_dtype
 from rlxir.symbolic import Expr, floordiv, format_dim

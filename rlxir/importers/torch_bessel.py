@@ -1,23 +1,21 @@
-"""Bessel and Airy functions -> core ops: ``special_bessel_j0/j1``, ``special_bessel_y0/y1``,
-``special_modified_bessel_k0/k1`` (and their exponentially scaled forms) and
-``special_airy_ai``, computed in f64 inside the graph (`torch_special._in_f64`: a ``cast`` in,
-a ``cast`` back) so float32 results keep their precision.
+"""Modified Bessel functions of the second kind and Airy's Ai -> core ops:
+``special_modified_bessel_k0/k1``, their exponentially scaled forms and ``special_airy_ai``,
+computed in f64 inside the graph (`torch_special._in_f64`: a ``cast`` in, a ``cast`` back) so
+float32 results keep their precision (J and Y: `torch_bessel_jy`).
 
 Each function is two evaluations joined by a ``where`` on x (PyTorch's Cephes kernels also
 switch between a form near 0 and an asymptotic one; the forms here are the classical series,
 which agree with PyTorch's float64 kernels on [-120, 120] within a tenth of the OpInfo
 special-function tolerance):
 
-- near 0 the power series (`SERIES_TERMS` terms; Y and K add the logarithmic series, K
-  reuses `torch_special._i0` / `_i1`), exact to f64 where its largest term stays small
-  (|x| <= `JY_SERIES_LIMIT` for J and Y, x <= `K_SERIES_LIMIT` for K);
-- far out Hankel's asymptotic expansion with `ASYMPTOTIC_TERMS` terms (relative error below
-  1e-9 past those limits).
+- K up to x = `K_SERIES_LIMIT`: ln(x/2) times I (`torch_special._i0` / `_i1`) plus the
+  logarithmic series (`SERIES_TERMS` terms); past it the asymptotic expansion with
+  `ASYMPTOTIC_TERMS` terms (relative error below 1e-9 there);
+- Ai: its two Maclaurin series on [`AIRY_NEGATIVE_LIMIT`, `AIRY_POSITIVE_LIMIT`], the
+  asymptotic expansions in ζ = 2/3 |x|^(3/2) outside; 0 past 103.892, as PyTorch.
 
-Airy's Ai sums its two Maclaurin series on [`AIRY_NEGATIVE_LIMIT`, `AIRY_POSITIVE_LIMIT`]
-and uses the asymptotic expansions in ζ = 2/3 |x|^(3/2) outside; 0 past 103.892, as PyTorch.
-Domains follow PyTorch: Y is -inf at 0 and NaN below, K is +inf at 0 and NaN below, every
-function is NaN at NaN (J, Y and Ai also at ±inf; K is 0 at +inf).
+Domains follow PyTorch: K is +inf at 0, NaN below and 0 at +inf; Ai is NaN at ±inf; NaN stays
+NaN.
 """
 
 from __future__ import annotations
@@ -28,14 +26,10 @@ from rlxir.importers.torch_registry import converter
 from rlxir.importers.torch_special import F64, _i0, _i1, _in_f64
 
 SERIES_TERMS = 60
-"""Terms of the power series (their ratio falls below 1e-17 well before, for |x| <= 20)."""
+"""Terms of the power series (their ratio falls below 1e-17 well before, for |x| <= 10)."""
 
 ASYMPTOTIC_TERMS = 20
 """Terms of the asymptotic expansions (past the limits below, the smallest term is < 1e-9)."""
-
-JY_SERIES_LIMIT = 20.0
-"""J and Y use their power series up to |x| = 20 (its largest term, about I0(20) = 4e7, costs
-4e-9 of absolute precision in f64), the asymptotic expansion past it."""
 
 K_SERIES_LIMIT = 10.0
 """K uses its series up to x = 10 (I0(10) e^10 cancels to 1.5e-8 relative), the asymptotic
@@ -67,99 +61,32 @@ def _inverse_series(f: F64, coefficients, inverse: str) -> str:
     return total
 
 
-def _hankel_pq(f: F64, order: int, size: str) -> tuple[str, str]:
-    """(P, Q) of Hankel's expansion: P = Σ (-1)^k a_2k / x^2k, Q = Σ (-1)^k a_2k+1 / x^2k+1."""
-    a = _hankel_coefficients(order)
-    even = [a[index] * (-1) ** (index // 2) for index in range(0, len(a), 2)]
-    odd = [a[index] * (-1) ** (index // 2) for index in range(1, len(a), 2)]
-    inverse = f.op("div", 1.0, size)
-    inverse_square = f.op("mul", inverse, inverse)
-    return _inverse_series(f, even, inverse_square), f.op("mul", _inverse_series(f, odd, inverse_square), inverse)
-
-
-def _hankel_jy(f: F64, order: int, size: str) -> tuple[str, str]:
-    """(J_order, Y_order) at size > 0 from Hankel's expansion: with χ = size - (order/2 + 1/4)π,
-    J = sqrt(2/(π size)) (P cos χ - Q sin χ), Y = sqrt(2/(π size)) (P sin χ + Q cos χ). cos χ
-    and sin χ come from cos and sin of size itself (no rounding of size - χ's offset)."""
-    p, q = _hankel_pq(f, order, size)
-    cosine, sine = f.op("cos", size), f.op("sin", size)
-    half = math.sqrt(0.5)
-    if order == 0:  # χ = size - π/4
-        cos_chi = f.op("mul", f.op("add", cosine, sine), half)
-        sin_chi = f.op("mul", f.op("sub", sine, cosine), half)
-    else:  # χ = size - 3π/4
-        cos_chi = f.op("mul", f.op("sub", sine, cosine), half)
-        sin_chi = f.op("mul", f.op("add", sine, cosine), -half)
-    amplitude = f.op("sqrt", f.op("div", 2.0 / math.pi, size))
-    j = f.op("mul", amplitude, f.op("sub", f.op("mul", p, cos_chi), f.op("mul", q, sin_chi)))
-    y = f.op("mul", amplitude, f.op("add", f.op("mul", p, sin_chi), f.op("mul", q, cos_chi)))
-    return j, y
-
-
-def _series(f: F64, order: int, x: str, sign: float) -> tuple[str, str, str]:
-    """(Z, S, x/2) near 0 with q = x²/4 and t_k = (sign q)^k / (k! (k + order)!):
-    Z = (x/2)^order Σ t_k (J_order for sign -1, I_order for sign +1) and its logarithmic
-    companion S = (x/2)^order Σ w_k t_k, w_k = H_k for order 0 and H_k + H_k+1 for order 1
-    (H_k the harmonic numbers). Y and K are built from these and ln(x/2)."""
+def _log_companion(f: F64, order: int, x: str) -> tuple[str, str]:
+    """(S, x/2) near 0, S = (x/2)^order Σ w_k t_k with t_k = q^k / (k! (k + order)!), q = x²/4,
+    w_k = H_k for order 0 and H_k + H_k+1 for order 1 (H_k the harmonic numbers): the
+    logarithmic series K adds to ln(x/2) I."""
     half = f.op("mul", x, 0.5)
-    step = f.op("mul", f.op("mul", half, half), sign)
+    q = f.op("mul", half, half)
     term = f.const(1.0)
-    total, companion = f.const(1.0), f.const(0.0 if order == 0 else 1.0)
+    companion = f.const(0.0 if order == 0 else 1.0)
     harmonic = 0.0
     for k in range(1, SERIES_TERMS):
-        term = f.op("mul", term, f.op("div", step, float(k * (k + order))))
+        term = f.op("mul", term, f.op("div", q, float(k * (k + order))))
         harmonic += 1.0 / k
         weight = harmonic if order == 0 else 2 * harmonic + 1.0 / (k + 1)
-        total = f.op("add", total, term)
         companion = f.op("add", companion, f.op("mul", term, weight))
     if order == 1:
-        total, companion = f.op("mul", total, half), f.op("mul", companion, half)
-    return total, companion, half
-
-
-def _bessel_j(order: int):
-    def build(f: F64, x: str) -> str:
-        """J_order(x): the series for |x| <= 20, Hankel's expansion past it (J1 is odd)."""
-        near, _, _ = _series(f, order, f.op("minimum", f.op("maximum", x, -JY_SERIES_LIMIT), JY_SERIES_LIMIT), -1.0)
-        size = f.op("abs", x)
-        far, _ = _hankel_jy(f, order, f.op("maximum", size, JY_SERIES_LIMIT))
-        if order == 1:
-            far = f.where(f.op("lt", x, 0.0), f.op("neg", far), far)
-        far = f.where(f.op("eq", size, math.inf), math.nan, far)
-        return f.where(f.op("le", size, JY_SERIES_LIMIT), near, far)
-
-    return build
-
-
-def _bessel_y(order: int):
-    def build(f: F64, x: str) -> str:
-        """Y0 = (2/π) ((ln(x/2) + γ) J0 - S); Y1 = (2/π) ln(x/2) J1 - 2/(π x) - (S - 2γ J1) / π
-        (S - 2γ J1 is Σ (ψ(k+1) + ψ(k+2)) t_k (x/2)); -inf at 0, NaN below 0."""
-        near_x = f.op("minimum", f.op("maximum", x, 1e-300), JY_SERIES_LIMIT)
-        j, s, half = _series(f, order, near_x, -1.0)
-        log_half = f.op("log", half)
-        if order == 0:
-            near = f.op("mul", f.op("sub", f.op("mul", f.op("add", log_half, EULER_GAMMA), j), s), 2.0 / math.pi)
-        else:
-            digamma_sum = f.op("sub", s, f.op("mul", j, 2.0 * EULER_GAMMA))
-            near = f.op("sub", f.op("mul", f.op("mul", log_half, j), 2.0 / math.pi),
-                        f.op("add", f.op("div", 2.0 / math.pi, near_x), f.op("mul", digamma_sum, 1.0 / math.pi)))
-        _, far = _hankel_jy(f, order, f.op("maximum", x, JY_SERIES_LIMIT))
-        far = f.where(f.op("eq", x, math.inf), math.nan, far)
-        value = f.where(f.op("le", x, JY_SERIES_LIMIT), near, far)
-        value = f.where(f.op("eq", x, 0.0), -math.inf, value)
-        return f.where(f.op("lt", x, 0.0), math.nan, value)
-
-    return build
+        companion = f.op("mul", companion, half)
+    return companion, half
 
 
 def _bessel_k(order: int, scaled: bool):
     def build(f: F64, x: str) -> str:
-        """K0 = S - (ln(x/2) + γ) I0; K1 = 1/x + ln(x/2) I1 - (S - 2γ I1) / 2 (the series at
-        sign +1, I from `torch_special`); past x = 10 sqrt(π/(2x)) e^-x Σ a_k(ν) / x^k. The
+        """K0 = S - (ln(x/2) + γ) I0; K1 = 1/x + ln(x/2) I1 - (S - 2γ I1) / 2 (I from
+        `torch_special`); past x = 10 sqrt(π/(2x)) e^-x Σ a_k(ν) / x^k. The
         scaled forms are these times e^x. +inf at 0, NaN below 0, 0 at +inf."""
         near_x = f.op("minimum", f.op("maximum", x, 1e-300), K_SERIES_LIMIT)
-        _, s, half = _series(f, order, near_x, 1.0)
+        s, half = _log_companion(f, order, near_x)
         log_half = f.op("log", half)
         if order == 0:
             near = f.op("sub", s, f.op("mul", f.op("add", log_half, EULER_GAMMA), _i0(f, near_x)))
@@ -231,26 +158,6 @@ def _airy_ai(f: F64, x: str) -> str:
     value = f.where(f.op("lt", x, AIRY_NEGATIVE_LIMIT), below, value)
     value = f.where(f.op("gt", x, AIRY_ZERO_BEYOND), 0.0, value)
     return f.where(f.op("eq", f.op("abs", x), math.inf), math.nan, value)
-
-
-@converter("aten.special_bessel_j0")
-def handle_bessel_j0(ctx, node, args, kwargs):
-    return _in_f64(ctx, node, args[0], _bessel_j(0))
-
-
-@converter("aten.special_bessel_j1")
-def handle_bessel_j1(ctx, node, args, kwargs):
-    return _in_f64(ctx, node, args[0], _bessel_j(1))
-
-
-@converter("aten.special_bessel_y0")
-def handle_bessel_y0(ctx, node, args, kwargs):
-    return _in_f64(ctx, node, args[0], _bessel_y(0))
-
-
-@converter("aten.special_bessel_y1")
-def handle_bessel_y1(ctx, node, args, kwargs):
-    return _in_f64(ctx, node, args[0], _bessel_y(1))
 
 
 @converter("aten.special_modified_bessel_k0")

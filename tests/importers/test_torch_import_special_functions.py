@@ -73,6 +73,12 @@ def test_bessel_and_airy_match_pytorch_across_their_branches(name):
     assert_matches(Apply(getattr(torch.special, name)), (spread(*EDGES),))
 
 
+@pytest.mark.parametrize("name", ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1"])
+def test_bessel_j_and_y_far_out_round_their_phase_as_pytorch(name):
+    x = spread(1e6, -1e6, 3e7, 1e30, 4.99, 5.01, low=-200.0, high=200.0)
+    assert_matches(Apply(getattr(torch.special, name)), (x,))
+
+
 def test_bessel_functions_keep_their_sign_and_domain():
     x = torch.tensor([[-2.0, 0.0, 2.0, float("inf")]] * 2)
     j1 = interpreted(Apply(torch.special.bessel_j1), (x,))
