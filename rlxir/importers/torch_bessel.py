@@ -3,19 +3,16 @@
 computed in f64 inside the graph (`torch_special._in_f64`: a ``cast`` in, a ``cast`` back) so
 float32 results keep their precision (J and Y: `torch_bessel_jy`).
 
-Each function is two evaluations joined by a ``where`` on x (PyTorch's Cephes kernels also
-switch between a form near 0 and an asymptotic one; the forms here are the classical series,
-which agree with PyTorch's float64 kernels on [-120, 120] within a tenth of the OpInfo
-special-function tolerance):
-
-- K up to x = `K_SERIES_LIMIT`: ln(x/2) times I (`torch_special._i0` / `_i1`) plus the
-  logarithmic series (`SERIES_TERMS` terms); past it the asymptotic expansion with
-  `ASYMPTOTIC_TERMS` terms (relative error below 1e-9 there);
-- Ai: its two Maclaurin series on [`AIRY_NEGATIVE_LIMIT`, `AIRY_POSITIVE_LIMIT`], the
-  asymptotic expansions in ζ = 2/3 |x|^(3/2) outside; 0 past 103.892, as PyTorch.
-
-Domains follow PyTorch: K is +inf at 0, NaN below and 0 at +inf; Ai is NaN at ±inf; NaN stays
-NaN.
+- K: PyTorch's Cephes Chebyshev expansions (its coefficients, `K0_CHEBYSHEV` /
+  `K1_CHEBYSHEV`, summed by Clenshaw's recurrence in its loop's order): on (0, 2] one in
+  x² - 2 plus ln(x/2) times I (`torch_special._i0` / `_i1`), past 2 one in 8/x - 2 times
+  e^-x / sqrt(x); the scaled forms times e^x. +inf at 0, NaN below 0, 0 at +inf.
+- Ai: its two Maclaurin series (`SERIES_TERMS` terms) on [`AIRY_NEGATIVE_LIMIT`,
+  `AIRY_POSITIVE_LIMIT`] and the asymptotic expansions in ζ = 2/3 |x|^(3/2) outside
+  (`ASYMPTOTIC_TERMS` terms, relative error below 1e-9 there), joined by ``where``; 0 past
+  103.892 as PyTorch, NaN at ±inf. These are the classical series rather than PyTorch's Cephes
+  rational approximations; they agree with PyTorch's float64 kernel on [-120, 120] within a
+  tenth of the OpInfo special-function tolerance.
 """
 
 from __future__ import annotations
@@ -26,14 +23,13 @@ from rlxir.importers.torch_registry import converter
 from rlxir.importers.torch_special import F64, _i0, _i1, _in_f64
 
 SERIES_TERMS = 60
-"""Terms of the power series (their ratio falls below 1e-17 well before, for |x| <= 10)."""
+"""Terms of Ai's Maclaurin series (on [-8, 6] their ratio falls below 1e-17 well before)."""
 
 ASYMPTOTIC_TERMS = 20
 """Terms of the asymptotic expansions (past the limits below, the smallest term is < 1e-9)."""
 
-K_SERIES_LIMIT = 10.0
-"""K uses its series up to x = 10 (I0(10) e^10 cancels to 1.5e-8 relative), the asymptotic
-expansion past it."""
+NEAR_LIMIT = 2.0
+"""K's first Chebyshev expansion covers (0, 2], the second the rest (as Cephes)."""
 
 AIRY_POSITIVE_LIMIT, AIRY_NEGATIVE_LIMIT = 6.0, -8.0
 """Ai's Maclaurin series covers [-8, 6]; the asymptotic expansions the rest."""
@@ -41,16 +37,41 @@ AIRY_POSITIVE_LIMIT, AIRY_NEGATIVE_LIMIT = 6.0, -8.0
 AIRY_ZERO_BEYOND = 103.892
 """Ai is 0 past this (PyTorch's cut, where Ai underflows f64)."""
 
-EULER_GAMMA = 0.57721566490153286061
+K0_CHEBYSHEV = {
+    "A": (
+        1.374465435613523e-16, 4.25981614279661e-14, 1.0349695257633842e-11, 1.904516377220209e-09,
+        2.5347910790261494e-07, 2.286212103119452e-05, 0.001264615411446926, 0.0359799365153615,
+        0.3442898999246285, -0.5353273932339028,
+    ),
+    "B": (
+        5.300433772686263e-18, -1.6475804301524212e-17, 5.2103915050390274e-17, -1.678231096805412e-16,
+        5.512055978524319e-16, -1.848593377343779e-15, 6.3400764774050706e-15, -2.2275133269916698e-14,
+        8.032890775363575e-14, -2.9800969231727303e-13, 1.140340588208475e-12, -4.514597883373944e-12,
+        1.8559491149547177e-11, -7.957489244477107e-11, 3.577397281400301e-10, -1.69753450938906e-09,
+        8.574034017414225e-09, -4.660489897687948e-08, 2.766813639445015e-07, -1.8317555227191195e-06,
+        1.39498137188765e-05, -0.00012849549581627802, 0.0015698838857300533, -0.0314481013119645,
+        2.4403030820659555,
+    ),
+}
+"""Cephes' Chebyshev coefficients of K0: A on [0, 2] (in x² - 2), B past 2 (in 8/x - 2)."""
 
-
-def _hankel_coefficients(order: int) -> list[float]:
-    """a_k(ν) = Π_{j=1..k} (4ν² - (2j - 1)²) / (k! 8^k), k < `ASYMPTOTIC_TERMS`."""
-    coefficients, value = [], 1.0
-    for k in range(ASYMPTOTIC_TERMS):
-        coefficients.append(value)
-        value *= (4 * order * order - (2 * k + 1) ** 2) / ((k + 1) * 8)
-    return coefficients
+K1_CHEBYSHEV = {
+    "A": (
+        -7.023863479386288e-18, -2.427449850519366e-15, -6.666901694199329e-13, -1.4114883926335278e-10,
+        -2.213387630734726e-08, -2.4334061415659684e-06, -0.0001730288957513052, -0.006975723859639864,
+        -0.12261118082265715, -0.3531559607765449, 1.5253002273389478,
+    ),
+    "B": (
+        -5.756744483665017e-18, 1.7940508731475592e-17, -5.689462558442859e-17, 1.838093544366639e-16,
+        -6.057047248373319e-16, 2.038703165624334e-15, -7.019837090418314e-15, 2.4771544244813043e-14,
+        -8.976705182324994e-14, 3.3484196660784293e-13, -1.2891739609510289e-12, 5.13963967348173e-12,
+        -2.1299678384275683e-11, 9.218315187605006e-11, -4.1903547593418965e-10, 2.015049755197033e-09,
+        -1.0345762465678097e-08, 5.7410841254500495e-08, -3.5019606030878126e-07, 2.406484947837217e-06,
+        -1.936197974166083e-05, 0.00019521551847135162, -0.002857816859622779, 0.10392373657681724,
+        2.7206261904844427,
+    ),
+}
+"""The same for K1."""
 
 
 def _inverse_series(f: F64, coefficients, inverse: str) -> str:
@@ -61,48 +82,35 @@ def _inverse_series(f: F64, coefficients, inverse: str) -> str:
     return total
 
 
-def _log_companion(f: F64, order: int, x: str) -> tuple[str, str]:
-    """(S, x/2) near 0, S = (x/2)^order Σ w_k t_k with t_k = q^k / (k! (k + order)!), q = x²/4,
-    w_k = H_k for order 0 and H_k + H_k+1 for order 1 (H_k the harmonic numbers): the
-    logarithmic series K adds to ln(x/2) I."""
-    half = f.op("mul", x, 0.5)
-    q = f.op("mul", half, half)
-    term = f.const(1.0)
-    companion = f.const(0.0 if order == 0 else 1.0)
-    harmonic = 0.0
-    for k in range(1, SERIES_TERMS):
-        term = f.op("mul", term, f.op("div", q, float(k * (k + order))))
-        harmonic += 1.0 / k
-        weight = harmonic if order == 0 else 2 * harmonic + 1.0 / (k + 1)
-        companion = f.op("add", companion, f.op("mul", term, weight))
-    if order == 1:
-        companion = f.op("mul", companion, half)
-    return companion, half
+def _clenshaw(f: F64, table, t: str) -> str:
+    """Σ' table[i] T_i(t/2) by Clenshaw's recurrence, in the order of PyTorch's loop."""
+    value, previous, current = f.const(table[0]), f.const(0.0), f.const(0.0)
+    for coefficient in table[1:]:
+        previous, current = current, value
+        value = f.op("add", f.op("sub", f.op("mul", t, current), previous), coefficient)
+    return f.op("mul", f.op("sub", value, previous), 0.5)
 
 
 def _bessel_k(order: int, scaled: bool):
     def build(f: F64, x: str) -> str:
-        """K0 = S - (ln(x/2) + γ) I0; K1 = 1/x + ln(x/2) I1 - (S - 2γ I1) / 2 (I from
-        `torch_special`); past x = 10 sqrt(π/(2x)) e^-x Σ a_k(ν) / x^k. The
-        scaled forms are these times e^x. +inf at 0, NaN below 0, 0 at +inf."""
-        near_x = f.op("minimum", f.op("maximum", x, 1e-300), K_SERIES_LIMIT)
-        s, half = _log_companion(f, order, near_x)
-        log_half = f.op("log", half)
+        """On (0, 2]: K0 = A(x² - 2) - ln(x/2) I0, K1 = ln(x/2) I1 + A(x² - 2) / x (I from
+        `torch_special`); past 2: e^-x B(8/x - 2) / sqrt(x). The scaled forms are these times
+        e^x. +inf at 0, NaN below 0, 0 at +inf."""
+        tables = K0_CHEBYSHEV if order == 0 else K1_CHEBYSHEV
+        near_x = f.op("minimum", f.op("maximum", x, 1e-300), NEAR_LIMIT)
+        expansion = _clenshaw(f, tables["A"], f.op("sub", f.op("mul", near_x, near_x), 2.0))
+        log_half = f.op("log", f.op("mul", near_x, 0.5))
         if order == 0:
-            near = f.op("sub", s, f.op("mul", f.op("add", log_half, EULER_GAMMA), _i0(f, near_x)))
+            near = f.op("sub", expansion, f.op("mul", log_half, _i0(f, near_x)))
         else:
-            i1 = _i1(f, near_x)
-            digamma_sum = f.op("sub", s, f.op("mul", i1, 2.0 * EULER_GAMMA))
-            near = f.op("sub", f.op("add", f.op("div", 1.0, near_x), f.op("mul", log_half, i1)),
-                        f.op("mul", digamma_sum, 0.5))
+            near = f.op("add", f.op("mul", log_half, _i1(f, near_x)), f.op("div", expansion, near_x))
         if scaled:
             near = f.op("mul", near, f.op("exp", near_x))
-        far_x = f.op("maximum", x, K_SERIES_LIMIT)
-        series = _inverse_series(f, _hankel_coefficients(order), f.op("div", 1.0, far_x))
-        far = f.op("mul", f.op("sqrt", f.op("div", math.pi / 2, far_x)), series)
+        far_x = f.op("maximum", x, NEAR_LIMIT)
+        far = f.op("div", _clenshaw(f, tables["B"], f.op("sub", f.op("div", 8.0, far_x), 2.0)), f.op("sqrt", far_x))
         if not scaled:
             far = f.op("mul", far, f.op("exp", f.op("neg", far_x)))
-        value = f.where(f.op("le", x, K_SERIES_LIMIT), near, far)
+        value = f.where(f.op("le", x, NEAR_LIMIT), near, far)
         value = f.where(f.op("eq", x, 0.0), math.inf, value)
         return f.where(f.op("lt", x, 0.0), math.nan, value)
 
