@@ -7,12 +7,10 @@ float32 results keep their precision (J and Y: `torch_bessel_jy`).
   `K1_CHEBYSHEV`, summed by Clenshaw's recurrence in its loop's order): on (0, 2] one in
   x² - 2 plus ln(x/2) times I (`torch_special._i0` / `_i1`), past 2 one in 8/x - 2 times
   e^-x / sqrt(x); the scaled forms times e^x. +inf at 0, NaN below 0, 0 at +inf.
-- Ai: its two Maclaurin series (`SERIES_TERMS` terms) on [`AIRY_NEGATIVE_LIMIT`,
-  `AIRY_POSITIVE_LIMIT`] and the asymptotic expansions in ζ = 2/3 |x|^(3/2) outside
-  (`ASYMPTOTIC_TERMS` terms, relative error below 1e-9 there), joined by ``where``; 0 past
-  103.892 as PyTorch, NaN at ±inf. These are the classical series rather than PyTorch's Cephes
-  rational approximations; they agree with PyTorch's float64 kernel on [-120, 120] within a
-  tenth of the OpInfo special-function tolerance.
+- Ai: PyTorch's Cephes kernel (its coefficients, `AIRY_RATIONALS`): below -2.09 the modulus
+  and phase rationals in 1/ζ (ζ = 2/3 |x|^(3/2)), the phase rounded to the result's dtype
+  step by step as PyTorch computes it; from 2.09 the decaying rational; between, the two
+  Maclaurin series; 0 past 103.892, NaN at ±inf.
 """
 
 from __future__ import annotations
@@ -20,22 +18,23 @@ from __future__ import annotations
 import math
 
 from rlxir.importers.torch_registry import converter
+from rlxir.importers.torch_bessel_jy import in_f64_rounding
 from rlxir.importers.torch_special import F64, _i0, _i1, _in_f64
-
-SERIES_TERMS = 60
-"""Terms of Ai's Maclaurin series (on [-8, 6] their ratio falls below 1e-17 well before)."""
-
-ASYMPTOTIC_TERMS = 20
-"""Terms of the asymptotic expansions (past the limits below, the smallest term is < 1e-9)."""
 
 NEAR_LIMIT = 2.0
 """K's first Chebyshev expansion covers (0, 2], the second the rest (as Cephes)."""
 
-AIRY_POSITIVE_LIMIT, AIRY_NEGATIVE_LIMIT = 6.0, -8.0
-"""Ai's Maclaurin series covers [-8, 6]; the asymptotic expansions the rest."""
+AIRY_SPLIT = 2.09
+"""Ai's Maclaurin series covers (-2.09, 2.09), its rationals the rest (as Cephes)."""
+
+AIRY_SERIES_TERMS = 20
+"""Terms of Ai's Maclaurin series (x³ <= 9.2 there: the 20th is below 1e-40)."""
 
 AIRY_ZERO_BEYOND = 103.892
 """Ai is 0 past this (PyTorch's cut, where Ai underflows f64)."""
+
+AIRY_AI0, AIRY_AI0_SLOPE = 0.355028053887817239, 0.258819403792806798
+"""Ai(0) = 1 / (3^(2/3) Γ(2/3)) and -Ai'(0) = 1 / (3^(1/3) Γ(1/3))."""
 
 K0_CHEBYSHEV = {
     "A": (
@@ -73,13 +72,37 @@ K1_CHEBYSHEV = {
 }
 """The same for K1."""
 
-
-def _inverse_series(f: F64, coefficients, inverse: str) -> str:
-    """Σ_k coefficients[k] inverse^k by Horner's rule."""
-    total = f.const(coefficients[-1])
-    for coefficient in reversed(coefficients[:-1]):
-        total = f.op("add", f.op("mul", total, inverse), coefficient)
-    return total
+AIRY_RATIONALS = {
+    "AN": (
+        0.346538101525629, 12.007595273964581, 76.27960536152345, 168.08922493463058, 159.75639135016442,
+        70.53609068404442, 14.026469116338967, 1.0,
+    ),
+    "AD": (
+        0.5675945326387702, 14.75625625848472, 84.51389701414746, 177.31808814540045, 164.2346928715297,
+        71.47784008255756, 14.095913560783403, 1.0,
+    ),
+    "AFN": (
+        -0.1316963234183318, -0.6264565444319123, -0.6931580360369335, -0.2797799815451191,
+        -0.04919001326095003, -0.004062659235948854, -0.0001592764962392621, -2.776491081552329e-06,
+        -1.6778769848911465e-08,
+    ),
+    "AFD": (
+        13.356042070655324, 32.682503279522464, 26.736704094149957, 9.187074029072596, 1.4752914677166642,
+        0.11568717379518804, 0.004402916416152112, 7.547203482874142e-05, 4.5185009297058035e-07,
+    ),
+    "AGN": (
+        0.01973399320916857, 0.39110302961568827, 1.0657989759959559, 0.9391692298166502,
+        0.35146565610554764, 0.06338889196289255, 0.005858041130483885, 0.000282851600836737,
+        6.98793669997261e-06, 8.117892395543892e-08, 3.415517847659236e-10,
+    ),
+    "AGD": (
+        9.30892908077442, 19.835292871831214, 15.564662893286462, 5.476860694229755, 0.9542936116189619,
+        0.08645808263523921, 0.004126565238242226, 0.00010125908511650914, 1.1716673321441352e-06,
+        4.9183457006293e-09,
+    ),
+}
+"""Cephes' rationals of Ai (PyTorch's coefficients): AN / AD in 1/ζ for x >= 2.09, AFN /
+AFD and AGN / AGD in 1/ζ² for x < -2.09."""
 
 
 def _clenshaw(f: F64, table, t: str) -> str:
@@ -117,53 +140,48 @@ def _bessel_k(order: int, scaled: bool):
     return build
 
 
-def _airy_u(count: int) -> list[float]:
-    """u_k = (2k+1)(2k+3)...(6k-1) / (216^k k!), k < count (the Airy expansions' coefficients)."""
-    coefficients, value = [], 1.0
-    for k in range(1, count + 1):
-        coefficients.append(value)
-        value *= (6 * k - 5) * (6 * k - 3) * (6 * k - 1) / (216.0 * k * (2 * k - 1))
-    return coefficients
+def _horner(f: F64, table, z: str) -> str:
+    """Σ table[i] z^(n-1-i), from 0 as PyTorch's loops."""
+    total = f.const(table[0])
+    for coefficient in table[1:]:
+        total = f.op("add", f.op("mul", total, z), coefficient)
+    return total
 
 
-AIRY_AI0, AIRY_AI0_SLOPE = 0.355028053887817239, 0.258819403792806798
-"""Ai(0) = 1 / (3^(2/3) Γ(2/3)) and -Ai'(0) = 1 / (3^(1/3) Γ(1/3))."""
-
-
-def _airy_ai(f: F64, x: str) -> str:
-    """Ai(x) = Ai(0) F(x) - (-Ai'(0)) G(x), F = Σ x^3k Π (3j-2) / (3k)!, G = Σ x^(3k+1)
-    Π (3j-1) / (3k+1)! on [-8, 6]; above, e^-ζ / (2 sqrt(π) x^(1/4)) Σ (-1)^k u_k / ζ^k;
-    below, (cos(ζ - π/4) Σ (-1)^k u_2k / ζ^2k + sin(ζ - π/4) Σ (-1)^k u_2k+1 / ζ^(2k+1)) /
-    (sqrt(π) |x|^(1/4)), ζ = 2/3 |x|^(3/2); 0 past 103.892, NaN at ±inf."""
-    near_x = f.op("minimum", f.op("maximum", x, AIRY_NEGATIVE_LIMIT), AIRY_POSITIVE_LIMIT)
+def _airy_ai(f: F64, x: str, rounded) -> str:
+    """Ai(x) as PyTorch's Cephes kernel: below -2.09 the modulus and phase rationals in
+    z = 1/ζ (ζ = 2/3 |x|^(3/2)), Ai = (1/√π) |x|^(-1/4) (sin t (1 + z² AF) - cos t z AG) with
+    t = ζ + π/4 rounded step by step to the result's dtype as PyTorch computes it; from 2.09
+    (1/√π) AN/AD(1/ζ) / (2 x^(1/4) e^ζ); between, Ai(0) F(x) - (-Ai'(0)) G(x) by the
+    Maclaurin series (`AIRY_SERIES_TERMS` terms). 0 past 103.892, NaN at ±inf."""
+    size = f.op("maximum", f.op("abs", x), AIRY_SPLIT)
+    quarter_root = f.op("sqrt", f.op("sqrt", size))
+    zeta = f.op("div", f.op("mul", size, f.op("sqrt", size)), 1.5)
+    # below: t as PyTorch's float arithmetic rounds it, (-2x) sqrt(-x) / 3 + π/4
+    rounded_zeta = rounded(f.op("div", rounded(f.op("mul", size, rounded(f.op("sqrt", size)))), 1.5))
+    t = rounded(f.op("add", rounded_zeta, rounded(f.const(math.pi / 4))))
+    z = f.op("div", 1.0, zeta)
+    z_square = f.op("mul", z, z)
+    modulus = f.op("add", 1.0, f.op("div", f.op("mul", z_square, _horner(f, AIRY_RATIONALS["AFN"], z_square)),
+                                     _horner(f, AIRY_RATIONALS["AFD"], z_square)))
+    phase = f.op("div", f.op("mul", z, _horner(f, AIRY_RATIONALS["AGN"], z_square)),
+                 _horner(f, AIRY_RATIONALS["AGD"], z_square))
+    below = f.op("div", f.op("sub", f.op("mul", f.op("sin", t), modulus), f.op("mul", f.op("cos", t), phase)),
+                 f.op("mul", quarter_root, math.sqrt(math.pi)))
+    decay = f.op("div", _horner(f, AIRY_RATIONALS["AN"], z), _horner(f, AIRY_RATIONALS["AD"], z))
+    above = f.op("div", f.op("mul", decay, 1 / math.sqrt(math.pi)),
+                 f.op("mul", f.op("mul", quarter_root, 2.0), f.op("exp", f.op("minimum", zeta, 800.0))))
+    near_x = f.op("minimum", f.op("maximum", x, -AIRY_SPLIT), AIRY_SPLIT)
     cube = f.op("mul", f.op("mul", near_x, near_x), near_x)
     f_term, g_term = f.const(1.0), near_x
     f_sum, g_sum = f_term, g_term
-    for k in range(1, SERIES_TERMS):
+    for k in range(1, AIRY_SERIES_TERMS):
         f_term = f.op("mul", f_term, f.op("div", cube, float((3 * k - 1) * 3 * k)))
         g_term = f.op("mul", g_term, f.op("div", cube, float(3 * k * (3 * k + 1))))
         f_sum, g_sum = f.op("add", f_sum, f_term), f.op("add", g_sum, g_term)
     near = f.op("sub", f.op("mul", f_sum, AIRY_AI0), f.op("mul", g_sum, AIRY_AI0_SLOPE))
-    size = f.op("maximum", f.op("abs", x), 1.0)
-    zeta = f.op("mul", f.op("pow", size, 1.5), 2.0 / 3.0)
-    inverse = f.op("div", 1.0, zeta)
-    u = _airy_u(ASYMPTOTIC_TERMS)
-    quarter_root = f.op("pow", size, 0.25)
-    decaying = _inverse_series(f, [value * (-1) ** k for k, value in enumerate(u)], inverse)
-    above = f.op("div", f.op("mul", decaying, f.op("exp", f.op("neg", zeta))),
-                 f.op("mul", quarter_root, 2.0 * math.sqrt(math.pi)))
-    inverse_square = f.op("mul", inverse, inverse)
-    even = _inverse_series(f, [u[k] * (-1) ** (k // 2) for k in range(0, len(u), 2)], inverse_square)
-    odd = f.op("mul", _inverse_series(f, [u[k] * (-1) ** (k // 2) for k in range(1, len(u), 2)], inverse_square),
-               inverse)
-    cosine, sine = f.op("cos", zeta), f.op("sin", zeta)
-    half = math.sqrt(0.5)
-    cos_phase = f.op("mul", f.op("add", cosine, sine), half)  # cos(ζ - π/4)
-    sin_phase = f.op("mul", f.op("sub", sine, cosine), half)  # sin(ζ - π/4)
-    below = f.op("div", f.op("add", f.op("mul", cos_phase, even), f.op("mul", sin_phase, odd)),
-                 f.op("mul", quarter_root, math.sqrt(math.pi)))
-    value = f.where(f.op("gt", x, AIRY_POSITIVE_LIMIT), above, near)
-    value = f.where(f.op("lt", x, AIRY_NEGATIVE_LIMIT), below, value)
+    value = f.where(f.op("ge", x, AIRY_SPLIT), above, near)
+    value = f.where(f.op("lt", x, -AIRY_SPLIT), below, value)
     value = f.where(f.op("gt", x, AIRY_ZERO_BEYOND), 0.0, value)
     return f.where(f.op("eq", f.op("abs", x), math.inf), math.nan, value)
 
@@ -190,4 +208,4 @@ def handle_scaled_modified_bessel_k1(ctx, node, args, kwargs):
 
 @converter("aten.special_airy_ai")
 def handle_airy_ai(ctx, node, args, kwargs):
-    return _in_f64(ctx, node, args[0], _airy_ai)
+    return in_f64_rounding(ctx, node, args[0], _airy_ai)

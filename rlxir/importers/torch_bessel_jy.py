@@ -142,13 +142,13 @@ def _far(f: F64, order: int, size: str, phase_constant: float, rounded) -> tuple
     return j, y
 
 
-def _bessel(order: int, second_kind: bool, dtype: DType, rounded):
+def _bessel(order: int, second_kind: bool, dtype: DType):
     """The builder of J_order (or Y_order) for a result of `dtype`."""
     phase_constant = PHASES[order]
     if dtype is DType.f32:  # PyTorch's T(π/4) is a float32 constant
         phase_constant = float(np.float32(phase_constant))
 
-    def build(f: F64, x: str) -> str:
+    def build(f: F64, x: str, rounded) -> str:
         size = f.op("abs", x)
         far_j, far_y = _far(f, order, f.op("maximum", size, NEAR_LIMIT), phase_constant, rounded)
         near_x = f.op("minimum", size, NEAR_LIMIT)
@@ -176,20 +176,31 @@ def _bessel(order: int, second_kind: bool, dtype: DType, rounded):
     return build
 
 
-def _convert(ctx, node, args, order: int, second_kind: bool) -> str:
-    dtype = result_dtype(node)
-    if not dtype.is_float:
-        refuse(f"{node.target} with a {dtype.value} result", "a floating-point result")
-
+def rounding_to(ctx, node, dtype: DType):
+    """f64 value -> the same rounded to `dtype` (and back to f64): where PyTorch computes an
+    intermediate in the result's dtype and that rounding matters. Identity for f64."""
     def rounded(value: str) -> str:
         if dtype is DType.f64:
             return value
         narrow = op(ctx, "cast", [value], {"to": dtype}, hint=f"{node.name}.narrow")
         return op(ctx, "cast", [narrow], {"to": DType.f64}, hint=f"{node.name}.rounded")
 
-    x = operand(ctx, args[0], DType.f64, f"{node.name}.f64")
-    value = _bessel(order, second_kind, dtype, rounded)(F64(ctx, node), x)
+    return rounded
+
+
+def in_f64_rounding(ctx, node, item, build) -> str:
+    """`build(f, x, rounded)` on x in f64 (`rounded`: `rounding_to` the result's dtype), cast
+    to the result's dtype."""
+    dtype = result_dtype(node)
+    if not dtype.is_float:
+        refuse(f"{node.target} with a {dtype.value} result", "a floating-point result")
+    x = operand(ctx, item, DType.f64, f"{node.name}.f64")
+    value = build(F64(ctx, node), x, rounding_to(ctx, node, dtype))
     return value if dtype is DType.f64 else op(ctx, "cast", [value], {"to": dtype}, hint=node.name)
+
+
+def _convert(ctx, node, args, order: int, second_kind: bool) -> str:
+    return in_f64_rounding(ctx, node, args[0], _bessel(order, second_kind, result_dtype(node)))
 
 
 @converter("aten.special_bessel_j0")

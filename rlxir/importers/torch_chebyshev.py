@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from rlxir.dtypes import DType
+from rlxir.importers.torch_bessel_jy import rounding_to
 from rlxir.importers.torch_ops import op, operand
 from rlxir.importers.torch_polynomials import LARGEST, InDtype, _degree, _float_result
 from rlxir.importers.torch_registry import converter
@@ -134,17 +135,6 @@ def _chebyshev(f: F64, kind: str, y: str, n: str, largest: float, trigonometric_
     return f.where(f.op("lt", n, 0.0), 0.0, value)
 
 
-def _rounding(ctx, node, dtype: DType):
-    """f64 value -> the same rounded to `dtype` (and back to f64); identity for f64."""
-    def rounded(value: str) -> str:
-        if dtype is DType.f64:
-            return value
-        narrow = op(ctx, "cast", [value], {"to": dtype}, hint=f"{node.name}.narrow")
-        return op(ctx, "cast", [narrow], {"to": DType.f64}, hint=f"{node.name}.rounded")
-
-    return rounded
-
-
 def _convert(ctx, node, args, kind: str, shifted: bool) -> str:
     """y (shifted: x + x - 1 in the result's dtype) and n's truncated degree, then the closed
     form in f64, cast back."""
@@ -155,7 +145,7 @@ def _convert(ctx, node, args, kind: str, shifted: bool) -> str:
     degree = _degree(native, operand(ctx, args[1], dtype, f"{node.name}.n"))
     y, degree = (operand(ctx, value, DType.f64, f"{node.name}.f64") for value in (y, degree))
     value = _chebyshev(F64(ctx, node), kind, y, degree, LARGEST[dtype], TRIGONOMETRIC_ABOVE[kind, shifted],
-                       _rounding(ctx, node, dtype))
+                       rounding_to(ctx, node, dtype))
     return value if dtype is DType.f64 else op(ctx, "cast", [value], {"to": dtype}, hint=node.name)
 
 
