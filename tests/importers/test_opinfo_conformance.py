@@ -46,3 +46,12 @@ def test_the_baseline_names_samples_of_the_subset():
     names = {sample.name for sample in core_first_samples()}
     recorded = set(json.loads(BASELINE.read_text())["passing"])
     assert recorded and recorded <= names, sorted(recorded - names)
+
+
+def test_a_result_that_float64_confirms_passes_where_float32_pytorch_is_off():
+    """matrix_exp's second sample: eager float32 PyTorch is off by more than the tolerance
+    where the import (computed in f64) agrees with eager float64."""
+    (op,) = opinfos("matrix_exp")
+    outcomes = [run_sample(sample) for sample in samples(op)]
+    assert [outcome.status for outcome in outcomes] == ["pass", "pass"], outcomes
+    assert any("agrees with eager float64, which eager float32 does not" in outcome.detail for outcome in outcomes)
