@@ -21,6 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from rlxir.dtypes import DType
+from rlxir.executor.grad_kernels import GRAD_KERNELS
 from rlxir.executor.spatial import SPATIAL_KERNELS
 from rlxir.executor.tiling import in_place_by_tiles, operand_tile
 from rlxir.ops.chain import parse_chain
@@ -396,7 +397,7 @@ KERNELS: dict[str, Kernel] = {
     "slice": _copy_of(_slice_view),
     "reshape": _copy_of(lambda xp, args, attrs: xp.reshape(args[0], tuple(attrs["shape"]))),
     "concat": _concat, "gather": _gather, "gather_grad": _gather_grad, "fused_elementwise": _fused_elementwise,
-    **SPATIAL_KERNELS,
+    **SPATIAL_KERNELS, **GRAD_KERNELS,
 }
 """Ops with a kernel here. A kernel returns None where it leaves a case to the reference."""
 
