@@ -190,7 +190,6 @@ def check_on_device(reference: Graph, unbound: Graph | None, bindings: Mapping, 
     if plan.how == "rows":
         expected, actual = _rows_reference(reference, unbound, plan, filled_inputs, filled_params, run, pairs, xp,
                                            bindings)
-        outputs = run.outputs
     else:
         outputs = {name: (xp.copy(value) if plan.how == "device" else value) for name, value in run.outputs.items()}
         run = attrs.evolve(run, outputs=outputs)
