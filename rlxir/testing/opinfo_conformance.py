@@ -296,7 +296,7 @@ def _against_float64(sample: Sample, call, module, example: tuple, have: list, w
     if len(truth) != len(have) or not all(_is_tensor(item) for item in truth):
         return None
     rtol, atol = tolerances(sample.op)
-    for got, precise, eager in zip(have, truth, want):
+    for got, precise in zip(have, truth):
         expected = _as_pairs(_array(precise), np.asarray(got))
         if _difference(np.asarray(got), expected.astype(np.asarray(got).dtype), rtol, atol):
             return None
