@@ -15,7 +15,8 @@ opened offline. The template is ``plan_page.html`` next to this module.
 Opened with the fragment ``#selftest`` (or ``#selftest=VALUE`` to pick the buffer), the
 page checks itself once loaded and writes the result as JSON into ``<pre id="selftest">``:
 the script errors caught, per plan the blocks drawn against the buffers it holds, the
-hover text of one buffer (reached by a real mouse event at the block's centre), whether
+hover text of one buffer (reached by a real mouse event at the block's centre) and the
+details a click there pins, whether
 the wheel zooms and the reset restores the view, and how long one full redraw took. A headless browser's
 ``--dump-dom`` reads it back, which is how the test suite checks the page.
 """

@@ -113,6 +113,14 @@ def test_plan_html_refuses_a_directory_before_any_work(tmp_path, capsys):
     assert code == 1 and "--html" in err and "is a directory" in err
 
 
+def test_plan_html_refuses_to_overwrite_its_input(tmp_path, capsys):
+    graph = tmp_path / "block.rlx"
+    graph.write_text(GPT2_BLOCK.read_text())
+    code, _, err = run(["plan", graph, *SMALL, "--html", graph], capsys)
+    assert code == 1 and "is the input file" in err
+    assert graph.read_text() == GPT2_BLOCK.read_text()
+
+
 def test_compare_html_refuses_training(tmp_path, capsys):
     code, _, err = run(["compare", GPT2_BLOCK, *SMALL, "--training", "--html", tmp_path / "p.html"], capsys)
     assert code == 1 and "--training" in err
@@ -134,6 +142,7 @@ def test_the_page_draws_every_buffer_and_hover_names_it(tmp_path, capsys):
     assert f"bytes     {known['size']} B" in hover["text"]
     assert f"offset    {known['offset']} B" in hover["text"]
     assert f"lifetime  steps [{known['start']}, {known['end'] - 1}]" in hover["text"]
+    assert hover["pinned"] == hover["text"]  # a click pins the same details
     assert shown["zoom"] == {"zoomed_in": True, "reset": True}
 
 
