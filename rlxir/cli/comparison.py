@@ -81,6 +81,8 @@ def compare_targets(args: argparse.Namespace, make_row: Callable[[Target], Row],
         print(json.dumps(rows, indent=2))
         return 0
     _print_table(made, byte_columns)
+    if pages:
+        print(f"\npage written to {args.html}")
     failed = [row for row in rows if row.get("run_matched") is False]
     if failed:
         causes = {row["run_cause"] for row in failed}

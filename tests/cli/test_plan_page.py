@@ -150,7 +150,7 @@ def test_compare_html_has_a_selector_over_the_targets(tmp_path, capsys):
     page = tmp_path / "compare.html"
     code, out, _ = run(["compare", GPT2_BLOCK, *SMALL, "--targets", "cpu,rocm", "--jobs", "1", "--html", page],
                        capsys)
-    assert code == 0 and "rocm" in out
+    assert code == 0 and "rocm" in out and f"page written to {page}" in out
     report = self_test(page, tmp_path / "profile")
     assert report["errors"] == []
     assert [plan["target"] for plan in report["plans"]] == ["cpu", "rocm"]
