@@ -10,7 +10,8 @@ made from several plans (one per target) has a selector over them.
 Everything the page needs is inside it: the plans as JSON in a ``<script
 type="application/json">`` element, the drawing code and the styles inline, no font,
 stylesheet or script fetched from anywhere, so the file can be mailed or archived and
-opened offline. The template is ``plan_page.html`` next to this module.
+opened offline. The template is ``plan_page.html`` next to this module, with the
+script ``plan_page.js`` inlined into it.
 
 Opened with the fragment ``#selftest`` (or ``#selftest=VALUE`` to pick the buffer), the
 page checks itself once loaded and writes the result as JSON into ``<pre id="selftest">``:
@@ -36,6 +37,7 @@ BUFFER_COLUMNS = ("name", "value", "op", "kind", "dtype", "shape", "bytes", "fir
 
 _DATA_MARKER = "{{PLAN_DATA}}"
 _TITLE_MARKER = "{{TITLE}}"
+_SCRIPT_MARKER = "{{SCRIPT}}"
 
 
 def plan_page_entry(plan: MemoryPlan, graph: Graph, target: str, title: str = "") -> dict:
@@ -89,7 +91,7 @@ def render_plan_page(entries: Sequence[dict], title: str = "") -> str:
     """The page's HTML for one or more `plan_page_entry` results (one per target)."""
     if not entries:
         raise RlxError("a plan page needs at least one plan", expected="one entry per target planned")
-    template = resources.files("rlxir").joinpath("plan_page.html").read_text(encoding="utf-8")
+    template = _page_template()
     heading = title or (entries[0]["title"] if len(entries) == 1 else f"{entries[0]['graph']}: memory plans")
     payload = {"title": heading, "plans": list(entries)}
     before, marker, after = template.partition(_DATA_MARKER)
@@ -99,6 +101,17 @@ def render_plan_page(entries: Sequence[dict], title: str = "") -> str:
     # The title goes in around the data, never into it (a value name could spell the marker).
     return (before.replace(_TITLE_MARKER, heading_html) + _script_json(payload)
             + after.replace(_TITLE_MARKER, heading_html))
+
+
+def _page_template() -> str:
+    """plan_page.html with plan_page.js inlined (kept apart so each file reads on its own)."""
+    package = resources.files("rlxir")
+    template = package.joinpath("plan_page.html").read_text(encoding="utf-8")
+    script = package.joinpath("plan_page.js").read_text(encoding="utf-8")
+    if "</script" in script.lower() or _SCRIPT_MARKER not in template:
+        raise RlxError("the plan page's files do not fit together",
+                       expected=f"plan_page.js without '</script' and {_SCRIPT_MARKER} in plan_page.html")
+    return template.replace(_SCRIPT_MARKER, script)
 
 
 def _buffer_row(buffer: PlannedBuffer, graph: Graph) -> list:

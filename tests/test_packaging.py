@@ -48,7 +48,7 @@ def test_grammar_ships_as_package_data(wheel_names):
 
 
 def test_plan_page_template_ships_as_package_data(wheel_names):
-    assert "rlxir/plan_page.html" in wheel_names
+    assert {"rlxir/plan_page.html", "rlxir/plan_page.js"} <= wheel_names
 
 
 def test_console_script_is_declared(wheel_names):

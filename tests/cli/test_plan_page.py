@@ -79,6 +79,7 @@ def test_plan_html_embeds_every_buffer_and_needs_nothing_from_outside(tmp_path, 
     text = page.read_text()
     assert not re.search(r"<link\b|<img\b|<iframe\b|\bsrc\s*=|@import|url\(", text, re.I)
     assert not re.search(r"https?://", text)
+    assert "{{" not in text  # every part of the template filled in
     [embedded] = embedded_plans(page)
     expected = plan_json(capsys, "--target", "rocm")
     assert embedded["target"] == "rocm"
