@@ -47,6 +47,10 @@ def test_grammar_ships_as_package_data(wheel_names):
     assert "rlxir/grammar/rlx.lark" in wheel_names
 
 
+def test_plan_page_template_ships_as_package_data(wheel_names):
+    assert {"rlxir/plan_page.html", "rlxir/plan_page.js"} <= wheel_names
+
+
 def test_console_script_is_declared(wheel_names):
     entry_points = [name for name in wheel_names if name.endswith("entry_points.txt")]
     assert entry_points

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from rlxir.cli import progress
 from rlxir.cli.host_memory import HostMemoryError, check_interpreter_memory
+from rlxir.cli.output_files import atomic_output
 from rlxir.cli.reports import human_bytes
 from rlxir.cli.target_options import cli_target
 from rlxir.compiler import FitReport
@@ -20,6 +21,9 @@ from rlxir.target import Target, available_targets
 from rlxir.workers import available_cores, map_in_order
 
 Row = tuple[dict, FitReport]  # a row's JSON fields, and the verdict they were made from
+
+# The field of a row that carries its plan for `compare --html` (taken out before printing).
+PLAN_PAGE_KEY = "plan_page"
 
 
 class SharedReference:
@@ -65,6 +69,9 @@ def compare_targets(args: argparse.Namespace, make_row: Callable[[Target], Row],
                 progress.show(f"{doing} {target.name} ...")
                 made.append(make_row(target))
     progress.clear()
+    pages = [row.pop(PLAN_PAGE_KEY) for row, _ in made if PLAN_PAGE_KEY in row]
+    if pages:
+        write_plan_page(args.html, pages)
     rows = [row for row, _ in made]
     arenas = [row["arena_bytes"] for row in rows if row["arena_bytes"] is not None]
     best = min(arenas) if arenas else None
@@ -74,6 +81,8 @@ def compare_targets(args: argparse.Namespace, make_row: Callable[[Target], Row],
         print(json.dumps(rows, indent=2))
         return 0
     _print_table(made, byte_columns)
+    if pages:
+        print(f"\npage written to {args.html}")
     failed = [row for row in rows if row.get("run_matched") is False]
     if failed:
         causes = {row["run_cause"] for row in failed}
@@ -84,6 +93,14 @@ def compare_targets(args: argparse.Namespace, make_row: Callable[[Target], Row],
               file=sys.stderr)
         return 1
     return 0
+
+
+def write_plan_page(path: str, entries: list[dict]) -> None:
+    """Write the plans `entries` (`rlxir.plan_page.plan_page_entry`) as one HTML page, atomically."""
+    from rlxir.plan_page import render_plan_page
+
+    with atomic_output(path) as handle:
+        handle.write(render_plan_page(entries))
 
 
 def _print_table(made: list[Row], byte_columns) -> None:

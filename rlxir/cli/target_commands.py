@@ -12,7 +12,8 @@ import os
 import time
 
 from rlxir.cli import progress
-from rlxir.cli.comparison import SharedReference, compare_targets, row_fields, with_execution
+from rlxir.cli.comparison import (PLAN_PAGE_KEY, SharedReference, compare_targets, row_fields, with_execution,
+                                  write_plan_page)
 from rlxir.cli.host_memory import check_arena_run_memory
 from rlxir.cli.options import (BATCH_SYMBOL, add_command, add_input_options, bindings_from, positive_int, read_graph,
                                time_budget)
@@ -26,6 +27,7 @@ from rlxir.compiler import FitReport, plan_compile
 from rlxir.devices import format_bytes
 from rlxir.errors import Location, RlxError
 from rlxir.fit import fit_batch
+from rlxir.plan_page import plan_page_entry
 from rlxir.planning import DEFAULT_TIME_BUDGET, PLANNERS
 from rlxir.target import available_targets
 from rlxir.workers import available_cores
@@ -68,6 +70,8 @@ def register(subparsers) -> None:
     compare.add_argument("--execute", action="store_true",
                          help="run each target's plan in its arena (rlxir run --target) and say whether it matched")
     compare.add_argument("--json", action="store_true", help="print the rows as JSON")
+    compare.add_argument("--html", metavar="PAGE",
+                         help="write every target's plan to one self-contained HTML page, with a target selector")
     compare.add_argument("--jobs", type=positive_int, metavar="N",
                          help="targets compiled at once, in worker processes (default: the cores available; "
                               "1: one after another); the output is the same either way. --execute runs serially")
@@ -83,6 +87,8 @@ def register(subparsers) -> None:
     plan.add_argument("--target", "-t", default="cpu", metavar="T", help="plan exactly as this target does (default cpu)")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON (every buffer)")
     plan.add_argument("--plot", metavar="PNG", help="draw the plan to PNG: time on x, offset on y")
+    plan.add_argument("--html", metavar="PAGE",
+                      help="write the plan as one self-contained interactive HTML page (hover, zoom, pan)")
     plan.add_argument("--limit", type=int, default=40, help="buffers shown in the table (default 40)")
     add_planner_options(plan)
     add_pipeline_options(plan)
@@ -198,6 +204,11 @@ def run_compare(args: argparse.Namespace) -> int:
     arena, lower bound, the ratio to the smallest arena, the ABI ceiling, and whether it fits the
     budget (probe or --vram). With --execute, each target's compiled graph also runs inside its
     planned arena and is compared with the interpreter (a 'run' column)."""
+    if args.training and args.html:
+        raise RlxError("--html draws the inference plans; --training is not drawn yet",
+                       expected="compare --html without --training")
+    if args.html:
+        checked_output_file(args.html, "--html", [args.file])
     if args.training:
         return run_training_compare(args)
     graph = read_graph(args)
@@ -212,6 +223,8 @@ def _compare_row(graph, target, bindings, args, reference: SharedReference):
     verdict = FitReport.judge(target, result.arena_bytes, budget_from(args, target))
     made = row_fields(verdict, planner=result.plan.planner, nodes=len(result.graph), arena_bytes=result.arena_bytes,
                       lower_bound_bytes=result.lower_bound_bytes)
+    if getattr(args, "html", None):
+        made[0][PLAN_PAGE_KEY] = plan_page_entry(result.plan, result.graph, target.name)
     if not getattr(args, "execute", False):
         return made
 
@@ -252,9 +265,14 @@ def run_plan(args: argparse.Namespace) -> int:
     install 'rlxir[plot]'). --planner/--alignment/--sizing override the target's."""
     if args.plot:
         checked_plot_path(args.plot)
+    if args.html:
+        checked_output_file(args.html, "--html", [args.file])
     target = cli_target(args.target, args)
     graph = read_graph(args)
-    plan = plan_compile(graph, target, bindings_from(args), compile_options(args)).plan
+    compiled = plan_compile(graph, target, bindings_from(args), compile_options(args))
+    plan = compiled.plan
+    if args.html:
+        write_plan_page(args.html, [plan_page_entry(plan, compiled.graph, target.name)])
     if args.plot:
         from rlxir.plan_plot import draw_plan
 
@@ -267,6 +285,8 @@ def run_plan(args: argparse.Namespace) -> int:
         print(plan.table(limit=args.limit))
         if args.plot:
             print(f"\nplot written to {args.plot}")
+        if args.html:
+            print(f"\npage written to {args.html}")
     return 0
 
 
