@@ -16,7 +16,7 @@ the tolerance is precision, reported with the relative error and the tolerance u
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -43,6 +43,8 @@ SENSITIVITY_FACTOR = 10.0
 """A difference up to this many times the reference's own change under a one-rounding
 perturbation of its feeds is the graph's conditioning, not a defect."""
 UNIT_ROUNDOFF = {DType.f64: 2.0 ** -53, DType.f32: 2.0 ** -24, DType.f16: 2.0 ** -11, DType.bf16: 2.0 ** -8}
+Array = Any
+"""A NumPy array, or a CuPy one where a run or a reference stayed on the GPU."""
 BLOCK = 1 << 20
 """Elements compared at a time, so a comparison holds no temporary of an output's size."""
 
@@ -205,16 +207,14 @@ def check_execution(graph: Graph, result: CompileResult | TrainingResult, inputs
     run = run_in_arena(result, _known(compiled, reference.inputs, "input"), _known(compiled, reference.params, "param"),
                        seed, device, to_host=device != "cpu")  # on the CPU: the slots themselves
     precisions = output_precisions(reference.graph, step.target)
-    checks = []
-    for name, compiled_name in zip(reference.graph.outputs, compiled.outputs):
-        expected, actual = reference.outputs[name], run.outputs[compiled_name]
-        checks.append(compare_output(name, compiled_name, reference.graph.type(name).dtype, precisions[name],
-                                     expected, actual))
+    checks = tuple(compare_output(name, compiled_name, reference.graph.type(name).dtype, precisions[name],
+                                  reference.outputs[name], run.outputs[compiled_name])
+                   for name, compiled_name in zip(reference.graph.outputs, compiled.outputs))
     if needs_sensitivity(checks) and not run.poisoned_reads:
         moved = interpret(reference.graph, perturbed_feeds(reference.graph, reference.inputs, seed),
                           perturbed_feeds(reference.graph, reference.params, seed), dict(step.bindings), seed)
         checks = with_sensitivity(checks, reference.outputs, moved)
-    return ExecutionCheck(run, reference.outputs, tuple(checks))
+    return ExecutionCheck(run, reference.outputs, checks)
 
 
 def _known(graph: Graph, feeds: dict, kind: str) -> dict:
@@ -273,20 +273,20 @@ def perturbed_feeds(graph: Graph, feeds: Mapping, seed: int = 0) -> dict:
     return moved
 
 
-def needs_sensitivity(checks) -> bool:
+def needs_sensitivity(checks: Iterable[OutputCheck]) -> bool:
     """Whether some output differs beyond what rounding explains (so the reference's own
     conditioning is worth measuring)."""
     return any(check.cause == "wrong" and check.precision is not None and not check.nonfinite for check in checks)
 
 
-def with_sensitivity(checks, reference: Mapping, moved: Mapping) -> tuple:
+def with_sensitivity(checks: Iterable[OutputCheck], reference: Mapping, moved: Mapping) -> tuple[OutputCheck, ...]:
     """`checks` with each float output's sensitivity: the max change from `reference` to
     `moved` (the reference on perturbed feeds)."""
     return tuple(attrs.evolve(check, sensitivity=_max_change(reference[check.name], moved[check.name]))
                  if check.precision is not None else check for check in checks)
 
 
-def _max_change(expected, moved) -> float:
+def _max_change(expected: Array, moved: Array) -> float:
     changes = [_block_errors(want, got, 1.0)[0] for want, got in _blocks(expected, moved)]
     return max(changes, default=0.0)
 
@@ -319,7 +319,7 @@ def compare_output(name: str, compiled_name: str, dtype: DType, precision: DType
     return OutputCheck(name, compiled_name, dtype.value, matched, error, precision.value, rtol, atol, relative, nonfinite)
 
 
-def _block_errors(want, got, floor: float) -> tuple[float, float, int]:
+def _block_errors(want: Array, got: Array, floor: float) -> tuple[float, float, int]:
     """(max |got - want|, max relative error, elements NaN or inf in one and not the same in the
     other) over the finite pairs of one block, computed where the block is (host or device)."""
     if want.size == 0:
@@ -344,7 +344,7 @@ def _blocks(expected: np.ndarray, actual: np.ndarray) -> Iterator[tuple[np.ndarr
         yield expected[begin:begin + rows], _beside(expected, actual[begin:begin + rows])
 
 
-def _beside(expected, block):
+def _beside(expected: Array, block: Array) -> Array:
     """`block` in the memory `expected` is in: a device block copied to the host, or a host
     block to the device (one block at a time, so neither side holds a whole output twice)."""
     on_host = isinstance(expected, np.ndarray)
@@ -357,12 +357,12 @@ def _beside(expected, block):
     return cupy.asarray(block)
 
 
-def _max_finite_magnitude(values) -> float:
+def _max_finite_magnitude(values: Array) -> float:
     magnitudes = np.abs(values)
     finite = np.where(np.isfinite(magnitudes), magnitudes, 0)
     return float(finite.max()) if finite.size else 0.0
 
 
-def _max_abs(expected, actual) -> float:
+def _max_abs(expected: Array, actual: Array) -> float:
     difference = np.abs(actual - expected)
     return float(difference.max()) if difference.size else 0.0
