@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from rlxir.cli.options import BATCH_SYMBOL, add_command, positive_int
+from rlxir.cli.options import BATCH_SYMBOL, add_command, checked_name, positive_int
 from rlxir.cli.output_files import (add_output_option, atomic_output, checked_output_file, output_directory,
                                     print_or_write)
-from rlxir.dtypes import DTYPE_NAMES
 from rlxir.errors import RlxError
 from rlxir.parser import parse
 from rlxir.printer import print_graph
@@ -32,19 +30,6 @@ def register(subparsers) -> None:
     command.add_argument("--name", metavar="NAME", help="the graph's name (default: the model's graph name)")
     command.add_argument("--weights", metavar="DIR",
                          help="also write every param's value to DIR/<name>.npy (feed them to rlxir run with --params DIR)")
-
-
-NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*", re.ASCII)  # the grammar's NAME token
-
-
-def checked_name(text: str | None, flag: str, dots: bool = True) -> None:
-    """Refuse a --name/--batch-dim the text could not carry (a dtype name is not a symbol)."""
-    if text is None:
-        return
-    if not NAME.fullmatch(text) or (not dots and "." in text) or text in DTYPE_NAMES:
-        reason = "a dtype name" if text in DTYPE_NAMES else "not a name"
-        raise RlxError(f"{flag} {text!r} is {reason}",
-                       expected="a letter or _ followed by letters, digits or _ (not f32, i64, ...), e.g. B")
 
 
 def checked_model_file(path: str) -> None:
