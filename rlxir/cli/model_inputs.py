@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib
 import json
+import logging
 import sys
 import zipfile
 from pathlib import Path
@@ -36,7 +37,7 @@ REQUIRED_MODULES = {ONNX: ("onnx",), PT2: ("torch",), CONFIG: ("torch", "transfo
 
 def model_kind(path: str, content: bytes) -> str:
     """RLX, ONNX, PT2 or CONFIG, decided by `content` (the file's bytes)."""
-    if content.startswith(b"PK\x03\x04") and _holds_exported_program(path):
+    if content.startswith(b"PK\x03\x04") and (_holds_exported_program(path) or Path(path).suffix.lower() == ".pt2"):
         return PT2
     if _is_model_config(content):
         return CONFIG
@@ -147,14 +148,38 @@ def _import_pt2(path: str, content: bytes, batch_dim: str, name: str | None, tra
 
     from rlxir.importers.torch import import_program
 
+    reasons = _LoggedErrors()
+    export_log = logging.getLogger("torch.export")
+    # torch logs each failed reader's traceback; keep the first error, show none of them
+    handlers, propagates = export_log.handlers, export_log.propagate
+    export_log.handlers, export_log.propagate = [reasons], False
     try:
         program = torch.export.load(path)
     except Exception as error:  # torch raises many classes for archives it cannot read
-        text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise RlxError(f"{path}: torch {torch.__version__} cannot load this program: {type(error).__name__}: {text}",
+        cause = _first_line(reasons.first or error).split(". ")[0]
+        raise RlxError(f"{path}: torch {torch.__version__} cannot load this program: {cause}",
                        expected="a file torch.export.save wrote with this torch version") from None
+    finally:
+        export_log.handlers, export_log.propagate = handlers, propagates
     return import_program(program, name or Path(path).stem.replace("-", "_") or "model",
                           _program_symbols(program, batch_dim))
+
+
+class _LoggedErrors(logging.Handler):
+    """Keeps the first exception torch.export logs while it tries its archive readers."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.first: BaseException | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.first is None and record.exc_info and record.exc_info[1] is not None:
+            self.first = record.exc_info[1]
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
 
 
 def _program_symbols(program, batch_dim: str) -> dict[str, str]:

@@ -113,7 +113,7 @@ def _model_class_and_config(config: dict, source: str):
     if named is not None:
         return named, model_config
     for auto_class in (transformers.AutoModelForCausalLM, transformers.AutoModel):
-        mapped = auto_class._model_mapping.get(type(model_config))
+        mapped = auto_class._model_mapping.get(type(model_config), None)
         if mapped is not None:
             return mapped, model_config
     raise UnsupportedModel(f"{source}: transformers has no model for model_type {model_type!r} that reads token ids",
@@ -134,16 +134,28 @@ def _weight_dtype(config: Mapping, source: str) -> torch.dtype:
 
 
 def _built_model(model_class, model_config, dtype: torch.dtype, source: str) -> torch.nn.Module:
-    """The model with the rlx_causal attention, or its default where it takes no implementation."""
+    """The model with the rlx_causal attention, or its default where it takes no implementation
+    (`failures` keeps each attempt's reason; the last one is reported)."""
     failures = []
     for attention in (ATTENTION, None):
         options = {"attn_implementation": attention} if attention else {}
         try:
-            return model_class._from_config(model_config, dtype=dtype, **options)
-        except (ValueError, TypeError, NotImplementedError, ImportError) as error:
+            with _weights_left_uninitialised():
+                return model_class._from_config(model_config, dtype=dtype, **options)
+        except (ValueError, TypeError, NotImplementedError, ImportError, RuntimeError) as error:
             failures.append(_first_line(error))
     raise UnsupportedModel(f"{source}: transformers cannot build {model_class.__name__}: {failures[-1]}",
                            expected="a config of an architecture transformers builds from its config alone")
+
+
+def _weights_left_uninitialised():
+    """transformers' own switch that skips initialising weights: fake weights hold no values
+    to draw, and some initialisers read values (truncated normals), which fake tensors refuse."""
+    try:
+        from transformers.initialization import no_init_weights
+    except ImportError:  # older transformers keep it in modeling_utils
+        from transformers.modeling_utils import no_init_weights
+    return no_init_weights()
 
 
 def _first_line(error: BaseException) -> str:
