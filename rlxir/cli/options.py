@@ -149,7 +149,7 @@ def bind_graphs(graphs: list[Graph], bindings: dict[str, int]) -> list[Graph]:
 def read_graph(args: argparse.Namespace) -> Graph:
     """The one graph a command works on, as written (unbound), with a progress line while
     the file is parsed."""
-    progress.show(f"reading {args.file} ...")
+    progress.show(f"parsing {args.file} ...")
     module = load_module(args)
     progress.clear()
     return module[args.graph] if args.graph else module.main
