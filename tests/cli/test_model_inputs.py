@@ -179,3 +179,25 @@ def test_a_missing_extra_is_one_error_naming_the_install_command(tmp_path, capsy
     code, out, err = run(["compile", path, "--target", "cpu"], capsys)
     assert code == 1 and out == ""
     assert install in err and module in err and len(err.strip().splitlines()) == 2
+
+
+@pytest.mark.parametrize("command", [
+    ["compile", "--target", "cpu", "--batch", "2", "-D", "S=3"],
+    ["fit", "--target", "cpu", "--vram", "1GiB", "--max-batch", "4", "-D", "S=3", "--jobs", "1"],
+    ["compare", "--targets", "cpu,gpu", "--batch", "2", "-D", "S=3", "--jobs", "1"],
+    ["plan", "--batch", "2", "-D", "S=3"],
+    ["run", "--batch", "2", "-D", "S=3"],
+    ["check", "--batch", "2", "-D", "S=3"],
+], ids=lambda command: command[0])
+def test_every_command_takes_a_program_file(program_file, capsys, command):
+    code, out, err = run([command[0], program_file, *command[1:]], capsys)
+    assert code == 0, err
+    assert out.strip()
+
+
+def test_the_import_options_name_the_graph_and_its_batch_symbol(capsys):
+    code, out, err = run(["check", BERT, "--name", "encoder", "--batch-dim", "N"], capsys)
+    assert code == 0, err
+    assert "graph encoder(N" in out
+    code, _, err = run(["check", BERT, "--name", "f32"], capsys)
+    assert code == 1 and "--name 'f32' is a dtype name" in err
