@@ -184,22 +184,29 @@ def _first_line(error: BaseException) -> str:
 
 def _program_symbols(program, batch_dim: str) -> dict[str, str]:
     """Names for a loaded program's dynamic dims (the archive keeps torch's, such as ``s77``):
-    the leading dim of the inputs is `batch_dim`; the others, in the order the inputs show
-    them, S, S2, S3, ..."""
+    the first dynamic leading dim of the inputs is `batch_dim`; the others, in the order the
+    inputs show them, S, S2, S3, ..."""
+    symbols: dict[str, str] = {}
+    for axis, torch_name in _dynamic_dims(program):
+        if torch_name in symbols:
+            continue
+        if axis == 0 and batch_dim not in symbols.values():
+            symbols[torch_name] = batch_dim
+            continue
+        others = len(symbols) - (batch_dim in symbols.values())
+        symbols[torch_name] = SEQUENCE_SYMBOL if others == 0 else f"{SEQUENCE_SYMBOL}{others + 1}"
+    return symbols
+
+
+def _dynamic_dims(program) -> list[tuple[int, str]]:
+    """(axis, torch's symbol) of every dynamic dim of the program's user inputs, in order."""
     import torch
 
-    symbols: dict[str, str] = {}
     user_inputs = set(program.graph_signature.user_inputs)
-    for node in program.graph.nodes:
-        value = node.meta.get("val") if node.op == "placeholder" and node.name in user_inputs else None
-        for axis, size in enumerate(value.shape if isinstance(value, torch.Tensor) else ()):
-            torch_name = str(size.node.expr) if isinstance(size, torch.SymInt) else None
-            if torch_name is None or torch_name in symbols:
-                continue
-            others = len(symbols) - (batch_dim in symbols.values())
-            symbols[torch_name] = batch_dim if axis == 0 and batch_dim not in symbols.values() else (
-                SEQUENCE_SYMBOL if others == 0 else f"{SEQUENCE_SYMBOL}{others + 1}")
-    return symbols
+    shapes = [node.meta["val"].shape for node in program.graph.nodes
+              if node.op == "placeholder" and node.name in user_inputs and isinstance(node.meta.get("val"), torch.Tensor)]
+    return [(axis, str(size.node.expr)) for shape in shapes for axis, size in enumerate(shape)
+            if isinstance(size, torch.SymInt)]
 
 
 def _import_config(path: str, content: bytes, batch_dim: str, name: str | None, training: bool):
