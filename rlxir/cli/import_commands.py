@@ -8,13 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
+from rlxir.cli.model_inputs import checked_text
 from rlxir.cli.options import BATCH_SYMBOL, add_command, checked_name, positive_int
 from rlxir.cli.output_files import (add_output_option, atomic_output, checked_output_file, output_directory,
                                     print_or_write)
 from rlxir.errors import RlxError
-from rlxir.parser import parse
 from rlxir.printer import print_graph
-from rlxir.verifier import verify
 
 
 def register(subparsers) -> None:
@@ -36,16 +35,6 @@ def checked_model_file(path: str) -> None:
     """A 0-byte file is no model; onnx would read it as an empty graph."""
     if Path(path).is_file() and Path(path).stat().st_size == 0:
         raise RlxError(f"{path} is empty (0 bytes), not an ONNX model", expected="an .onnx file written by onnx.save")
-
-
-def checked_text(text: str, model: str) -> None:
-    """The text import writes must parse and verify: refuse it (exit 1) rather than write it."""
-    try:
-        for graph in parse(text, f"<import of {model}>"):
-            verify(graph)
-    except RlxError as error:
-        raise RlxError(f"importing {model} gives text rlxir rejects: {error.message}", error.loc,
-                       expected=error.expected or "a model whose names and dims rlx can express") from None
 
 
 def run_import(args: argparse.Namespace) -> int:

@@ -2,7 +2,7 @@
 transformers config.json, read into one `Module` by the one path every command takes.
 
 The kind is decided by the file's content, not its name (`model_kind`): a zip holding the
-torch.export layout is a program, JSON naming a ``model_type`` or ``architectures`` is a
+torch.export layout (or any zip named ``.pt2``) is a program, JSON naming a ``model_type`` or ``architectures`` is a
 config, bytes that open as a protobuf field (ONNX's first field, ``ir_version``) or a file
 named ``.onnx`` are ONNX, and everything else is rlx text. Models are imported on the fly
 with the options `rlxir import` has (the batch symbol, the graph's name) and cached on disk
@@ -11,8 +11,8 @@ with the options `rlxir import` has (the batch symbol, the graph's name) and cac
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib
+import importlib.metadata
 import json
 import logging
 import sys
@@ -23,8 +23,9 @@ from rlxir.cli import import_cache, progress
 from rlxir.errors import Location, RlxError, SourceText
 from rlxir.graph import Module
 from rlxir.parser import parse, parse_file
-from rlxir.syntax_errors import decode_source
 from rlxir.printer import print_graph
+from rlxir.syntax_errors import decode_source
+from rlxir.verifier import verify
 
 RLX, ONNX, PT2, CONFIG = "rlx", "onnx", "pt2", "config"
 SEQUENCE_SYMBOL = "S"  # a config's sequence symbol; -D S=4096 binds it
@@ -103,8 +104,19 @@ def _imported_and_stored(key: str, path: str, content: bytes, kind: str, options
     finally:
         progress.clear()
     text = print_graph(imported.graph)
+    checked_text(text, path)
     stored = import_cache.store_import(key, text, tuple(imported.notes), str(Path(path).resolve()), kind)
     return import_cache.CachedImport(text, stored or Path(f"<import of {path}>"), tuple(imported.notes))
+
+
+def checked_text(text: str, model: str) -> None:
+    """The text import writes must parse and verify: refuse it (exit 1) rather than write it."""
+    try:
+        for graph in parse(text, f"<import of {model}>"):
+            verify(graph)
+    except RlxError as error:
+        raise RlxError(f"importing {model} gives text rlxir rejects: {error.message}", error.loc,
+                       expected=error.expected or "a model whose names and dims rlx can express") from None
 
 
 def _import(kind: str, path: str, content: bytes, batch_dim: str, name: str | None, training: bool):
@@ -242,4 +254,4 @@ def _library_versions(kind: str) -> dict[str, str]:
     return versions
 
 
-__all__ = ["RLX", "ONNX", "PT2", "CONFIG", "SEQUENCE_SYMBOL", "model_kind", "load_model_module"]
+__all__ = ["RLX", "ONNX", "PT2", "CONFIG", "SEQUENCE_SYMBOL", "model_kind", "load_model_module", "checked_text"]
