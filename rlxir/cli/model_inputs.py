@@ -57,14 +57,20 @@ def _holds_exported_program(path: str) -> bool:
                for name in names)
 
 
-def _is_model_config(content: bytes) -> bool:
+def _json_object(content: bytes) -> dict | None:
+    """`content` parsed, when it is a JSON object; else None."""
     if not content.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
-        return False
+        return None
     try:
         parsed = json.loads(content.decode("utf-8-sig"))
     except ValueError:
-        return False
-    return isinstance(parsed, dict) and ("model_type" in parsed or "architectures" in parsed)
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _is_model_config(content: bytes) -> bool:
+    parsed = _json_object(content)
+    return parsed is not None and ("model_type" in parsed or "architectures" in parsed)
 
 
 def load_model_module(path: str, batch_dim: str = "B", name: str | None = None, training: bool = False) -> Module:
@@ -74,6 +80,9 @@ def load_model_module(path: str, batch_dim: str = "B", name: str | None = None, 
         return parse_file(path)
     content = _read_bytes(path)
     kind = model_kind(path, content)
+    if kind == RLX and _json_object(content) is not None:
+        raise RlxError(f"{path} is JSON but not a transformers config: it names no model_type and no architectures",
+                       Location(path, 1, 1), expected='a config.json with "model_type" (e.g. "llama"), or an .rlx file')
     if kind == RLX:
         return parse(decode_source(content, path), path)
     if not content:

@@ -168,9 +168,16 @@ def test_an_empty_onnx_file_is_no_model(tmp_path, capsys):
     assert code == 1 and "empty (0 bytes), not an ONNX model" in err
 
 
+def empty_program_archive(path: Path) -> Path:
+    with zipfile.ZipFile(path, "w") as handle:
+        handle.writestr("model/archive_format", "pt2")
+    return path
+
+
 @pytest.mark.parametrize(("module", "make", "install"), [
     ("onnx", lambda tmp: shutil.copy(BERT, tmp / "m.onnx"), "pip install 'rlxir[onnx]'"),
     ("transformers", lambda tmp: shutil.copy(TINY_LLAMA, tmp / "config.json"), "pip install 'rlxir[torch,models]'"),
+    ("torch", lambda tmp: empty_program_archive(tmp / "model.pt2"), "pip install 'rlxir[torch]'"),
 ])
 def test_a_missing_extra_is_one_error_naming_the_install_command(tmp_path, capsys, monkeypatch, module, make, install):
     monkeypatch.setenv(import_cache.CACHE_ENV, str(tmp_path / "empty-cache"))
@@ -201,3 +208,10 @@ def test_the_import_options_name_the_graph_and_its_batch_symbol(capsys):
     assert "graph encoder(N" in out
     code, _, err = run(["check", BERT, "--name", "f32"], capsys)
     assert code == 1 and "--name 'f32' is a dtype name" in err
+
+
+def test_json_that_is_no_config_says_so(tmp_path, capsys):
+    other = write(tmp_path / "config.json", '{"hidden_size": 64}')
+    code, out, err = run(["check", other], capsys)
+    assert code == 1 and out == ""
+    assert err.startswith(f"{other}:1:1: error:") and "not a transformers config" in err
