@@ -98,6 +98,23 @@ def load_model_module(path: str, batch_dim: str = "B", name: str | None = None, 
     return parse(cached.text, str(cached.path))
 
 
+def load_model_weights(path: str, batch_dim: str = "B", name: str | None = None) -> dict:
+    """The weights an ONNX model or a .pt2 program carries, by param name (imported again:
+    the cache keeps graphs, not weights); empty for rlx text and a config (built without
+    weights), whose params `rlxir run` fills from its seed."""
+    if path == "-":
+        return {}
+    content = _read_bytes(path)
+    kind = model_kind(path, content)
+    if kind not in (ONNX, PT2) or not content:
+        return {}
+    progress.show(f"reading the weights of {path} ...")
+    try:
+        return dict(_import(kind, path, content, batch_dim, name, False).params)
+    finally:
+        progress.clear()
+
+
 def _read_bytes(path: str) -> bytes:
     try:
         return Path(path).read_bytes()
@@ -263,4 +280,5 @@ def _library_versions(kind: str) -> dict[str, str]:
     return versions
 
 
-__all__ = ["RLX", "ONNX", "PT2", "CONFIG", "SEQUENCE_SYMBOL", "model_kind", "load_model_module", "checked_text"]
+__all__ = ["RLX", "ONNX", "PT2", "CONFIG", "SEQUENCE_SYMBOL", "model_kind", "load_model_module", "load_model_weights",
+           "checked_text"]

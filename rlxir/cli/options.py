@@ -11,7 +11,7 @@ from rlxir.cli import progress
 from rlxir.dtypes import DTYPE_NAMES
 from rlxir.errors import RlxError
 from rlxir.graph import Graph, Module
-from rlxir.cli.model_inputs import load_model_module
+from rlxir.cli.model_inputs import load_model_module, load_model_weights
 
 
 MAX_DIM = 2**63 - 1  # the largest dim a file may write; options bind no more than that
@@ -129,6 +129,11 @@ def load_module(args: argparse.Namespace) -> Module:
     checked_name(batch_dim, "--batch-dim", dots=False)
     checked_name(getattr(args, "name", None), "--name")
     return load_model_module(args.file, batch_dim, getattr(args, "name", None), getattr(args, "training", False))
+
+
+def model_weights(args: argparse.Namespace) -> dict:
+    """The weights FILE carries when it is an ONNX model or a .pt2 program (else none)."""
+    return load_model_weights(args.file, getattr(args, "batch_dim", BATCH_SYMBOL), getattr(args, "name", None))
 
 
 def selected_graphs(module: Module, args: argparse.Namespace) -> list[Graph]:

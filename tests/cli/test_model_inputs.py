@@ -215,3 +215,16 @@ def test_json_that_is_no_config_says_so(tmp_path, capsys):
     code, out, err = run(["check", other], capsys)
     assert code == 1 and out == ""
     assert err.startswith(f"{other}:1:1: error:") and "not a transformers config" in err
+
+
+def test_run_computes_with_the_model_s_own_weights(tmp_path, capsys):
+    import numpy as np
+
+    reference = np.load(ROOT / "examples" / "corpus" / "bert.npz")
+    np.save(tmp_path / "ids.npy", reference["input.input_ids"])
+    np.save(tmp_path / "mask.npy", reference["input.attention_mask"])
+    code, _, err = run(["run", BERT, "--batch", "2", "-i", f"input_ids={tmp_path / 'ids.npy'}",
+                        "-i", f"attention_mask={tmp_path / 'mask.npy'}", "-o", tmp_path / "out"], capsys)
+    assert code == 0, err
+    hidden = np.load(tmp_path / "out" / "last_hidden_state.npy")
+    np.testing.assert_allclose(hidden, reference["output.last_hidden_state"], atol=1e-4)
