@@ -257,7 +257,8 @@ def _import_config(path: str, content: bytes, batch_dim: str, name: str | None, 
     except RlxError as error:
         if error.loc is not None:
             raise
-        raise RlxError(error.message, _config_location(path, content), expected=error.expected) from None
+        message = error.message.removeprefix(f"{path}: ")  # the location names the file
+        raise RlxError(message, _config_location(path, content), expected=error.expected) from None
 
 
 def _config_location(path: str, content: bytes) -> Location:

@@ -19,7 +19,8 @@ model's own default.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 import torch
 
@@ -72,7 +73,8 @@ def import_config(config: Mapping, source: str, *, batch_dim: str = "B", sequenc
     no Auto class for token ids, or a model the PyTorch route cannot import."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    model_class, model_config = _model_class_and_config(dict(config), source)
+    with _transformers_quiet():
+        model_class, model_config = _model_class_and_config(dict(config), source)
     if training and not _is_causal_lm(model_class):
         raise UnsupportedModel(f"{source}: --training needs a causal LM (a loss over its logits); "
                                f"{model_class.__name__} is not one",
@@ -81,7 +83,8 @@ def import_config(config: Mapping, source: str, *, batch_dim: str = "B", sequenc
     dtype = _weight_dtype(config, source)
     register_causal_attention()
     with FakeTensorMode(allow_non_fake_inputs=True):
-        model = _built_model(model_class, model_config, dtype, source)
+        with _transformers_quiet():
+            model = _built_model(model_class, model_config, dtype, source)
         takes_cache = "use_cache" in model_config.to_dict()
         wrapped = TokenLoss(model.eval(), takes_cache) if training else FirstOutput(model.eval(), takes_cache)
         longest = getattr(model_config, "max_position_embeddings", None) or getattr(model_config, "n_positions", None)
@@ -134,18 +137,38 @@ def _weight_dtype(config: Mapping, source: str) -> torch.dtype:
 
 
 def _built_model(model_class, model_config, dtype: torch.dtype, source: str) -> torch.nn.Module:
-    """The model with the rlx_causal attention, or its default where it takes no implementation
-    (`failures` keeps each attempt's reason; the last one is reported)."""
-    failures = []
+    """The model with the rlx_causal attention, or its default where it takes no implementation."""
+    built, failure = _first_built(model_class, model_config, dtype)
+    if built is None:
+        raise UnsupportedModel(f"{source}: transformers cannot build {model_class.__name__}: {failure}",
+                               expected="a config of an architecture transformers builds from its config alone")
+    return built
+
+
+@contextmanager
+def _transformers_quiet() -> Iterator[None]:
+    """transformers' warnings about a config held back: the one diagnostic says what failed."""
+    import transformers
+
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+
+
+def _first_built(model_class, model_config, dtype: torch.dtype) -> tuple[torch.nn.Module | None, str]:
+    """(the model, "") from the first attention choice that builds; else (None, the last reason)."""
+    failure = ""
     for attention in (ATTENTION, None):
         options = {"attn_implementation": attention} if attention else {}
         try:
             with _weights_left_uninitialised():
-                return model_class._from_config(model_config, dtype=dtype, **options)
-        except (ValueError, TypeError, NotImplementedError, ImportError, RuntimeError) as error:
-            failures.append(_first_line(error))
-    raise UnsupportedModel(f"{source}: transformers cannot build {model_class.__name__}: {failures[-1]}",
-                           expected="a config of an architecture transformers builds from its config alone")
+                return model_class._from_config(model_config, dtype=dtype, **options), ""
+        except (ValueError, TypeError, NotImplementedError, ImportError, RuntimeError, AssertionError) as error:
+            failure = _first_line(error)
+    return None, failure
 
 
 def _weights_left_uninitialised():

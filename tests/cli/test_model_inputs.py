@@ -228,3 +228,14 @@ def test_run_computes_with_the_model_s_own_weights(tmp_path, capsys):
     assert code == 0, err
     hidden = np.load(tmp_path / "out" / "last_hidden_state.npy")
     np.testing.assert_allclose(hidden, reference["output.last_hidden_state"], atol=1e-4)
+
+
+def test_a_config_transformers_refuses_to_build_is_exit_1_with_its_reason(tmp_path, capsys):
+    # phi3's default pad token 32000 lies outside this vocabulary: transformers asserts while building
+    config = write(tmp_path / "config.json", json.dumps({"model_type": "phi3", "hidden_size": 32, "vocab_size": 64,
+                                                         "num_hidden_layers": 1, "num_attention_heads": 2,
+                                                         "intermediate_size": 64}))
+    code, out, err = run(["compile", config, "--target", "cpu"], capsys)
+    assert code == 1 and out == ""
+    assert err.startswith(f"{config}:1:2: error: transformers cannot build Phi3ForCausalLM")
+    assert len(err.strip().splitlines()) == 4  # the diagnostic, its line, the caret, expected: nothing else
