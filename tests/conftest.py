@@ -21,3 +21,11 @@ def scoped_target():
     for name in added:
         if name in registered:
             unregister_target(name)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def import_cache_outside_home(tmp_path_factory):
+    """Models the suite hands to commands are cached in a temporary directory, never the user's."""
+    import os
+
+    os.environ.setdefault("RLXIR_CACHE_DIR", str(tmp_path_factory.mktemp("rlxir-import-cache")))

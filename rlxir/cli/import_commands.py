@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from rlxir.cli.options import BATCH_SYMBOL, add_command, positive_int
+from rlxir.cli.model_inputs import checked_text
+from rlxir.cli.options import BATCH_SYMBOL, add_command, checked_name, positive_int
 from rlxir.cli.output_files import (add_output_option, atomic_output, checked_output_file, output_directory,
                                     print_or_write)
-from rlxir.dtypes import DTYPE_NAMES
 from rlxir.errors import RlxError
-from rlxir.parser import parse
 from rlxir.printer import print_graph
-from rlxir.verifier import verify
 
 
 def register(subparsers) -> None:
@@ -34,33 +31,10 @@ def register(subparsers) -> None:
                          help="also write every param's value to DIR/<name>.npy (feed them to rlxir run with --params DIR)")
 
 
-NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*", re.ASCII)  # the grammar's NAME token
-
-
-def checked_name(text: str | None, flag: str, dots: bool = True) -> None:
-    """Refuse a --name/--batch-dim the text could not carry (a dtype name is not a symbol)."""
-    if text is None:
-        return
-    if not NAME.fullmatch(text) or (not dots and "." in text) or text in DTYPE_NAMES:
-        reason = "a dtype name" if text in DTYPE_NAMES else "not a name"
-        raise RlxError(f"{flag} {text!r} is {reason}",
-                       expected="a letter or _ followed by letters, digits or _ (not f32, i64, ...), e.g. B")
-
-
 def checked_model_file(path: str) -> None:
     """A 0-byte file is no model; onnx would read it as an empty graph."""
     if Path(path).is_file() and Path(path).stat().st_size == 0:
         raise RlxError(f"{path} is empty (0 bytes), not an ONNX model", expected="an .onnx file written by onnx.save")
-
-
-def checked_text(text: str, model: str) -> None:
-    """The text import writes must parse and verify: refuse it (exit 1) rather than write it."""
-    try:
-        for graph in parse(text, f"<import of {model}>"):
-            verify(graph)
-    except RlxError as error:
-        raise RlxError(f"importing {model} gives text rlxir rejects: {error.message}", error.loc,
-                       expected=error.expected or "a model whose names and dims rlx can express") from None
 
 
 def run_import(args: argparse.Namespace) -> int:

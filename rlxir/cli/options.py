@@ -8,9 +8,10 @@ import math
 import re
 
 from rlxir.cli import progress
+from rlxir.dtypes import DTYPE_NAMES
 from rlxir.errors import RlxError
 from rlxir.graph import Graph, Module
-from rlxir.parser import parse_file
+from rlxir.cli.model_inputs import load_model_module, load_model_weights
 
 
 MAX_DIM = 2**63 - 1  # the largest dim a file may write; options bind no more than that
@@ -76,8 +77,12 @@ def time_budget(text: str) -> float:
 
 def add_input_options(parser: argparse.ArgumentParser, batch: bool = True) -> None:
     """FILE, --graph, -D and --batch/--batch-dim."""
-    parser.add_argument("file", metavar="FILE", help="an .rlx file")
+    parser.add_argument("file", metavar="FILE",
+                        help="an .rlx file, an ONNX model, a torch.export program (.pt2) or a transformers "
+                             "config.json (imported on the fly and cached; docs/cli.md)")
     parser.add_argument("--graph", metavar="NAME", help="the graph to use (default: the file's first graph)")
+    parser.add_argument("--name", metavar="NAME",
+                        help="an imported model's graph name (default: the model's own; as rlxir import --name)")
     parser.add_argument("-D", dest="define", metavar="SYM=VALUE", action="append", type=symbol_binding, default=[],
                         help="bind a symbol to an integer (repeatable), e.g. -D S=1024")
     if batch:
@@ -104,8 +109,31 @@ def bindings_from(args: argparse.Namespace) -> dict[str, int]:
     return bindings
 
 
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*", re.ASCII)  # the grammar's NAME token
+
+
+def checked_name(text: str | None, flag: str, dots: bool = True) -> None:
+    """Refuse a --name/--batch-dim the text could not carry (a dtype name is not a symbol)."""
+    if text is None:
+        return
+    if not NAME.fullmatch(text) or (not dots and "." in text) or text in DTYPE_NAMES:
+        reason = "a dtype name" if text in DTYPE_NAMES else "not a name"
+        raise RlxError(f"{flag} {text!r} is {reason}",
+                       expected="a letter or _ followed by letters, digits or _ (not f32, i64, ...), e.g. B")
+
+
 def load_module(args: argparse.Namespace) -> Module:
-    return parse_file(args.file)
+    """FILE's module: rlx text parsed, a model imported with the import options (or read from
+    the import cache); `rlxir.cli.model_inputs` decides which by the file's content."""
+    batch_dim = getattr(args, "batch_dim", BATCH_SYMBOL)
+    checked_name(batch_dim, "--batch-dim", dots=False)
+    checked_name(getattr(args, "name", None), "--name")
+    return load_model_module(args.file, batch_dim, getattr(args, "name", None), getattr(args, "training", False))
+
+
+def model_weights(args: argparse.Namespace) -> dict:
+    """The weights FILE carries when it is an ONNX model or a .pt2 program (else none)."""
+    return load_model_weights(args.file, getattr(args, "batch_dim", BATCH_SYMBOL), getattr(args, "name", None))
 
 
 def selected_graphs(module: Module, args: argparse.Namespace) -> list[Graph]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from rlxir.cli import progress
 from rlxir.cli.host_memory import check_arena_run_memory, check_interpreter_memory
-from rlxir.cli.options import add_command, add_input_options, load_graph
+from rlxir.cli.options import add_command, add_input_options, load_graph, model_weights
 from rlxir.cli.output_files import atomic_output, output_directory
 from rlxir.cli.target_options import target_names
 from rlxir.errors import RlxError
@@ -76,7 +76,7 @@ def run_graph(args: argparse.Namespace) -> int:
     graph = load_graph(args)
     verify(graph)
     inputs, params = load_feeds(graph, args.feeds)
-    params = {**(load_params(args.params, graph) if args.params else {}), **params}
+    params = {**model_weights(args), **(load_params(args.params, graph) if args.params else {}), **params}
     if args.target:
         return run_in_target_arena(args, graph, inputs, params)
     for flag, given in (("--training", args.training), ("--json", args.json), ("--no-check", not args.check),

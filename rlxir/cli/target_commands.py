@@ -32,6 +32,8 @@ from rlxir.planning import DEFAULT_TIME_BUDGET, PLANNERS
 from rlxir.target import available_targets
 from rlxir.workers import available_cores
 
+DEFAULT_MAX_BATCH = 1024  # fit's search bound when --max-batch is not given: about 20 plans
+
 # Where `_process_seconds` counts from when /proc is not there.
 _IMPORTED = time.perf_counter()
 
@@ -55,7 +57,8 @@ def register(subparsers) -> None:
     fit.add_argument("--target", "-t", required=True, metavar="T", help=target_names())
     fit.add_argument("--batch-dim", metavar="SYM", default=BATCH_SYMBOL,
                      help=f"the batch symbol (default: {BATCH_SYMBOL})")
-    fit.add_argument("--max-batch", type=positive_int, required=True, metavar="N", help="the largest batch to consider")
+    fit.add_argument("--max-batch", type=positive_int, default=DEFAULT_MAX_BATCH, metavar="N",
+                     help=f"the largest batch to consider (default {DEFAULT_MAX_BATCH})")
     fit.add_argument("--json", action="store_true", help="print the result as JSON")
     fit.add_argument("--jobs", type=positive_int, metavar="N",
                      help="batches planned at once per search round, in worker processes (default: the cores "
