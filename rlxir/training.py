@@ -41,7 +41,8 @@ from rlxir.compiler import (ArenaTooLarge, CompileOptions, CompileResult, ExecGr
 from rlxir.graph import Graph
 from rlxir.lifetimes import value_bytes
 from rlxir.memory_plan import MemoryPlan
-from rlxir.optimizers import DEFAULT_OPTIMIZER, STATE_PREFIX, Optimizer, add_optimizer_update, optimizer_from
+from rlxir.optimizers import (DEFAULT_OPTIMIZER, STATE_PREFIX, UPDATED_PREFIX, Optimizer, add_optimizer_update,
+                              optimizer_from)
 from rlxir.planning import aligned_size
 from rlxir.target import Target, get_target
 
@@ -133,11 +134,15 @@ def plan_training(graph: Graph, target: str | Target, bindings: Mapping[str, int
                   optimizer: str | Optimizer | None = DEFAULT_OPTIMIZER) -> TrainingResult:
     """Compile and plan both graphs of a training step (no ceiling check). `backward` is
     `training_graph(graph, optimizer=optimizer)` when already made (the fit driver makes it
-    once for all batches); `optimizer` is what the report names."""
+    once for all batches); `optimizer` is what the report names (none when a given
+    `backward` ends at the gradients)."""
     target = get_target(target)
     options = options or CompileOptions()
     chosen = optimizer_from(optimizer)
-    backward = backward if backward is not None else training_graph(graph, optimizer=chosen)
+    if backward is None:
+        backward = training_graph(graph, optimizer=chosen)
+    elif not any(output.startswith(UPDATED_PREFIX) for output in backward.outputs):
+        chosen = None  # a given step that ends at the gradients has no optimizer to report
     forward_options = attrs.evolve(options, mode="inference", weight_layout=None)
     forward_exec = prepare_exec_graph(graph, target, bindings, forward_options)
     forward_plan = plan_exec_graph(forward_exec, target, forward_options)
