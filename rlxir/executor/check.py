@@ -26,6 +26,7 @@ from rlxir.dtypes import DType
 from rlxir.executor.runner import ArenaRun, compiled_step, run_in_arena
 from rlxir.graph import Graph
 from rlxir.interpreter import interpret, random_feeds
+from rlxir.optimizers import DEFAULT_OPTIMIZER
 
 if TYPE_CHECKING:
     from rlxir.compiler import CompileResult
@@ -182,9 +183,9 @@ class ReferenceRun:
 
 def reference_run(graph: Graph, bindings: Mapping[str, int] | None = None, inputs: Mapping | None = None,
                   params: Mapping | None = None, seed: int = 0, training: bool = False,
-                  optimizer: Optimizer | str | None = None) -> ReferenceRun:
-    """Fill the feeds from `graph` (or its training step, with `optimizer`'s update when
-    given), run the interpreter on it."""
+                  optimizer: Optimizer | str | None = DEFAULT_OPTIMIZER) -> ReferenceRun:
+    """Fill the feeds from `graph` (or its training step, ending with `optimizer`'s update as
+    `compile_training`'s does by default; None for the gradients alone), run the interpreter."""
     reference_of = grad_of(graph, optimizer) if training else graph
     filled_inputs, filled_params = random_feeds(reference_of, bindings, seed)
     filled_inputs.update({key.removeprefix("%"): value for key, value in (inputs or {}).items()})
