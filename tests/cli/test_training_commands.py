@@ -101,6 +101,17 @@ def test_fit_training_finds_the_largest_batch(capsys):
     assert code == 0 and err == ""
     assert "training step: the arena of the backward graph" in out
     assert "largest batch that fits: 1 (arena" in out and "batch 1 fits and batch 2 does not" in out
+    assert "training arena at batch 1:" in out and "  optimizer state " in out
+
+
+def test_fit_training_json_has_the_arena_by_part_at_the_answer(capsys):
+    code, out, _ = run(["fit", MAMBA_LM, "--target", "cpu", "--training", "--optimizer", "momentum", "-D", "S=8",
+                        "--max-batch", "8", "--vram", "2GiB", "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0 and report["optimizer"] == {"optimizer": "momentum", "lr": 0.001, "weight_decay": 0.0,
+                                                 "momentum": 0.9}
+    assert sum(report["breakdown"].values()) == report["arena_bytes"]
+    assert report["breakdown"]["optimizer_state"] > 0
 
 
 def test_compare_training_has_a_row_per_target(capsys):
