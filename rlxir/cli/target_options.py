@@ -89,7 +89,7 @@ def add_optimizer_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("optimizer", "with --training: the update the step ends with, as core ops; "
                                                    "its state (momentum, Adam's m and v, an f32 master copy of "
                                                    "f16/bf16 weights) is sized with the step")
-    group.add_argument("--optimizer", choices=(*OPTIMIZERS, "none"), default=DEFAULT_OPTIMIZER,
+    group.add_argument("--optimizer", choices=(*OPTIMIZERS, "none"),
                        help=f"default {DEFAULT_OPTIMIZER}; none stops at the gradients")
     defaults = Optimizer()
     group.add_argument("--lr", type=float, metavar="X", help=f"learning rate (default {defaults.lr:g})")
@@ -111,9 +111,12 @@ def optimizer_from_args(args: argparse.Namespace) -> Optimizer | None:
     optimizer does not use is a usage error rather than silently ignored."""
     given = {name: getattr(args, name, None) for name in OPTIMIZER_OPTIONS}
     given = {name: value for name, value in given.items() if value is not None}
-    kind = getattr(args, "optimizer", DEFAULT_OPTIMIZER)
-    if given and not getattr(args, "training", False):
+    training = getattr(args, "training", False)
+    if getattr(args, "optimizer", None) and not training:
+        raise UsageError("--optimizer needs --training")
+    if given and not training:
         raise UsageError(f"--{next(iter(given)).replace('_', '-')} needs --training")
+    kind = getattr(args, "optimizer", None) or DEFAULT_OPTIMIZER
     used = {"sgd": ("lr", "weight_decay"), "momentum": ("lr", "momentum", "weight_decay"), "none": ()}
     unused = [name for name in given if name not in used.get(kind, ("lr", "beta1", "beta2", "eps", "weight_decay"))]
     if unused:

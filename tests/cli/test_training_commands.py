@@ -78,7 +78,8 @@ def test_compile_training_without_an_optimizer_keeps_the_gradients(capsys):
 
 def test_an_optimizer_option_the_optimizer_does_not_use_is_a_usage_error(capsys):
     for argv, message in ((["--training", "--optimizer", "sgd", "--beta1", "0.5"], "--optimizer sgd has no --beta1"),
-                          (["--lr", "0.1"], "--lr needs --training")):
+                          (["--lr", "0.1"], "--lr needs --training"),
+                          (["--optimizer", "sgd"], "--optimizer needs --training")):
         with pytest.raises(SystemExit) as exited:
             run(["compile", MAMBA_LM, "-t", "rocm", *argv], capsys)
         assert exited.value.code == 2 and message in capsys.readouterr().err
