@@ -131,6 +131,7 @@ def state_dtype(weight: DType) -> DType:
 def add_optimizer_update(backward: Graph, optimizer: Optimizer) -> Graph:
     """The training step: `backward` followed by `optimizer`'s update (module docstring)."""
     weights = _differentiated_params(backward)
+    _check_free_names(backward)
     step = backward.copy()
     step.name = f"{backward.name}.{optimizer.kind}"
     builder = _UpdateBuilder(step, optimizer)
@@ -157,6 +158,15 @@ def _differentiated_params(backward: Graph) -> list[str]:
     return weights
 
 
+def _check_free_names(backward: Graph) -> None:
+    """The step names its state ``opt.*`` and its updates ``next.*``: a graph's own value
+    with such a name would be taken for one of them."""
+    for name in backward:
+        if name.startswith((STATE_PREFIX, UPDATED_PREFIX)):
+            raise RlxError(f"%{name} has a name the optimizer's update keeps for its state and updated values",
+                           backward.location(name), "a name that does not start with opt. or next.")
+
+
 class _UpdateBuilder:
     """Appends one optimizer's update nodes, and its state params, to a training graph."""
 
@@ -170,9 +180,7 @@ class _UpdateBuilder:
 
     # --- helpers ----------------------------------------------------------------------
     def state_param(self, name: str, type_: TensorType, positive: bool = False) -> str:
-        if name in self.graph:
-            raise RlxError(f"graph {self.graph.name} already has a value %{name}, the name of optimizer state",
-                           self.graph.location(name), "no value named opt.* or next.* in a graph to train")
+        """A new param of optimizer state, placed before the first op (after the others)."""
         attrs_ = {"fill_sign": "positive"} if positive else {}
         return self.graph.add_param(name, type_, attrs=attrs_, before=self.first_op)
 

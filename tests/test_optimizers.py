@@ -175,3 +175,10 @@ def test_run_training_checks_each_optimizer_on_the_cpu_target(kind, tmp_path, ca
     backward.set_outputs(["loss", "h"])
     with pytest.raises(RlxError, match="not the gradient of a param"):
         add_optimizer_update(backward, Optimizer())
+
+
+def test_a_value_named_like_the_update_is_refused_at_its_line():
+    graph = rlxir.parse(TINY.replace("%h", "%next.h")).main
+    with pytest.raises(RlxError, match="name the optimizer's update keeps") as caught:
+        training_graph(graph)
+    assert caught.value.loc is not None and caught.value.loc.line == 5
