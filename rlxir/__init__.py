@@ -15,6 +15,8 @@ Public API (the CLI is a thin layer over it):
 - `parse_pipeline`, `run_pipeline`, `Pipeline`, `PipelineError` (pass pipelines from text)
 - `execute`, `run_in_arena`, `check_execution`, `ArenaRun`, `ExecutionCheck`, `ExecutionError`
   (run a compiled graph inside its planned arena, on the CPU or a GPU, and check it)
+- `fit_module`, `compile_module` (a PyTorch `nn.Module` in one call; loaded on first use,
+  so `import rlxir` does not import torch)
 
 `rlxir.compile` shadows the builtin only inside this namespace, as `torch.compile` does.
 """
@@ -41,6 +43,20 @@ from rlxir.executor import (ArenaRun, ExecutionCheck, ExecutionError, check_exec
 
 __version__ = "0.1.0"
 
+_LAZY = {"fit_module": "rlxir.module_api", "compile_module": "rlxir.module_api"}
+"""Public names whose modules load on first use (they import torch when called)."""
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'rlxir' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "AttrSpec", "DType", "Expr", "Graph", "GraphError", "IRTypeError", "Location", "Module", "OpDef", "ParseError",
     "RlxError", "ShapeError", "TensorType", "TrainingResult", "UnboundSymbolError", "VerifyError", "__version__",
@@ -52,4 +68,5 @@ __all__ = [
     "arena_budget", "device_arena_limit", "fit_batch",
     "Pipeline", "PipelineError", "parse_pipeline", "run_pipeline",
     "ArenaRun", "ExecutionCheck", "ExecutionError", "check_execution", "execute", "reference_run", "run_in_arena",
+    "fit_module", "compile_module",
 ]

@@ -15,6 +15,12 @@ and `plan_exec_graph`), serves `compile_training` (which adds the ceiling refusa
    as an unread param, so its weight range stays reserved; a param the forward layout
    lacks is placed after the forward arena (aligned) and reported in `appended_weights`.
 
+With an optimizer (`rlxir.optimizers`, AdamW unless told otherwise) the step also updates
+the weights: the backward graph is followed by the update, its state params (``opt.*``) are
+placed after the forward arena like any param the forward layout lacks (they are reported in
+`optimizer_state`, not among `appended_weights`), and `breakdown` splits the arena into
+weights, gradients, optimizer state, activations and workspace (`rlxir.arena_breakdown`).
+
 What a training step needs, `TrainingResult.arena_bytes`, is the backward plan's arena:
 it holds the weights at their forward offsets and everything the step computes, so one
 buffer of that size runs the step. The forward arena is reported for reference (it is the
@@ -28,12 +34,15 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from rlxir.arena_breakdown import arena_breakdown
 from rlxir.autodiff import grad
 from rlxir.compiler import (ArenaTooLarge, CompileOptions, CompileResult, ExecGraph, exceeds_ceiling,
                             plan_exec_graph, prepare_exec_graph)
 from rlxir.graph import Graph
 from rlxir.lifetimes import value_bytes
 from rlxir.memory_plan import MemoryPlan
+from rlxir.optimizers import (DEFAULT_OPTIMIZER, STATE_PREFIX, UPDATED_PREFIX, Optimizer, add_optimizer_update,
+                              optimizer_from)
 from rlxir.planning import aligned_size
 from rlxir.target import Target, get_target
 
@@ -45,7 +54,24 @@ class TrainingResult:
     target: Target
     forward: CompileResult
     backward: CompileResult
-    appended_weights: Mapping[str, int]
+    appended: Mapping[str, int]
+    optimizer: Optimizer | None = None
+
+    @property
+    def appended_weights(self) -> dict[str, int]:
+        """Model params the forward layout lacks, placed after the forward arena: offsets."""
+        return {name: offset for name, offset in self.appended.items() if not name.startswith(STATE_PREFIX)}
+
+    @property
+    def optimizer_state(self) -> dict[str, int]:
+        """The optimizer's state params, placed after the forward arena: offsets."""
+        return {name: offset for name, offset in self.appended.items() if name.startswith(STATE_PREFIX)}
+
+    @property
+    def breakdown(self) -> dict[str, int]:
+        """The training arena by part: weights, optimizer state, gradients, activations,
+        workspace and unused bytes; they add up to `arena_bytes` (`rlxir.arena_breakdown`)."""
+        return arena_breakdown(self.backward.graph, self.backward.plan)
 
     @property
     def arena_bytes(self) -> int:
@@ -58,7 +84,9 @@ class TrainingResult:
 
     @property
     def weight_bytes(self) -> int:
-        return sum(buffer.size for buffer in self.backward.plan.buffers if buffer.kind == "param")
+        """The model's params in the step's plan (the optimizer's state params not included)."""
+        return sum(buffer.size for buffer in self.backward.plan.buffers
+                   if buffer.kind == "param" and not buffer.value.startswith(STATE_PREFIX))
 
     @property
     def side_buffers(self) -> Mapping[str, int]:
@@ -85,22 +113,36 @@ class TrainingResult:
             "forward_arena_bytes": self.forward_arena_bytes, "arena_bytes": self.arena_bytes,
             "lower_bound_bytes": self.backward.lower_bound_bytes, "weight_bytes": self.weight_bytes,
             "side_buffers": dict(self.side_buffers), "total_bytes": self.total_bytes,
-            "appended_weights": dict(self.appended_weights),
+            "appended_weights": self.appended_weights,
+            "optimizer": self.optimizer.to_json() if self.optimizer else {"optimizer": "none"},
+            "breakdown": self.breakdown,
         }
 
 
-def training_graph(graph: Graph, wrt: Iterable[str] | None = None) -> Graph:
-    """The backward graph a training compile plans: `rlxir.grad(graph, wrt)`."""
-    return grad(graph, wrt)
+def training_graph(graph: Graph, wrt: Iterable[str] | None = None,
+                   optimizer: str | Optimizer | None = DEFAULT_OPTIMIZER) -> Graph:
+    """The step a training compile plans: `rlxir.grad(graph, wrt)` followed by `optimizer`'s
+    update (`rlxir.optimizers.add_optimizer_update`); ``None`` or ``"none"`` stops at the
+    gradients (the loss and grad.<p> outputs)."""
+    backward = grad(graph, wrt)
+    chosen = optimizer_from(optimizer)
+    return add_optimizer_update(backward, chosen) if chosen else backward
 
 
 def plan_training(graph: Graph, target: str | Target, bindings: Mapping[str, int] | None = None,
-                  options: CompileOptions | None = None, backward: Graph | None = None) -> TrainingResult:
+                  options: CompileOptions | None = None, backward: Graph | None = None,
+                  optimizer: str | Optimizer | None = DEFAULT_OPTIMIZER) -> TrainingResult:
     """Compile and plan both graphs of a training step (no ceiling check). `backward` is
-    `grad(graph)` when already made (the fit driver makes it once for all batches)."""
+    `training_graph(graph, optimizer=optimizer)` when already made (the fit driver makes it
+    once for all batches); `optimizer` is what the report names (none when a given
+    `backward` ends at the gradients)."""
     target = get_target(target)
     options = options or CompileOptions()
-    backward = backward if backward is not None else training_graph(graph)
+    chosen = optimizer_from(optimizer)
+    if backward is None:
+        backward = training_graph(graph, optimizer=chosen)
+    elif not any(output.startswith(UPDATED_PREFIX) for output in backward.outputs):
+        chosen = None  # a given step that ends at the gradients has no optimizer to report
     forward_options = attrs.evolve(options, mode="inference", weight_layout=None)
     forward_exec = prepare_exec_graph(graph, target, bindings, forward_options)
     forward_plan = plan_exec_graph(forward_exec, target, forward_options)
@@ -112,7 +154,7 @@ def plan_training(graph: Graph, target: str | Target, bindings: Mapping[str, int
         target,
         CompileResult(target, forward_exec.graph, forward_plan, forward_exec.stages, dict(forward_exec.bindings)),
         CompileResult(target, backward_exec.graph, backward_plan, backward_exec.stages, dict(backward_exec.bindings)),
-        appended,
+        appended, chosen,
     )
 
 
@@ -138,16 +180,18 @@ def _weight_layout(forward_exec: ExecGraph, forward_plan: MemoryPlan, backward_e
 
 
 def compile_training(graph: Graph, target: str | Target, bindings: Mapping[str, int] | None = None,
-                     options: CompileOptions | None = None, backward: Graph | None = None) -> TrainingResult:
-    """Compile `graph`'s training step for `target`; raises `ArenaTooLarge` when either
-    arena (forward or training step) is past the target's ceiling."""
-    result = plan_training(graph, target, bindings, options, backward)
+                     options: CompileOptions | None = None, backward: Graph | None = None,
+                     optimizer: str | Optimizer | None = DEFAULT_OPTIMIZER) -> TrainingResult:
+    """Compile `graph`'s training step (with `optimizer`'s update) for `target`; raises
+    `ArenaTooLarge` when either arena (forward or training step) is past the target's ceiling."""
+    result = plan_training(graph, target, bindings, options, backward, optimizer)
     if exceeds_ceiling(result.target, result.verdict_arena_bytes):
         raise ArenaTooLarge(result.target, result.verdict_arena_bytes)
     return result
 
 
 def plan_training_arena_bytes(graph: Graph, target: str | Target, bindings: Mapping[str, int] | None = None,
-                              options: CompileOptions | None = None, backward: Graph | None = None) -> int:
+                              options: CompileOptions | None = None, backward: Graph | None = None,
+                              optimizer: str | Optimizer | None = DEFAULT_OPTIMIZER) -> int:
     """The training arena `compile_training` would plan, through the same path (no ceiling check)."""
-    return plan_training(graph, target, bindings, options, backward).arena_bytes
+    return plan_training(graph, target, bindings, options, backward, optimizer).arena_bytes

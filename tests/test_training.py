@@ -36,8 +36,12 @@ def test_the_training_step_holds_the_weights_at_their_forward_offsets(target):
     result = rlxir.compile_training(MAMBA_LM, target, SMALL)
     layout = result.forward.plan.weight_layout()
     params = [buffer for buffer in result.backward.plan.buffers if buffer.kind == "param"]
-    assert {buffer.value: buffer.offset for buffer in params} == layout
-    assert len(params) == len(MAMBA_LM.params()) == 122
+    weights = [buffer for buffer in params if not buffer.value.startswith("opt.")]
+    assert {buffer.value: buffer.offset for buffer in weights} == layout
+    assert len(weights) == len(MAMBA_LM.params()) == 122
+    state = {buffer.value: buffer.offset for buffer in params if buffer.value.startswith("opt.")}
+    assert state == result.optimizer_state and len(state) == 1 + 2 * 122  # AdamW: the step, m and v
+    assert min(state.values()) >= result.forward_arena_bytes  # placed after the forward arena
     for buffer in result.backward.plan.buffers:
         if buffer.kind == "param":
             continue
@@ -48,7 +52,7 @@ def test_the_training_step_holds_the_weights_at_their_forward_offsets(target):
     assert result.arena_bytes == result.backward.arena_bytes >= result.backward.lower_bound_bytes
     assert result.total_bytes == result.arena_bytes + sum(result.side_buffers.values())
     assert result.weight_bytes == sum(buffer.size for buffer in result.forward.plan.buffers if buffer.kind == "param")
-    assert len(result.backward.graph.outputs) == 123  # the loss and a gradient per param
+    assert len(result.backward.graph.outputs) == 1 + 122 + 245  # the loss, the updated weights and state
 
 
 def test_plan_training_arena_bytes_is_what_compile_training_plans():

@@ -30,8 +30,8 @@ class SharedReference:
     """The interpreter's run of a graph, made on first use and shared by every target;
     refused (`HostMemoryError`) while the host memory it needs is not available."""
 
-    def __init__(self, graph, bindings: dict, training: bool = False):
-        self.graph, self.bindings, self.training = graph, bindings, training
+    def __init__(self, graph, bindings: dict, training: bool = False, optimizer=None):
+        self.graph, self.bindings, self.training, self.optimizer = graph, bindings, training, optimizer
         self._run = None
 
     def get(self):
@@ -40,7 +40,7 @@ class SharedReference:
             from rlxir.executor.check import grad_of
 
             bound = self.graph.bind(self.bindings) if self.bindings else self.graph
-            computed = grad_of(bound) if self.training else bound  # differentiated once
+            computed = grad_of(bound, self.optimizer) if self.training else bound  # differentiated once
             check_interpreter_memory(computed)
             progress.show("running the reference interpreter (once, for every target) ...")
             self._run = reference_run(computed)

@@ -15,7 +15,7 @@ from rlxir.cli import progress
 from rlxir.cli.host_memory import check_arena_run_memory, check_interpreter_memory
 from rlxir.cli.options import add_command, add_input_options, load_graph, model_weights
 from rlxir.cli.output_files import atomic_output, output_directory
-from rlxir.cli.target_options import target_names
+from rlxir.cli.target_options import add_optimizer_options, optimizer_from_args, target_names
 from rlxir.errors import RlxError
 from rlxir.graph import Graph
 from rlxir.interpreter import interpret
@@ -46,10 +46,12 @@ def register(subparsers) -> None:
     arena.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                        help="run the kernels with NumPy (cpu, default) or CuPy on a CUDA GPU (gpu; rlxir[cuda])")
     arena.add_argument("--training", action="store_true",
-                       help="run the training step (the loss and its gradients) in the training arena")
+                       help="run the training step (the loss, its gradients and the optimizer's update: "
+                            "--optimizer, default adamw) in the training arena")
     arena.add_argument("--no-check", dest="check", action="store_false",
                        help="skip the comparison with the reference interpreter")
     arena.add_argument("--json", action="store_true", help="print the run report as JSON")
+    add_optimizer_options(run)
 
 
 def named_file(text: str) -> tuple[str, str]:
@@ -102,11 +104,13 @@ def run_in_target_arena(args: argparse.Namespace, graph: Graph, inputs: dict, pa
     from rlxir.executor.runner import compiled_step
     from rlxir.training import compile_training, training_graph
 
+    optimizer = optimizer_from_args(args)
     if args.training:
         graph = graph.bind({symbol: default for symbol, default in graph.symbols.items() if default is not None})
     # what the compiled graph computes, differentiated once for --training
-    shown = training_graph(graph) if args.training else graph
-    result = compile_training(graph, args.target, backward=shown) if args.training else compile_graph(graph, args.target)
+    shown = training_graph(graph, optimizer=optimizer) if args.training else graph
+    result = (compile_training(graph, args.target, backward=shown, optimizer=optimizer) if args.training
+              else compile_graph(graph, args.target))
     step = compiled_step(result)
     arena_bytes = step.arena_bytes + sum(step.side_buffers.values())
     if args.check and args.device != "cpu":

@@ -21,8 +21,10 @@ from rlxir.cli.output_files import atomic_output, checked_output_file
 from rlxir.cli.reports import (human_bytes, print_json_report, print_lower_bound, print_report_head, print_report_tail,
                                print_side_buffers, print_stage_table, print_verdict, stages_json, verdict_exit)
 from rlxir.cli.target_options import (add_budget_options, add_compile_options, add_pipeline_options, add_planner_options,
-                                      add_training_option, budget_from, cli_target, compile_options, target_names)
-from rlxir.cli.training_commands import run_training_compare, run_training_compile, training_arena_builder
+                                      add_training_option, budget_from, cli_target, compile_options,
+                                      optimizer_from_args, target_names)
+from rlxir.cli.training_commands import (print_breakdown, run_training_compare, run_training_compile,
+                                         training_arena_builder, training_breakdown_at)
 from rlxir.compiler import FitReport, plan_compile
 from rlxir.devices import format_bytes
 from rlxir.errors import Location, RlxError
@@ -113,6 +115,7 @@ def run_compile(args: argparse.Namespace) -> int:
     node counts per pass, the arena (exact bytes and units), the lower bound and the planner's
     efficiency, side buffers, the ABI ceiling, the budget on this device, and whether it fits. A
     target refuses an arena past its ceiling (exit 1)."""
+    optimizer_from_args(args)  # optimizer options without --training are a usage error
     if args.training:
         return run_training_compile(args)
     target = cli_target(args.target, args)
@@ -164,11 +167,13 @@ def run_fit(args: argparse.Namespace) -> int:
                        expected="--max-batch N to bound the search (or --batch-dim naming another symbol)")
     budget = budget_from(args, target)
     options = compile_options(args)
+    optimizer = optimizer_from_args(args)
 
     def bind(batch: int):
         return graph.bind({args.batch_dim: batch})
 
-    build = training_arena_builder(graph, target, others, args.batch_dim, options) if args.training else bind
+    build = (training_arena_builder(graph, target, others, args.batch_dim, options, optimizer) if args.training
+             else bind)
 
     def show(trial) -> None:
         progress.show(f"batch {trial.batch}: arena {format_bytes(trial.arena_bytes)} "
@@ -177,12 +182,18 @@ def run_fit(args: argparse.Namespace) -> int:
     result = fit_batch(target, args.max_batch, args.headroom, build, options=options, budget=budget,
                        bindings=others, on_trial=show, jobs=args.jobs or available_cores())
     progress.clear()
+    step = None
+    if args.training and result.batch is not None:
+        progress.show(f"batch {result.batch}: the training arena by part ...")
+        step = training_breakdown_at(graph, target, {**others, args.batch_dim: result.batch}, options, optimizer)
+        progress.clear()
     if args.json:
-        print(json.dumps(result.to_json(), indent=2))
+        print(json.dumps({**result.to_json(), **(step or {})}, indent=2))
         return 1 if result.fits is False else 0
     print(f"target {target.name}: {budget.explain()}")
     if args.training:
-        print("training step: the arena of the backward graph, weights at the forward plan's offsets")
+        print("training step: the arena of the backward graph and the optimizer's update ("
+              f"{optimizer.describe() if optimizer else 'none'}), weights at the forward plan's offsets")
     if result.fits == "unknown":
         print(f"fits unknown: {result.reason}")
         return 0
@@ -198,6 +209,9 @@ def run_fit(args: argparse.Namespace) -> int:
     if result.jobs > 1:
         plans += f" in {result.rounds} round{'' if result.rounds == 1 else 's'} of up to {result.jobs}"
     print(f"largest batch that fits: {result.batch} (arena {arena}; {result.reason}; {plans})")
+    if step:
+        print(f"training arena at batch {result.batch}:")
+        print_breakdown(step["breakdown"])
     return 0
 
 
@@ -207,6 +221,7 @@ def run_compare(args: argparse.Namespace) -> int:
     arena, lower bound, the ratio to the smallest arena, the ABI ceiling, and whether it fits the
     budget (probe or --vram). With --execute, each target's compiled graph also runs inside its
     planned arena and is compared with the interpreter (a 'run' column)."""
+    optimizer_from_args(args)  # optimizer options without --training are a usage error
     if args.training and args.html:
         raise RlxError("--html draws the inference plans; --training is not drawn yet",
                        expected="compare --html without --training")

@@ -14,6 +14,7 @@ from rlxir.cli.options import UsageError, positive_int, time_budget
 from rlxir.compiler import CompileOptions
 from rlxir.devices import parse_bytes
 from rlxir.fit import DEFAULT_HEADROOM, Budget, arena_budget
+from rlxir.optimizers import DEFAULT_OPTIMIZER, DEFAULT_WEIGHT_DECAY, OPTIMIZERS, Optimizer, optimizer_from
 from rlxir.pass_base import load_plugin
 from rlxir.pipeline import parse_pipeline
 from rlxir.planning import DEFAULT_TIME_BUDGET, PLANNERS
@@ -78,7 +79,49 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
 def add_training_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--training", action="store_true",
                         help="size the training step instead: the graph's scalar loss differentiated with respect to "
-                             "its params (rlxir grad), planned with the weights at the forward plan's offsets")
+                             "its params (rlxir grad) and the optimizer's update, planned with the weights at the "
+                             "forward plan's offsets")
+    add_optimizer_options(parser)
+
+
+def add_optimizer_options(parser: argparse.ArgumentParser) -> None:
+    """--optimizer and its hyper-parameters (PyTorch's defaults, `rlxir.optimizers`)."""
+    group = parser.add_argument_group("optimizer", "with --training: the update the step ends with, as core ops; "
+                                                   "its state (momentum, Adam's m and v, an f32 master copy of "
+                                                   "f16/bf16 weights) is sized with the step")
+    group.add_argument("--optimizer", choices=(*OPTIMIZERS, "none"),
+                       help=f"default {DEFAULT_OPTIMIZER}; none stops at the gradients")
+    defaults = Optimizer()
+    group.add_argument("--lr", type=float, metavar="X", help=f"learning rate (default {defaults.lr:g})")
+    group.add_argument("--momentum", type=float, metavar="X",
+                       help=f"momentum's factor (default {defaults.momentum:g})")
+    group.add_argument("--beta1", type=float, metavar="X", help=f"Adam's beta1 (default {defaults.beta1:g})")
+    group.add_argument("--beta2", type=float, metavar="X", help=f"Adam's beta2 (default {defaults.beta2:g})")
+    group.add_argument("--eps", type=float, metavar="X", help=f"Adam's epsilon (default {defaults.eps:g})")
+    group.add_argument("--weight-decay", type=float, metavar="X",
+                       help="weight decay (default " + ", ".join(f"{kind} {value:g}" for kind, value in
+                                                                   DEFAULT_WEIGHT_DECAY.items()) + ")")
+
+
+OPTIMIZER_OPTIONS = ("lr", "momentum", "beta1", "beta2", "eps", "weight_decay")
+
+
+def optimizer_from_args(args: argparse.Namespace) -> Optimizer | None:
+    """The optimizer the options name (None for --optimizer none); a hyper-parameter the
+    optimizer does not use is a usage error rather than silently ignored."""
+    given = {name: getattr(args, name, None) for name in OPTIMIZER_OPTIONS}
+    given = {name: value for name, value in given.items() if value is not None}
+    training = getattr(args, "training", False)
+    if getattr(args, "optimizer", None) and not training:
+        raise UsageError("--optimizer needs --training")
+    if given and not training:
+        raise UsageError(f"--{next(iter(given)).replace('_', '-')} needs --training")
+    kind = getattr(args, "optimizer", None) or DEFAULT_OPTIMIZER
+    used = {"sgd": ("lr", "weight_decay"), "momentum": ("lr", "momentum", "weight_decay"), "none": ()}
+    unused = [name for name in given if name not in used.get(kind, ("lr", "beta1", "beta2", "eps", "weight_decay"))]
+    if unused:
+        raise UsageError(f"--optimizer {kind} has no --{unused[0].replace('_', '-')}")
+    return optimizer_from(kind, given)
 
 
 def _anchor_and_spec(flag: str, item: str) -> tuple[str, str]:

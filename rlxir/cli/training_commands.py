@@ -1,8 +1,9 @@
 """`rlxir grad`, and the training step behind `compile`, `fit` and `compare --training`.
 
 `grad` writes the backward graph of a loss (rlxir.grad) as an .rlx file. With
-`--training`, compile/fit/compare size the training step — the backward graph planned
-with its weights at the forward plan's offsets (rlxir.training) — through one code path,
+`--training`, compile/fit/compare size the training step — the backward graph and the
+optimizer's update (`--optimizer`, AdamW by default) planned with its weights at the forward
+plan's offsets (rlxir.training) — through one code path,
 `rlxir.training.plan_training`, so what `fit` reports for a batch is what
 `compile --training` plans at that batch.
 """
@@ -17,7 +18,7 @@ from rlxir.cli import progress, reports
 from rlxir.cli.comparison import SharedReference, compare_targets, row_fields, with_execution
 from rlxir.cli.options import add_command, add_input_options, bindings_from, load_graph, read_graph
 from rlxir.cli.output_files import add_output_option, checked_output_file, print_or_write
-from rlxir.cli.target_options import budget_from, cli_target, compile_options
+from rlxir.cli.target_options import budget_from, cli_target, compile_options, optimizer_from_args
 from rlxir.compiler import FitReport
 from rlxir.printer import print_graph
 from rlxir.training import TrainingResult, plan_training, plan_training_arena_bytes, training_graph
@@ -54,11 +55,12 @@ def run_grad(args: argparse.Namespace) -> int:
 # --- compile --training -----------------------------------------------------------------
 def run_training_compile(args: argparse.Namespace) -> int:
     target = cli_target(args.target, args)
+    optimizer = optimizer_from_args(args)
     graph = read_graph(args)
     progress.show(f"differentiating and compiling the training step for {target.name} ...")
     started = time.perf_counter()
-    backward = training_graph(graph)
-    result = plan_training(graph, target, bindings_from(args), compile_options(args), backward)
+    backward = training_graph(graph, optimizer=optimizer)
+    result = plan_training(graph, target, bindings_from(args), compile_options(args), backward, optimizer)
     seconds = time.perf_counter() - started
     progress.clear()
     verdict = FitReport.judge(target, result.verdict_arena_bytes, budget_from(args, target))
@@ -76,16 +78,15 @@ def run_training_compile(args: argparse.Namespace) -> int:
 def _print_training_compile(args, backward, result: TrainingResult, verdict: FitReport) -> None:
     before = backward if args.emit == "mir" else None
     reports.print_report_head(args, result.target, before, result.backward.bindings)
-    gradients = len(result.backward.graph.outputs) - 1
-    print(f"training step: the loss and {gradients} gradients; forward graph {len(result.forward.graph)} nodes "
-          f"after the pipeline")
+    print(f"training step: {step_contents(result)}; forward graph {len(result.forward.graph)} nodes after the "
+          "pipeline")
     reports.print_stage_table(result.backward.stages, "pass (training step)")
     plan = result.backward.plan
     forward = reports.human_bytes(result.forward_arena_bytes)
     print(f"forward arena   {forward}  (inference plan; fixes the weights' offsets)")
     print(f"training arena  {reports.human_bytes(result.arena_bytes)}  (the step: weights at the forward offsets, and "
           "everything it computes)")
-    print(f"  weights       {reports.human_bytes(result.weight_bytes)}")
+    print_breakdown(result.breakdown)
     reports.print_lower_bound(plan, 16)
     reports.print_side_buffers(result.side_buffers, 16)
     for name, offset in result.appended_weights.items():
@@ -95,32 +96,62 @@ def _print_training_compile(args, backward, result: TrainingResult, verdict: Fit
     reports.print_report_tail(args, result.backward.graph, plan)
 
 
+BREAKDOWN_LABELS = {"weights": "weights", "optimizer_state": "optimizer state", "gradients": "gradients",
+                    "activations": "activations", "workspace": "workspace", "unused": "unused"}
+
+
+def step_contents(result: TrainingResult) -> str:
+    """What the step computes, for a report's first line."""
+    if result.optimizer is None:
+        return f"the loss and {len(result.backward.graph.outputs) - 1} gradients (no optimizer)"
+    weights = sum(1 for output in result.backward.graph.outputs if output.startswith("next.")
+                  and not output.startswith("next.opt."))
+    return (f"the loss, gradients and {result.optimizer.describe()} updating {weights} weights, "
+            f"{len(result.optimizer_state)} state params")
+
+
+def print_breakdown(breakdown: dict, indent: str = "  ") -> None:
+    """The arena by part (rlxir.arena_breakdown), each with its share of the arena."""
+    total = sum(breakdown.values()) or 1
+    for part, label in BREAKDOWN_LABELS.items():
+        print(f"{indent}{label:<16}{reports.human_bytes(breakdown[part])}  ({breakdown[part] / total:.1%})")
+
+
 # --- fit --training ---------------------------------------------------------------------
-def training_arena_builder(graph, target, others: dict, batch_dim: str, options):
+def training_arena_builder(graph, target, others: dict, batch_dim: str, options, optimizer=None):
     """`build(batch) -> arena bytes` for `fit_batch`: the training step's arena at that
-    batch. The backward graph is made once, symbolic, and bound per batch."""
-    backward = training_graph(graph)
+    batch. The step (backward graph and update) is made once, symbolic, and bound per batch."""
+    backward = training_graph(graph, optimizer=optimizer)
 
     def build(batch: int) -> int:
-        return plan_training_arena_bytes(graph, target, {**others, batch_dim: batch}, options, backward)
+        return plan_training_arena_bytes(graph, target, {**others, batch_dim: batch}, options, backward, optimizer)
 
     return build
 
 
+def training_breakdown_at(graph, target, bindings: dict, options, optimizer) -> dict:
+    """The fit answer's step planned once more, for its arena by part and its optimizer."""
+    result = plan_training(graph, target, bindings, options, optimizer=optimizer)
+    return {"optimizer": result.optimizer.to_json() if result.optimizer else {"optimizer": "none"},
+            "breakdown": result.breakdown}
+
+
 # --- compare --training -----------------------------------------------------------------
 def run_training_compare(args: argparse.Namespace) -> int:
+    optimizer = optimizer_from_args(args)
     graph = read_graph(args)
-    backward = training_graph(graph)
+    backward = training_graph(graph, optimizer=optimizer)
     bindings = bindings_from(args)
-    reference = SharedReference(graph, bindings, training=True)
-    return compare_targets(args, lambda target: _training_row(graph, backward, target, bindings, args, reference),
+    reference = SharedReference(graph, bindings, training=True, optimizer=optimizer)
+    return compare_targets(args, lambda target: _training_row(graph, backward, target, bindings, args, reference,
+                                                              optimizer),
                            "compiling the training step for",
                            (("forward arena", "forward_arena_bytes"), ("training arena", "arena_bytes"),
                             ("lower bound", "lower_bound_bytes")))
 
 
-def _training_row(graph, backward, target, bindings, args, reference):
-    result = plan_training(graph, target, bindings, backward=backward)
+def _training_row(graph, backward, target, bindings, args, reference, optimizer):
+    result = plan_training(graph, target, bindings, backward=backward, optimizer=optimizer)
     verdict = FitReport.judge(target, result.verdict_arena_bytes, budget_from(args, target))
     made = row_fields(verdict, planner=result.backward.plan.planner, nodes=len(result.backward.graph),
                       forward_arena_bytes=result.forward_arena_bytes, arena_bytes=result.arena_bytes,

@@ -2,7 +2,8 @@
 
 `check_execution(graph, result)` makes the feeds once from the original graph (the same
 arrays go to both runs), runs `rlxir.interpret` on the original graph (for a training
-result, on `rlxir.grad(graph)`, whose outputs are the loss and the gradients) and
+result, on its training step `rlxir.training.training_graph(graph, optimizer=...)`: the
+loss and the gradients, or with an optimizer the loss and the updated weights and state) and
 `run_in_arena` on the compiled one, and compares the outputs position by position within
 the tolerance of each output's precision: the least precise float dtype among the values
 it depends on and the dtypes the target executes them in (`output_precisions`).
@@ -25,9 +26,11 @@ from rlxir.dtypes import DType
 from rlxir.executor.runner import ArenaRun, compiled_step, run_in_arena
 from rlxir.graph import Graph
 from rlxir.interpreter import interpret, random_feeds
+from rlxir.optimizers import DEFAULT_OPTIMIZER
 
 if TYPE_CHECKING:
     from rlxir.compiler import CompileResult
+    from rlxir.optimizers import Optimizer
     from rlxir.target import Target
     from rlxir.training import TrainingResult
 
@@ -157,15 +160,16 @@ class ExecutionCheck:
                 "outputs": [attrs.asdict(output) | {"cause": output.cause} for output in self.outputs]}
 
 
-def grad_of(graph: Graph) -> Graph:
-    from rlxir.autodiff import grad
+def grad_of(graph: Graph, optimizer: Optimizer | str | None = None) -> Graph:
+    """The training step of `graph`: its gradients, and `optimizer`'s update when given."""
+    from rlxir.training import training_graph
 
-    return grad(graph)
+    return training_graph(graph, optimizer=optimizer)
 
 
 def reference_graph(graph: Graph, result: CompileResult | TrainingResult) -> Graph:
     """What the compiled graph computes, before any pass: the graph, or its training step."""
-    return grad_of(graph) if hasattr(result, "backward") else graph
+    return grad_of(graph, getattr(result, "optimizer", None)) if hasattr(result, "backward") else graph
 
 
 @attrs.frozen
@@ -180,9 +184,11 @@ class ReferenceRun:
 
 
 def reference_run(graph: Graph, bindings: Mapping[str, int] | None = None, inputs: Mapping | None = None,
-                  params: Mapping | None = None, seed: int = 0, training: bool = False) -> ReferenceRun:
-    """Fill the feeds from `graph` (or its training step), run the interpreter on it."""
-    reference_of = grad_of(graph) if training else graph
+                  params: Mapping | None = None, seed: int = 0, training: bool = False,
+                  optimizer: Optimizer | str | None = DEFAULT_OPTIMIZER) -> ReferenceRun:
+    """Fill the feeds from `graph` (or its training step, ending with `optimizer`'s update as
+    `compile_training`'s does by default; None for the gradients alone), run the interpreter."""
+    reference_of = grad_of(graph, optimizer) if training else graph
     filled_inputs, filled_params = random_feeds(reference_of, bindings, seed)
     filled_inputs.update({key.removeprefix("%"): value for key, value in (inputs or {}).items()})
     filled_params.update({key.removeprefix("%"): value for key, value in (params or {}).items()})
@@ -202,7 +208,8 @@ def check_execution(graph: Graph, result: CompileResult | TrainingResult, inputs
     left them (views of the arena), a block at a time."""
     step = compiled_step(result)
     if reference is None:
-        reference = reference_run(graph, dict(step.bindings), inputs, params, seed, training=hasattr(result, "backward"))
+        reference = reference_run(graph, dict(step.bindings), inputs, params, seed, training=hasattr(result, "backward"),
+                                  optimizer=getattr(result, "optimizer", None))
     compiled = step.graph
     run = run_in_arena(result, _known(compiled, reference.inputs, "input"), _known(compiled, reference.params, "param"),
                        seed, device, to_host=device != "cpu")  # on the CPU: the slots themselves

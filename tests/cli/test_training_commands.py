@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import rlxir
 from rlxir.training import plan_training_arena_bytes
 
@@ -59,9 +61,28 @@ def test_compile_training_reports_both_arenas(capsys):
                           "--vram", "24GiB"], capsys)
     assert code == 0 and err == ""
     arena = plan_training_arena_bytes(rlxir.parse_file(MAMBA_LM).main, "rocm", {"B": 1, "S": 8})
-    for text in ("training step: the loss and 122 gradients", "pass (training step)", "forward arena ",
-                 f"training arena  {arena} B", "weights ", "total ", "fits            yes"):
+    for text in ("training step: the loss, gradients and adamw (lr 0.001, weight_decay 0.01", "updating 122 weights",
+                 "245 state params", "pass (training step)", "forward arena ", f"training arena  {arena} B",
+                 "  weights ", "  optimizer state ", "  gradients ", "  activations ", "  workspace ", "total ",
+                 "fits            yes"):
         assert text in out
+
+
+def test_compile_training_without_an_optimizer_keeps_the_gradients(capsys):
+    code, out, _ = run(["compile", MAMBA_LM, "-t", "rocm", "--training", "--optimizer", "none", "--batch", "1",
+                        "-D", "S=8", "--vram", "24GiB"], capsys)
+    arena = plan_training_arena_bytes(rlxir.parse_file(MAMBA_LM).main, "rocm", {"B": 1, "S": 8}, optimizer=None)
+    assert code == 0 and "the loss and 122 gradients (no optimizer)" in out and f"training arena  {arena} B" in out
+    assert "  optimizer state 0 B" in out
+
+
+def test_an_optimizer_option_the_optimizer_does_not_use_is_a_usage_error(capsys):
+    for argv, message in ((["--training", "--optimizer", "sgd", "--beta1", "0.5"], "--optimizer sgd has no --beta1"),
+                          (["--lr", "0.1"], "--lr needs --training"),
+                          (["--optimizer", "sgd"], "--optimizer needs --training")):
+        with pytest.raises(SystemExit) as exited:
+            run(["compile", MAMBA_LM, "-t", "rocm", *argv], capsys)
+        assert exited.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_compile_training_json_and_refusal(capsys):
@@ -69,7 +90,9 @@ def test_compile_training_json_and_refusal(capsys):
     report = json.loads(out)
     assert code == 1 and report["refused"] is True and report["training"] is True
     assert report["arena_bytes"] > report["ceiling_bytes"] == 4294967295
-    assert {"forward_arena_bytes", "arena_bytes", "total_bytes", "weight_bytes", "stages"} <= set(report)
+    assert {"forward_arena_bytes", "arena_bytes", "total_bytes", "weight_bytes", "stages", "breakdown"} <= set(report)
+    assert sum(report["breakdown"].values()) == report["arena_bytes"]
+    assert report["optimizer"]["optimizer"] == "adamw" and report["optimizer"]["weight_decay"] == 0.01
     assert "rocm refuses this training step" in err
 
 
@@ -79,6 +102,17 @@ def test_fit_training_finds_the_largest_batch(capsys):
     assert code == 0 and err == ""
     assert "training step: the arena of the backward graph" in out
     assert "largest batch that fits: 1 (arena" in out and "batch 1 fits and batch 2 does not" in out
+    assert "training arena at batch 1:" in out and "  optimizer state " in out
+
+
+def test_fit_training_json_has_the_arena_by_part_at_the_answer(capsys):
+    code, out, _ = run(["fit", MAMBA_LM, "--target", "cpu", "--training", "--optimizer", "momentum", "-D", "S=8",
+                        "--max-batch", "8", "--vram", "2GiB", "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0 and report["optimizer"] == {"optimizer": "momentum", "lr": 0.001, "weight_decay": 0.0,
+                                                 "momentum": 0.9}
+    assert sum(report["breakdown"].values()) == report["arena_bytes"]
+    assert report["breakdown"]["optimizer_state"] > 0
 
 
 def test_compare_training_has_a_row_per_target(capsys):
