@@ -162,7 +162,8 @@ def _importer(kind: str):
     missing = [module for module in REQUIRED_MODULES[kind] if not _importable(module)]
     if missing:
         packages, command = INSTALL[kind]
-        raise RlxError(f"reading {KIND_NAMES[kind]} needs {packages}, and {' and '.join(missing)} is not installed",
+        verb = "is" if len(missing) == 1 else "are"
+        raise RlxError(f"reading {KIND_NAMES[kind]} needs {packages}, and {' and '.join(missing)} {verb} not installed",
                        expected=command)
     return {ONNX: _import_onnx, PT2: _import_pt2, CONFIG: _import_config}[kind]
 
