@@ -68,6 +68,20 @@ def _json_object(content: bytes) -> dict | None:
     return parsed if isinstance(parsed, dict) else None
 
 
+def _refuse_broken_json(path: str, content: bytes) -> None:
+    """A file that opens like a JSON object (no rlx text starts with ``{``) but does not parse
+    is refused where the JSON breaks, not read as rlx text."""
+    if not content.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        return
+    text = content.decode("utf-8-sig", errors="replace")
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as error:
+        raise RlxError(f"{path} is not valid JSON: {error.msg}", Location(path, error.lineno, error.colno,
+                                                                           SourceText(path, text)),
+                       expected="a complete transformers config.json") from None
+
+
 def _is_model_config(content: bytes) -> bool:
     parsed = _json_object(content)
     return parsed is not None and ("model_type" in parsed or "architectures" in parsed)
@@ -80,6 +94,8 @@ def load_model_module(path: str, batch_dim: str = "B", name: str | None = None, 
         return parse_file(path)
     content = _read_bytes(path)
     kind = model_kind(path, content)
+    if kind == RLX:
+        _refuse_broken_json(path, content)
     if kind == RLX and _json_object(content) is not None:
         raise RlxError(f"{path} is JSON but not a transformers config: it names no model_type and no architectures",
                        Location(path, 1, 1), expected='a config.json with "model_type" (e.g. "llama"), or an .rlx file')

@@ -109,7 +109,7 @@ def _model_class_and_config(config: dict, source: str):
     try:
         model_config = (transformers.AutoConfig.for_model(model_type, **config) if model_type
                         else named.config_class(**config))
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
+    except Exception as error:  # noqa: BLE001 - whatever transformers' validators raise, the config is at fault
         raise UnsupportedModel(f"{source}: transformers {transformers.__version__} cannot read this config: "
                                f"{_first_line(error)}",
                                expected="a config.json of an architecture this transformers version knows") from None

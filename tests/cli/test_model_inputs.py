@@ -239,3 +239,19 @@ def test_a_config_transformers_refuses_to_build_is_exit_1_with_its_reason(tmp_pa
     assert code == 1 and out == ""
     assert err.startswith(f"{config}:1:2: error: transformers cannot build Phi3ForCausalLM")
     assert len(err.strip().splitlines()) == 4  # the diagnostic, its line, the caret, expected: nothing else
+
+
+def test_a_truncated_config_is_refused_where_its_json_breaks(tmp_path, capsys):
+    broken = write(tmp_path / "config.json", '{"model_type": "llama", "hidden_size": ')
+    code, out, err = run(["fit", broken, "--target", "cpu"], capsys)
+    assert code == 1 and out == ""
+    assert err.startswith(f"{broken}:1:40: error:") and "not valid JSON" in err
+
+
+def test_a_config_transformers_validates_away_is_one_located_error(tmp_path, capsys):
+    """transformers' own validators raise their own exception classes: still the config's fault."""
+    pytest.importorskip("transformers")
+    negative = write(tmp_path / "config.json", '{"model_type": "llama", "hidden_size": -1}')
+    code, out, err = run(["compile", negative, "--target", "cpu"], capsys)
+    assert code == 1 and out == ""
+    assert err.startswith(f"{negative}:1:2: error:") and "cannot read this config" in err
