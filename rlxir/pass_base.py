@@ -27,7 +27,9 @@ Two passes of one name are refused.
 from __future__ import annotations
 
 import abc
+import contextlib
 import importlib
+import sys
 import pkgutil
 import typing
 from collections.abc import Mapping
@@ -190,20 +192,39 @@ def available_passes() -> dict[str, type[Pass]]:
 
 
 def load_plugin(module_name: str) -> list[str]:
-    """Import a plugin module (its passes register on import); returns the new pass names."""
+    """Import a plugin module (its passes register on import); returns the new pass names.
+
+    The built-in passes are registered first, so a plugin pass that takes a built-in's name
+    is refused whichever is used first. Whatever the module prints while importing goes to
+    stderr (standard output is the report's, JSON included), and anything it raises,
+    `SystemExit` too, is an `RlxError` naming the module.
+    """
     before = set(_PASSES)
     if not module_name.strip() or module_name.startswith("."):
         raise RlxError(f"cannot load plugin {module_name!r}: not an absolute module name",
                        expected="an importable module name such as my_passes or pkg.passes")
+    _scan_builtins()
     try:
-        importlib.import_module(module_name)
+        with contextlib.redirect_stdout(sys.stderr):
+            importlib.import_module(module_name)
     except ImportError as error:
         raise RlxError(f"cannot load plugin {module_name!r}: {error}", expected="an importable module name") from None
+    except SystemExit as stop:
+        raise RlxError(f"plugin {module_name!r} called sys.exit({stop.code!r}) while loading",
+                       expected="a plugin module that registers its passes and returns") from None
     except Exception as error:  # the plugin's own code failed on import: its defect, reported as such
         raise RlxError(f"plugin {module_name!r} failed while loading: {type(error).__name__}: {error}",
                        expected="a plugin module that imports cleanly (python -c 'import MODULE' shows the "
                                 "traceback)") from None
     return sorted(set(_PASSES) - before)
+
+
+def plugin_module_of(cls: type[Pass]) -> str | None:
+    """The module that defined pass class `cls` when it is not one of rlxir's own, else None."""
+    module = cls.__module__
+    if module == "rlxir" or module.startswith("rlxir."):
+        return None
+    return module
 
 
 def make_pass(name: str, options: Mapping[str, Any] | None = None) -> Pass:

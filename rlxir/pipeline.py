@@ -18,8 +18,9 @@ import attrs
 from rlxir.errors import Location, RlxError, SourceText, close_names
 from rlxir.gcpause import fewer_collections
 from rlxir.graph import Graph
-from rlxir.interface import keep_output_names
-from rlxir.pass_base import Pass, PassContext, available_passes, get_pass, option_text_name
+from rlxir.interface import Interface, keep_output_names
+from rlxir.pass_base import (Pass, PassContext, PassError, available_passes, get_pass, option_text_name,
+                             plugin_module_of)
 
 if TYPE_CHECKING:
     from rlxir.instruments import Instrument
@@ -133,28 +134,52 @@ def _run_one(index: int, entry: PassEntry, graph: Graph, ctx: PassContext,
         instrument.before_pass(index, entry, graph, ctx)
     nodes_before = len(graph)
     output_names = list(graph.outputs)
+    interface_before = Interface.of(graph)
     start = time.perf_counter()
     try:
-        changed = entry.instance.run(graph, ctx)
+        try:
+            changed = entry.instance.run(graph, ctx)
+        except SystemExit as stop:  # a pass may not end the process; its caller reports it
+            raise PassFailure(entry.name, stop, plugin_module_of(type(entry.instance))) from None
         # A rewrite that replaced an output's producer gives the new value the output's name.
         keep_output_names(graph, output_names)
+        check_interface_kept(entry, graph, interface_before)
     except Exception as error:
         for instrument in instruments:
             instrument.on_failure(index, entry, graph, ctx, error)
         if isinstance(error, RlxError):
             raise
-        raise PassFailure(entry.name, error) from error
+        raise PassFailure(entry.name, error, plugin_module_of(type(entry.instance))) from error
     seconds = time.perf_counter() - start
     ctx.stats.append(PassStat(index, entry.text(), nodes_before, len(graph), seconds, bool(changed)))
     for instrument in instruments:
         instrument.after_pass(index, entry, graph, ctx, bool(changed), seconds)
 
 
-class PassFailure(RlxError):
-    """A pass raised something other than an `RlxError`: a bug in that pass."""
+def check_interface_kept(entry: PassEntry, graph: Graph, before: Interface) -> None:
+    """Raise `PassError` naming the pass and each change when it changed the graph's
+    interface (input, param or output names, order or types); every route that runs passes
+    (opt, compile, fit, compare, run) checks this after each pass."""
+    after = Interface.of(graph)
+    changes = before.differences(after)
+    if not changes:
+        return
+    # Point at the output line when only outputs changed, else at the graph header.
+    only_outputs = (before.inputs, before.params) == (after.inputs, after.params)
+    loc = (graph.output_loc if only_outputs else None) or graph.loc
+    raise PassError(f"pass {entry.text()} changed the interface of graph {graph.name}: " + "; ".join(changes),
+                    loc, "the inputs, params and outputs of the graph kept as they were (names, order, types)")
 
-    def __init__(self, pass_name: str, error: Exception):
-        super().__init__(f"pass {pass_name} failed: {type(error).__name__}: {error}")
+
+class PassFailure(RlxError):
+    """A pass raised something other than an `RlxError` (or called sys.exit): a bug in that
+    pass, named with its plugin module when it comes from one."""
+
+    def __init__(self, pass_name: str, error: BaseException, plugin_module: str | None = None):
+        what = (f"called sys.exit({error.code!r})" if isinstance(error, SystemExit)
+                else f"failed: {type(error).__name__}: {error}")
+        source = f" (pass from plugin module {plugin_module!r})" if plugin_module else ""
+        super().__init__(f"pass {pass_name} {what}{source}")
         self.pass_name = pass_name
         self.original = error
 
@@ -189,7 +214,8 @@ def parse_pipeline(spec: str) -> Pipeline:
 
 
 # --- text -------------------------------------------------------------------------------
-_ITEM = re.compile(r"\s*([A-Za-z0-9_-]+)\s*(\{[^{}]*\})?\s*")
+# A name runs to the next space, comma or brace, so that 'dcé' is reported whole.
+_ITEM = re.compile(r"\s*([^\s,{}]+)\s*(\{[^{}]*\})?\s*")
 
 
 def _error(spec: str, offset: int, message: str, expected: str | None = None) -> PipelineError:
@@ -220,7 +246,7 @@ def parse_entries(spec: str) -> list[PassEntry]:
 
 def _entry(spec: str, match: re.Match) -> PassEntry:
     name = match.group(1)
-    cls = get_pass(name)
+    cls = get_pass(name) if re.fullmatch(r"[A-Za-z0-9_-]+", name) else None
     if cls is None:
         close = close_names(name, available_passes())
         hint = "did you mean " + " or ".join(close) + "?" if close else "a pass listed by `rlxir passes`"

@@ -6,11 +6,13 @@ import argparse
 import json
 import sys
 
+from rlxir.cli import progress
 from rlxir.cli.options import add_command, add_input_options, load_graph
 from rlxir.cli.output_files import add_output_option, checked_output_file, output_directory, print_or_write
+from rlxir.errors import RlxError
 from rlxir.instruments import DumpStages, PrintIR, Reproducer, TimePasses, VerifyEach
 from rlxir.pass_base import PassContext, available_passes, load_plugin, option_text_name
-from rlxir.pipeline import parse_pipeline
+from rlxir.pipeline import Pipeline, parse_pipeline
 from rlxir.printer import print_graph
 
 
@@ -42,7 +44,7 @@ def register(subparsers) -> None:
 
 
 def _instruments(args: argparse.Namespace, pipeline_text: str) -> tuple[list, TimePasses | None]:
-    instruments: list = []
+    instruments: list = [progress.PassProgress("opt", len(parse_pipeline(pipeline_text)))]
     if not args.no_verify:
         instruments.append(VerifyEach(check_claims=False))
     after = args.print_after or ("all" if args.print_changed else None)
@@ -67,6 +69,7 @@ def run_opt(args: argparse.Namespace) -> int:
     for module in args.plugin:
         load_plugin(module)
     pipeline = parse_pipeline(args.pipeline)
+    _check_printed_passes(args, pipeline)
     graph = load_graph(args)
     ctx = PassContext(target=_target(args.target))
     instruments, timer = _instruments(args, pipeline.text())
@@ -75,6 +78,16 @@ def run_opt(args: argparse.Namespace) -> int:
         print(timer.table(), file=sys.stderr)
     print_or_write(args.output, print_graph(result))
     return 0
+
+
+def _check_printed_passes(args: argparse.Namespace, pipeline: Pipeline) -> None:
+    # A --print-before/--print-after name that no pass of the pipeline has would print nothing.
+    names = pipeline.names()
+    for flag, chosen in (("--print-before", args.print_before), ("--print-after", args.print_after)):
+        for name in chosen or []:
+            if name != "all" and name not in names:
+                raise RlxError(f"{flag} {name}: the pipeline has no pass {name!r}",
+                               expected="'all' or one of the pipeline's passes: " + ", ".join(dict.fromkeys(names)))
 
 
 def _check_opt_outputs(args: argparse.Namespace) -> None:

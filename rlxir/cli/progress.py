@@ -18,9 +18,14 @@ PASS_LINES_AFTER_SECONDS = 1.0
 _prefix = [""]  # what every line starts with while `prefixed` holds (one item: the current prefix)
 
 
+def on_terminal() -> bool:
+    """Whether stderr is a terminal, where progress lines are shown."""
+    return sys.stderr.isatty()
+
+
 def show(message: str) -> None:
     """Replace the progress line with `message` (on a terminal only)."""
-    if sys.stderr.isatty():
+    if on_terminal():
         print(f"\r\033[K{_prefix[0]}{message}", end="", file=sys.stderr, flush=True)
 
 
@@ -38,7 +43,7 @@ def prefixed(text: str) -> Iterator[None]:
 
 def clear() -> None:
     """Remove the progress line before the report is printed."""
-    if sys.stderr.isatty():
+    if on_terminal():
         print("\r\033[K", end="", file=sys.stderr, flush=True)
 
 
@@ -48,7 +53,7 @@ class Throttled:
 
     def __init__(self, interval: float = 0.1):
         self.interval = interval
-        self.enabled = sys.stderr.isatty()
+        self.enabled = on_terminal()
         self.shown_at = -interval
 
     def __call__(self, message: str) -> None:
@@ -60,9 +65,10 @@ class Throttled:
 
 class PassProgress(Instrument):
     """Names each pass of a pipeline as it starts: ``cuda: pass 3/12 fuse (2.1 s)``; once
-    the pipeline is done, the planning that follows: ``planning 40 nodes with best ...``."""
+    the pipeline is done, the planning that follows: ``planning 40 nodes with best ...``
+    (with no `planner`, as for `rlxir opt`, the line is cleared instead)."""
 
-    def __init__(self, label: str, total: int, planner: str):
+    def __init__(self, label: str, total: int, planner: str = ""):
         self.label, self.total, self.planner = label, total, planner
         self.started = time.perf_counter()
 
@@ -71,7 +77,13 @@ class PassProgress(Instrument):
         if elapsed >= PASS_LINES_AFTER_SECONDS:
             show(f"{self.label}: pass {index + 1}/{self.total} {entry.name} ({elapsed:.1f} s, {len(graph)} nodes)")
 
+    def on_failure(self, index, entry, graph, ctx, error) -> None:
+        clear()
+
     def finish(self, graph, ctx) -> None:
+        if not self.planner:
+            clear()
+            return
         show(f"planning {len(graph)} nodes with {self.planner} ...")
 
 

@@ -15,7 +15,7 @@ from rlxir.cli import progress
 from rlxir.cli.host_memory import check_arena_run_memory, check_interpreter_memory
 from rlxir.cli.options import add_command, add_input_options, load_graph, model_weights
 from rlxir.cli.output_files import atomic_output, output_directory
-from rlxir.cli.target_options import add_optimizer_options, optimizer_from_args, target_names
+from rlxir.cli.target_options import add_optimizer_options, compile_options, optimizer_from_args, target_names
 from rlxir.errors import RlxError
 from rlxir.graph import Graph
 from rlxir.interpreter import interpret
@@ -102,6 +102,7 @@ def run_in_target_arena(args: argparse.Namespace, graph: Graph, inputs: dict, pa
     from rlxir.compiler import compile as compile_graph
     from rlxir.executor import check_execution, reference_run, run_in_arena
     from rlxir.executor.runner import compiled_step
+    from rlxir.target import get_target
     from rlxir.training import compile_training, training_graph
 
     optimizer = optimizer_from_args(args)
@@ -109,8 +110,14 @@ def run_in_target_arena(args: argparse.Namespace, graph: Graph, inputs: dict, pa
         graph = graph.bind({symbol: default for symbol, default in graph.symbols.items() if default is not None})
     # what the compiled graph computes, differentiated once for --training
     shown = training_graph(graph, optimizer=optimizer) if args.training else graph
-    result = (compile_training(graph, args.target, backward=shown, optimizer=optimizer) if args.training
-              else compile_graph(graph, args.target))
+    # on a terminal, each pass and the planning are named while the target compiles
+    options = compile_options(args, shown_for=get_target(args.target))
+    progress.show(f"compiling for {args.target} ...")
+    try:
+        result = (compile_training(graph, args.target, options=options, backward=shown, optimizer=optimizer)
+                  if args.training else compile_graph(graph, args.target, options=options))
+    finally:
+        progress.clear()
     step = compiled_step(result)
     arena_bytes = step.arena_bytes + sum(step.side_buffers.values())
     if args.check and args.device != "cpu":
@@ -118,13 +125,22 @@ def run_in_target_arena(args: argparse.Namespace, graph: Graph, inputs: dict, pa
         run = check.run
     elif args.check:
         check_arena_run_memory(shown, step.graph, dict(step.bindings), arena_bytes, args.device)
-        reference = reference_run(shown, dict(compiled_step(result).bindings), inputs, params, args.seed)
-        check = check_execution(graph, result, device=args.device, reference=reference)
+        progress.show("running the reference interpreter ...")
+        try:
+            reference = reference_run(shown, dict(compiled_step(result).bindings), inputs, params, args.seed)
+            progress.show(f"running the plan in its arena ({arena_bytes} B) and comparing ...")
+            check = check_execution(graph, result, device=args.device, reference=reference)
+        finally:
+            progress.clear()
         run = check.run
     else:
         check_arena_run_memory(None, step.graph, dict(step.bindings), arena_bytes, args.device)
-        # the outputs are read where the run left them: their slots (on a GPU, device arrays)
-        check, run = None, run_in_arena(result, inputs, params, args.seed, args.device, to_host=False)
+        progress.show(f"running the plan in its arena ({arena_bytes} B) ...")
+        try:
+            # the outputs are read where the run left them: their slots (on a GPU, device arrays)
+            check, run = None, run_in_arena(result, inputs, params, args.seed, args.device, to_host=False)
+        finally:
+            progress.clear()
     outputs = dict(zip(shown.outputs, run.outputs.values()))
     if args.json:
         report = check.summary() if check else {"run": run.summary()}
