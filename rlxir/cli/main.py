@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code = args.run(args) or EXIT_OK
-        sys.stdout.flush()  # a full or failing standard output is reported here, not at exit
+        if sys.stdout is not None:  # closed (>&-): what was printed is dropped, as print() does
+            sys.stdout.flush()  # a full or failing standard output is reported here, not at exit
         return code
     except RlxError as error:
         print(error.render(), file=sys.stderr)

@@ -63,6 +63,11 @@ def test_print_to_a_full_standard_output(example):
     assert "internal error" not in result.stderr and "Exception ignored" not in result.stderr
 
 
+def test_print_with_standard_output_closed():
+    result = rlxir_process("print", EXAMPLES / "mlp.rlx", stdout=None, preexec_fn=lambda: os.close(1))
+    assert result.returncode == 0 and "internal error" not in result.stderr, result.stderr
+
+
 def test_check_with_standard_input_closed():
     result = rlxir_process("check", "-", stdin=None, preexec_fn=lambda: os.close(0))
     assert result.returncode == 1 and "cannot read standard input: it is closed" in result.stderr
