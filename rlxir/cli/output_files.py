@@ -59,6 +59,8 @@ def output_directory(path: str, flag: str) -> Path:
     (a mistyped parent is an error, not a new tree of directories)."""
     if not path:
         raise RlxError(f"{flag} needs a directory name, got an empty one")
+    if path == STANDARD_OUTPUT:
+        raise RlxError(f"{flag} -: standard output cannot hold a directory of files", expected="a directory path")
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise RlxError(f"{flag} {path}: is a file, not a directory", expected="a directory path (created if missing)")

@@ -121,6 +121,12 @@ def test_output_dash_is_standard_output(cli, mlp, tmp_path, monkeypatch):
     assert code == 0 and out.startswith("graph mlp") and not (tmp_path / "-").exists()
 
 
+def test_output_directory_dash_is_refused(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("run", EXAMPLES / "mlp.rlx", "--batch", "2", "-o", "-")
+    assert code == 1 and "standard output cannot hold a directory" in err and not (tmp_path / "-").exists()
+
+
 # --params: what is missing is said, or refused
 
 def test_params_missing_from_the_directory_are_named(cli, tmp_path):
