@@ -746,6 +746,8 @@ def parse(text: str, filename: str = "<string>") -> Module:
 def parse_file(path: str | Path) -> Module:
     """Parse a `.rlx` file. An unreadable file is an `RlxError`, not an OSError."""
     if str(path) == "-":  # standard input, as in `rlxir check - < model.rlx`
+        if sys.stdin is None:
+            raise RlxError("cannot read standard input: it is closed", expected="rlxir COMMAND - < model.rlx")
         return parse(decode_source(sys.stdin.buffer.read(), "<stdin>"), "<stdin>")
     path = Path(path)
     try:

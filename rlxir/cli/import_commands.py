@@ -10,9 +10,10 @@ import numpy as np
 
 from rlxir.cli.model_inputs import checked_text
 from rlxir.cli.options import BATCH_SYMBOL, add_command, checked_name, positive_int
-from rlxir.cli.output_files import (add_output_option, atomic_output, checked_output_file, output_directory,
-                                    print_or_write)
+from rlxir.cli.output_files import (STANDARD_INPUT, add_output_option, atomic_output, checked_directory_files,
+                                    checked_output_file, output_directory, print_or_write)
 from rlxir.errors import RlxError
+from rlxir.params import NPY_MAGIC
 from rlxir.printer import print_graph
 
 
@@ -20,7 +21,7 @@ def register(subparsers) -> None:
     command = add_command(subparsers, "import", run_import, "import an ONNX model as an .rlx graph",
                           epilog="example: rlxir import resnet50.onnx -o resnet50.rlx && "
                                  "rlxir compile resnet50.rlx --target rocm --batch 8")
-    command.add_argument("model", metavar="MODEL", help="an .onnx file")
+    command.add_argument("model", metavar="MODEL", help="an .onnx file, or - for standard input")
     add_output_option(command, "the graph")
     command.add_argument("--batch-dim", metavar="SYM", default=BATCH_SYMBOL,
                          help=f"the batch symbol's name (default: {BATCH_SYMBOL})")
@@ -35,6 +36,32 @@ def checked_model_file(path: str) -> None:
     """A 0-byte file is no model; onnx would read it as an empty graph."""
     if Path(path).is_file() and Path(path).stat().st_size == 0:
         raise RlxError(f"{path} is empty (0 bytes), not an ONNX model", expected="an .onnx file written by onnx.save")
+
+
+def read_model(path: str):
+    """The model to import: `path` itself, or for `-` the ModelProto read from standard input
+    (its external data, if any, relative to the working directory)."""
+    if path != STANDARD_INPUT:
+        return path
+    import onnx
+    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+
+    if sys.stdin is None:
+        raise RlxError("cannot read the model from standard input: it is closed", expected="rlxir import - < model.onnx")
+    data = sys.stdin.buffer.read()
+    if not data:
+        raise RlxError("standard input is empty, not an ONNX model", expected="rlxir import - < model.onnx")
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as error:  # protobuf's DecodeError and friends
+        raise RlxError(f"cannot read standard input as an ONNX model: {error}", expected="an .onnx file") from None
+    if any(uses_external_data(tensor) for tensor in model.graph.initializer):
+        try:
+            load_external_data_for_model(model, ".")
+        except OSError as error:
+            raise RlxError(f"cannot read the model's external data: {error.strerror or error}",
+                           expected="its data files in the working directory") from None
+    return model
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -59,7 +86,8 @@ def run_import(args: argparse.Namespace) -> int:
                        expected="pip install 'rlxir[onnx]'") from None
     checked_model_file(args.model)
     try:
-        imported = import_onnx(args.model, batch_dim=args.batch_dim, batch_size=args.batch_size, name=args.name)
+        imported = import_onnx(read_model(args.model), batch_dim=args.batch_dim, batch_size=args.batch_size,
+                               name=args.name)
     except RlxError as error:
         if error.loc is not None or args.model in error.message:
             raise
@@ -69,7 +97,7 @@ def run_import(args: argparse.Namespace) -> int:
     text = print_graph(imported.graph)
     checked_text(text, args.model)
     if args.weights:
-        write_weights(imported.params, Path(args.weights))
+        write_weights(imported.params, Path(args.weights), args.model)
     if not print_or_write(args.output, text):
         return 0
     graph = imported.graph
@@ -80,11 +108,29 @@ def run_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_weights(params: dict, directory: Path) -> None:
+def write_weights(params: dict, directory: Path, model: str | None = None) -> None:
+    """Every param to DIR/<name>.npy. Nothing is written when one file would go through a
+    link, over the model, or over a file that is not a .npy array (such as the model's
+    external data, whose name an initializer may share)."""
     folder = output_directory(str(directory), "--weights")
+    paths = [folder / f"{name}.npy" for name in params]
+    checked_directory_files(paths, "--weights", [model] if model else [])
+    for path in paths:
+        if path.is_file() and not is_npy_file(path):
+            raise RlxError(f"--weights: {path} exists and is not a .npy array (it may be the model's external "
+                           "data); refusing to replace it", expected="an empty directory, or one rlxir wrote")
     for name, array in params.items():
         with atomic_output(folder / f"{name}.npy", binary=True) as handle:
             np.save(handle, np.ascontiguousarray(array))
+
+
+def is_npy_file(path: Path) -> bool:
+    """Whether `path` starts like a file numpy.save wrote."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(NPY_MAGIC)) == NPY_MAGIC
+    except OSError:
+        return False
 
 
 __all__ = ["register", "run_import"]

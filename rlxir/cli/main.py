@@ -9,6 +9,8 @@ errors (argparse's own convention); 3 an internal error, a bug in rlxir. Set
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import sys
 import traceback
@@ -48,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.run(args) or EXIT_OK
+        code = args.run(args) or EXIT_OK
+        if sys.stdout is not None:  # closed (>&-): what was printed is dropped, as print() does
+            sys.stdout.flush()  # a full or failing standard output is reported here, not at exit
+        return code
     except RlxError as error:
         print(error.render(), file=sys.stderr)
         return EXIT_REFUSED
@@ -68,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return EXIT_REFUSED
     except OSError as error:
+        if error.filename is None and error.errno in _OUTPUT_ERRNOS:
+            return _standard_output_failed(args.command, error)
         if error.filename is None:
             return _internal_error(error)
         # A file the command was pointed at cannot be read or written: the path is the input at fault.
@@ -75,6 +82,19 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_REFUSED
     except Exception as error:
         return _internal_error(error)
+
+
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT, errno.EBADF}
+
+
+def _standard_output_failed(command: str, error: OSError) -> int:
+    """Standard output could not take the result (a full disk, /dev/full, a closed stream):
+    say so (exit 1) and drop what is still buffered, so exit does not fail a second time."""
+    print(f"rlxir {command}: error: cannot write standard output: {error.strerror or error}", file=sys.stderr)
+    print("  expected: standard output on a device with space left, or -o FILE", file=sys.stderr)
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_REFUSED
 
 
 def _internal_error(error: BaseException) -> int:

@@ -12,12 +12,15 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
 from rlxir.errors import RlxError
+
+STANDARD_OUTPUT = STANDARD_INPUT = "-"  # as an output path, standard output; as an input, standard input
 
 
 def add_output_option(parser, what: str = "the result") -> None:
@@ -35,6 +38,10 @@ def checked_output_file(path: str, flag: str, inputs: Iterable[str] = (), in_pla
     if not path:
         raise RlxError(f"{flag} needs a file name, got an empty one")
     target = Path(path)
+    if path == STANDARD_OUTPUT:
+        return target
+    if path.endswith(("/", os.sep)):
+        raise RlxError(f"{flag} {path}: names a directory (it ends in /)", expected="a file name, e.g. out.rlx")
     if target.is_dir():
         raise RlxError(f"{flag} {path}: is a directory", expected="a file name, e.g. out.rlx")
     parent = target.parent
@@ -48,17 +55,39 @@ def checked_output_file(path: str, flag: str, inputs: Iterable[str] = (), in_pla
 
 
 def output_directory(path: str, flag: str) -> Path:
-    """`path` as a directory `flag` writes into, created (with its parents) when missing."""
+    """`path` as a directory `flag` writes into, created when missing; its parent must exist
+    (a mistyped parent is an error, not a new tree of directories)."""
     if not path:
         raise RlxError(f"{flag} needs a directory name, got an empty one")
+    if path == STANDARD_OUTPUT:
+        raise RlxError(f"{flag} -: standard output cannot hold a directory of files", expected="a directory path")
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise RlxError(f"{flag} {path}: is a file, not a directory", expected="a directory path (created if missing)")
+    parent = folder.absolute().parent
+    if not folder.exists() and not parent.is_dir():
+        what = "is not a directory" if parent.exists() else "does not exist"
+        raise RlxError(f"{flag} {path}: directory {parent} {what}",
+                       expected="a directory in an existing one (only the last part is created)")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(exist_ok=True)
     except OSError as error:
         raise RlxError(f"{flag} {path}: cannot create the directory: {error.strerror or error}") from None
     return folder
+
+
+def checked_directory_files(paths: Iterable[Path], flag: str, inputs: Iterable[str | Path] = ()) -> None:
+    """Refuse, before anything is written, to write any of `paths` (files a directory
+    option `flag` fills) through a symbolic link or over one of `inputs`."""
+    sources = [Path(name) for name in inputs if name and str(name) != STANDARD_INPUT]
+    for path in paths:
+        if path.is_symlink():
+            raise RlxError(f"{flag}: {path} is a symbolic link; refusing to write through it",
+                           expected="a directory without links at the output names (remove the link)")
+        source = next((source for source in sources if _same_file(path, source)), None)
+        if source is not None:
+            raise RlxError(f"{flag}: {path} is the input file {source}; writing it would replace what is being read",
+                           expected="another output directory")
 
 
 @contextlib.contextmanager
@@ -67,7 +96,11 @@ def atomic_output(path: str | Path, binary: bool = False) -> Iterator[IO]:
 
     A destination that exists and is not a regular file (a device such as /dev/null or
     /dev/full, a pipe) is written directly: renaming over it would replace the device.
+    `-` is standard output.
     """
+    if str(path) == STANDARD_OUTPUT:
+        yield sys.stdout.buffer if binary else sys.stdout
+        return
     # A symlink keeps pointing where it did: the file it names is what gets replaced.
     target = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
     mode = "wb" if binary else "w"
@@ -102,8 +135,8 @@ def write_text_output(path: str | Path, text: str) -> None:
 
 def print_or_write(output: str | None, text: str) -> bool:
     """`text` to the file -o named (atomically), or to stdout when there is none; True when
-    it went to a file."""
-    if not output:
+    it went to a file. `-` is standard output too."""
+    if not output or output == STANDARD_OUTPUT:
         print(text, end="")
         return False
     write_text_output(output, text)
@@ -127,5 +160,5 @@ def _same_file(output: Path, source: Path) -> bool:
         return False
 
 
-__all__ = ["add_output_option", "atomic_output", "checked_output_file", "output_directory", "print_or_write",
-           "write_text_output"]
+__all__ = ["STANDARD_INPUT", "STANDARD_OUTPUT", "add_output_option", "atomic_output", "checked_directory_files",
+           "checked_output_file", "output_directory", "print_or_write", "write_text_output"]

@@ -14,7 +14,7 @@ import numpy as np
 from rlxir.cli import progress
 from rlxir.cli.host_memory import check_arena_run_memory, check_interpreter_memory
 from rlxir.cli.options import add_command, add_input_options, load_graph, model_weights
-from rlxir.cli.output_files import atomic_output, output_directory
+from rlxir.cli.output_files import atomic_output, checked_directory_files, output_directory
 from rlxir.cli.target_options import add_optimizer_options, compile_options, optimizer_from_args, target_names
 from rlxir.errors import RlxError
 from rlxir.graph import Graph
@@ -35,6 +35,9 @@ def register(subparsers) -> None:
                           "and dtype (float32 for bf16)")
     run.add_argument("--params", metavar="DIR", help="feed params from DIR/<name>.npy, the files `rlxir import "
                      "--weights DIR` writes (an --input of the same name wins)")
+    run.add_argument("--strict-params", action="store_true",
+                     help="refuse a param that neither --params DIR nor --input gives (by default it is filled "
+                          "from --seed, with a note on stderr naming it)")
     run.add_argument("--seed", metavar="N", type=non_negative_int, default=0,
                      help="seed of the values not given with --input (default: 0)")
     run.add_argument("-o", "--output-dir", metavar="DIR", help="write each output to DIR/<name>.npy")
@@ -79,6 +82,7 @@ def run_graph(args: argparse.Namespace) -> int:
     verify(graph)
     inputs, params = load_feeds(graph, args.feeds)
     params = {**model_weights(args), **(load_params(args.params, graph) if args.params else {}), **params}
+    report_unfed_params(args, graph, params)
     if args.target:
         return run_in_target_arena(args, graph, inputs, params)
     for flag, given in (("--training", args.training), ("--json", args.json), ("--no-check", not args.check),
@@ -86,15 +90,33 @@ def run_graph(args: argparse.Namespace) -> int:
         if given:
             raise RlxError(f"{flag} needs --target", expected="rlxir run FILE --target T ...")
     if args.output_dir:
-        output_directory(args.output_dir, "-o")
+        folder = output_directory(args.output_dir, "-o")
+        checked_directory_files(output_paths(folder, graph.outputs), "-o", read_paths(args))
     check_interpreter_memory(graph)
     results = interpret(graph, inputs, params, seed=args.seed)
     if args.output_dir:
-        write_outputs(results, Path(args.output_dir), graph)
+        write_outputs(results, Path(args.output_dir), graph, read_paths(args))
     else:
         for name, array in results.items():
             print(output_summary(name, array, graph))
     return 0
+
+
+def report_unfed_params(args: argparse.Namespace, graph: Graph, params: dict) -> None:
+    """With --params DIR, a param that has no file there (nor an --input) is filled from
+    --seed: say which on stderr, or refuse with --strict-params."""
+    if not (args.params or args.strict_params):
+        return
+    unfed = [name for name in graph.params() if name not in params]
+    if not unfed:
+        return
+    listed = ", ".join("%" + name for name in unfed[:8]) + (", ..." if len(unfed) > 8 else "")
+    where = f"in {args.params}" if args.params else "(no --params DIR)"
+    if args.strict_params:
+        raise RlxError(f"--strict-params: no file {where} for {listed}",
+                       graph.location(unfed[0]), expected="a <name>.npy for every param, or --input NAME=FILE")
+    print(f"rlxir run: note: {len(unfed)} param(s) have no file {where} and are filled from --seed "
+          f"{args.seed}: {listed}", file=sys.stderr)
 
 
 def run_in_target_arena(args: argparse.Namespace, graph: Graph, inputs: dict, params: dict) -> int:
@@ -148,7 +170,7 @@ def run_in_target_arena(args: argparse.Namespace, graph: Graph, inputs: dict, pa
         print(json.dumps(report, indent=2))
     else:
         if args.output_dir:
-            write_outputs(outputs, Path(args.output_dir), shown)
+            write_outputs(outputs, Path(args.output_dir), shown, read_paths(args))
         else:
             for name, array in outputs.items():
                 print(output_summary(name, array, shown))
@@ -270,9 +292,24 @@ def type_text(name: str, array: np.ndarray, graph: Graph) -> str:
     return f"{graph.type(name).dtype}[{', '.join(str(dim) for dim in array.shape)}]"
 
 
-def write_outputs(results: dict[str, np.ndarray], directory: Path, graph: Graph) -> None:
-    """Each output to DIR/<name>.npy (bf16 as float32), one line per file written."""
+def output_paths(directory: Path, names) -> list[Path]:
+    """Where -o DIR puts each output: DIR/<name>.npy."""
+    return [directory / f"{name}.npy" for name in names]
+
+
+def read_paths(args: argparse.Namespace) -> list[str | Path]:
+    """Every file the run reads (its graph, --input files, --params files): -o never writes one."""
+    paths: list[str | Path] = [args.file, *(path for _, path in args.feeds)]
+    if args.params and Path(args.params).is_dir():
+        paths += sorted(Path(args.params).glob("*.npy"))
+    return paths
+
+
+def write_outputs(results: dict[str, np.ndarray], directory: Path, graph: Graph, inputs=()) -> None:
+    """Each output to DIR/<name>.npy (bf16 as float32), one line per file written; none
+    is written when one would go through a link or over one of `inputs`."""
     output_directory(str(directory), "-o")
+    checked_directory_files(output_paths(directory, results), "-o", inputs)
     for name, array in results.items():
         path = directory / f"{name}.npy"
         with atomic_output(path, binary=True) as handle:

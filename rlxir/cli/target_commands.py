@@ -366,7 +366,7 @@ def run_plan_csv(args: argparse.Namespace) -> int:
     except InstanceError as error:
         # The message already starts with file:line:; keep only the explanation after it.
         explanation = str(error).removeprefix(f"{error.path}:{error.line}: ")
-        raise RlxError(explanation, Location(error.path, error.line, 1)) from None
+        raise RlxError(explanation, Location(error.path, error.line, error.column)) from None
     except PlanError as error:  # an instance that breaks a planning rule (duplicate ids ...)
         raise RlxError(f"{args.file}: {error}") from None
     except OSError as error:

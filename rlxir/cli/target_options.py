@@ -13,6 +13,7 @@ from rlxir.cli import progress
 from rlxir.cli.options import UsageError, positive_int, time_budget
 from rlxir.compiler import CompileOptions
 from rlxir.devices import parse_bytes
+from rlxir.errors import RlxError
 from rlxir.fit import DEFAULT_HEADROOM, Budget, arena_budget
 from rlxir.optimizers import DEFAULT_OPTIMIZER, DEFAULT_WEIGHT_DECAY, OPTIMIZERS, Optimizer, optimizer_from
 from rlxir.pass_base import load_plugin
@@ -166,5 +167,8 @@ def _pass_progress(target: Target, planner: str) -> progress.PassProgress:
 
 
 def budget_from(args: argparse.Namespace, target: Target) -> Budget:
-    """What the arena may use on `target`'s device, as --vram, --headroom and --free say."""
+    """What the arena may use on `target`'s device, as --vram, --headroom and --free say.
+    --vram 0 is refused: no arena fits it, so every answer would be 'does not fit'."""
+    if args.vram == 0:
+        raise RlxError("--vram 0: a device with no memory fits no arena", expected="a size above 0, e.g. 24GiB")
     return arena_budget(target, args.headroom, args.vram, "free" if args.free else "total")

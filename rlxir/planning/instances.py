@@ -10,6 +10,8 @@ as ``[start, end + 1)``.
 from __future__ import annotations
 
 import csv
+import io
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -20,14 +22,16 @@ from rlxir.planning.errors import PlanError
 class InstanceError(PlanError):
     """A malformed instance or solution file; the message starts with ``file:line:``."""
 
-    def __init__(self, path: Path | str, line: int, message: str):
+    def __init__(self, path: Path | str, line: int, message: str, column: int = 1):
         super().__init__(f"{path}:{line}: {message}")
         self.path = str(path)
         self.line = line
+        self.column = column
 
 
 def read_instance(path: Path | str) -> list[Buffer]:
-    """The buffers of the instance file at `path`, in file order."""
+    """The buffers of the instance file at `path` (`-`: standard input), in file order.
+    The file is UTF-8, with or without a byte-order mark."""
     buffers, _ = _read(Path(path), want_offsets=False)
     return buffers
 
@@ -61,8 +65,34 @@ def _write_rows(handle, buffers: Sequence[Buffer], ordered: Sequence[int]) -> No
         writer.writerow([buffer.name, buffer.start, buffer.end, buffer.size, offset])
 
 
+def _text_of(path: Path) -> str:
+    """The file's text: UTF-8, a leading byte-order mark dropped; a byte that is not UTF-8 is
+    an `InstanceError` at its line and column."""
+    if str(path) == "-":
+        if sys.stdin is None:
+            raise InstanceError("<stdin>", 1, "standard input is closed; expected CSV text")
+        data = sys.stdin.buffer.read()
+    else:
+        data = path.read_bytes()
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        before = data[:error.start].decode("utf-8")
+        line_start = before.rfind("\n") + 1
+        raise InstanceError(_shown_name(path), before.count("\n") + 1,
+                            f"byte 0x{data[error.start]:02x} is not UTF-8 ({error.reason}); re-save the file as UTF-8",
+                            len(before) - line_start + 1) from None
+
+
+def _shown_name(path: Path) -> str:
+    return "<stdin>" if str(path) == "-" else str(path)
+
+
 def _read(path: Path, want_offsets: bool) -> tuple[list[Buffer], dict[str, int]]:
-    with open(path, newline="") as handle:
+    text = _text_of(path)
+    path = Path(_shown_name(path))
+    with io.StringIO(text, newline="") as handle:
         rows = csv.reader(handle)
         header = next(rows, None)
         if header is None:
