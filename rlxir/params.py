@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -65,7 +66,7 @@ def read_npy(path: str | Path) -> np.ndarray:
         raise RlxError(f"cannot read {path}: {error}", expected="a numeric .npy array") from None
 
 
-def _check_npy_size(path: str | Path, handle) -> None:
+def _check_npy_size(path: str | Path, handle: BinaryIO) -> None:
     """Refuse a .npy whose header claims more data than the file holds (say 10^12 x 784),
     before any memory is taken for it."""
     readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
