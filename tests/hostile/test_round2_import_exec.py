@@ -1,0 +1,56 @@
+"""Importers and executor under hostile input: initializers whose dims disagree with their data,
+batch sizes past 64-bit arithmetic, bf16 scalar results in arena runs, and the documented
+storage loss of a target told apart from a defect."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+onnx = pytest.importorskip("onnx")
+import numpy as np  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus"
+
+
+def matmul_model(path: Path, weight: onnx.TensorProto) -> Path:
+    """A model computing x @ w with `weight` as the initializer w."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g", [x], [y], [weight])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def short_weight() -> onnx.TensorProto:
+    """An initializer that declares dims [8, 8] but holds 16 values."""
+    weight = helper.make_tensor("w", TensorProto.FLOAT, [4, 4], np.ones(16, np.float32).tolist())
+    weight.dims[:] = [8, 8]
+    return weight
+
+
+def dataless_weight() -> onnx.TensorProto:
+    """An initializer that declares dims [8, 8] and holds no data at all."""
+    weight = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT)
+    weight.dims.extend([8, 8])
+    return weight
+
+
+@pytest.mark.parametrize("make_weight", [short_weight, dataless_weight])
+def test_an_initializer_whose_data_does_not_fill_its_dims_is_a_located_error(cli, tmp_path, make_weight):
+    model = matmul_model(tmp_path / "short.onnx", make_weight())
+    code, out, err = cli("import", model, "-o", tmp_path / "out.rlx")
+    assert code == 1 and out == "" and not (tmp_path / "out.rlx").exists()
+    assert "short.onnx: ONNX initializer 'w' declares dims [8, 8]" in err and "64 values" in err
+
+
+@pytest.mark.parametrize("model", ["bert", "gpt2"])
+@pytest.mark.parametrize("batch_size", ["9223372036854775807", "4611686018427387904"])
+def test_a_batch_size_past_64_bit_arithmetic_is_a_located_error(cli, tmp_path, model, batch_size):
+    path = CORPUS / f"{model}.onnx"
+    if not path.exists():
+        pytest.skip(f"{path} is not built")
+    code, out, err = cli("import", path, "--batch-size", batch_size, "-o", tmp_path / "out.rlx")
+    assert code == 1 and out == "" and f"{model}.onnx: ONNX node" in err and "--batch-size" in err
