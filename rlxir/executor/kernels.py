@@ -409,9 +409,12 @@ def run_reference(xp, opdef, args, attrs, dtype: DType):
 
 
 def finish_dtype(xp, out, dtype: DType):
-    """Round a bf16 result held as float32 to bf16 precision, in place."""
+    """Round a bf16 result held as float32 to bf16 precision, in place, and return it; a NumPy
+    scalar (a reduction over every axis gives one) cannot change in place, so it comes back
+    as a 0-d array."""
     if dtype is DType.bf16:
         if xp is np:
+            out = np.asarray(out)
             out[...] = round_to_bf16(out)
         else:
             bits = out.view(np.uint32)

@@ -54,3 +54,21 @@ def test_a_batch_size_past_64_bit_arithmetic_is_a_located_error(cli, tmp_path, m
         pytest.skip(f"{path} is not built")
     code, out, err = cli("import", path, "--batch-size", batch_size, "-o", tmp_path / "out.rlx")
     assert code == 1 and out == "" and f"{model}.onnx: ONNX node" in err and "--batch-size" in err
+
+
+BF16_SCALAR = """graph g {{
+  input %x : bf16[4, 8]
+  %y = {op}(%x) {{axes = [0, 1]}} : bf16[]
+  output %y
+}}
+"""
+
+
+@pytest.mark.parametrize("target", ["cpu", "metal"])
+@pytest.mark.parametrize("op", ["reduce_mean", "reduce_sum", "reduce_max"])
+def test_a_bf16_scalar_result_runs_in_the_arena(cli, tmp_path, target, op):
+    graph = tmp_path / "scalar.rlx"
+    graph.write_text(BF16_SCALAR.format(op=op))
+    code, out, err = cli("run", graph, "-t", target)
+    assert code == 0, err
+    assert "%y  bf16[]" in out and "check     ran, matched" in out
