@@ -10,7 +10,10 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 import numpy as np  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
+
+from rlxir.testing.fuzz_hostile import initializer_models, run_initializers  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus"
 
@@ -72,3 +75,10 @@ def test_a_bf16_scalar_result_runs_in_the_arena(cli, tmp_path, target, op):
     code, out, err = cli("run", graph, "-t", target)
     assert code == 0, err
     assert "%y  bf16[]" in out and "check     ran, matched" in out
+
+
+@settings(max_examples=25, deadline=None, database=None)
+@given(model=initializer_models())
+def test_fuzzed_initializers_whose_dims_disagree_with_their_data_never_crash(model):
+    run = run_initializers(model)
+    assert not run.crashed and run.code in (0, 1), run.output
