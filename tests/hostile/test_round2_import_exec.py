@@ -4,6 +4,7 @@ storage loss of a target told apart from a defect."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,12 @@ def test_a_bf16_scalar_result_runs_in_the_arena(cli, tmp_path, target, op):
 def test_fuzzed_initializers_whose_dims_disagree_with_their_data_never_crash(model):
     run = run_initializers(model)
     assert not run.crashed and run.code in (0, 1), run.output
+
+
+def test_a_c64_cast_to_a_real_dtype_keeps_the_real_part_without_a_numpy_warning(cli, tmp_path):
+    graph = tmp_path / "cast.rlx"
+    graph.write_text("graph g {\n  input %x : c64[4]\n  %y = cast(%x) {to = f32} : f32[4]\n  output %y\n}\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a ComplexWarning would reach the user's stderr
+        code, out, err = cli("run", graph, "-t", "cpu")
+    assert code == 0 and "ComplexWarning" not in err and "check     ran, matched" in out
