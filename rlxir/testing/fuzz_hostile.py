@@ -84,8 +84,9 @@ def run_child(arguments: list[str], scratch: Path, stdin_closed: bool = False, s
 # --- bytes --------------------------------------------------------------------------------
 @st.composite
 def non_utf8_inputs(draw, texts) -> tuple[str, bytes]:
-    """(command, file bytes): a graph or a buffer list with non-UTF-8 bytes spliced in."""
-    command = draw(st.sampled_from(("check", "print", "opt", "compile", "run", "grad", "plan-csv")))
+    """(command, bytes): a graph or a buffer list with non-UTF-8 bytes spliced in (for
+    ``opt --pipeline``, the pipeline argument is made of the bytes)."""
+    command = draw(st.sampled_from(("check", "print", "opt", "opt --pipeline", "compile", "run", "grad", "plan-csv")))
     text = GOOD_CSV if command == "plan-csv" else draw(mutated_rlx(texts, max_mutations=1))
     data = text.encode("utf-8", errors="replace")
     for _ in range(draw(st.integers(1, 3))):
@@ -98,8 +99,12 @@ def run_non_utf8(case: tuple[str, bytes]) -> CommandRun:
     command, data = case
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
+        if command == "opt --pipeline":  # the bytes in a command-line argument, as the OS hands them over
+            pipeline = os.fsdecode(b"dce," + data[:12])
+            return run_command(["opt", str(write_input(folder, "g.rlx", SMALL_GRAPH)), "--pipeline", pipeline,
+                                "-o", str(folder / "opt.rlx")])
         path = write_input(folder, "input.csv" if command == "plan-csv" else "input.rlx", data)
-        extra = {"opt": ["-o", str(folder / "opt.rlx")], "grad": ["-o", str(folder / "grad.rlx")],
+        extra = {"opt": ["--pipeline", "dce", "-o", str(folder / "opt.rlx")], "grad": ["-o", str(folder / "grad.rlx")],
                  "compile": ["-t", "cpu", "--batch", "1"], "run": ["--batch", "1"]}.get(command, [])
         return run_command([command, str(path), *extra])
 
