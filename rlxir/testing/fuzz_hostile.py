@@ -116,7 +116,7 @@ STREAM_COMMANDS = {
     "print -": ["print", "-"],
     "compile --json": ["compile", "g.rlx", "-t", "cpu", "--batch", "1", "--json"],
     "plan-csv": ["plan-csv", "b.csv"],
-    "opt -o -": ["opt", "g.rlx", "-o", "-"],
+    "opt -o -": ["opt", "g.rlx", "--pipeline", "dce", "-o", "-"],
 }
 
 
