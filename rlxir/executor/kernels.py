@@ -138,9 +138,12 @@ def _where(xp, args, attrs, out, workspace=None):
 def _cast(xp, args, attrs, out, workspace=None):
     if attrs["to"] is DType.bf16:
         return None
+    source = args[0]
+    if xp.iscomplexobj(source) and not attrs["to"].is_complex:
+        source = source.real  # the reference's real part, without NumPy's ComplexWarning on stderr
     if out is None:
-        return args[0].astype(attrs["to"].numpy)
-    xp.copyto(out, args[0], casting="unsafe")
+        return source.astype(attrs["to"].numpy)
+    xp.copyto(out, source, casting="unsafe")
     return out
 
 
@@ -409,9 +412,12 @@ def run_reference(xp, opdef, args, attrs, dtype: DType):
 
 
 def finish_dtype(xp, out, dtype: DType):
-    """Round a bf16 result held as float32 to bf16 precision, in place."""
+    """Round a bf16 result held as float32 to bf16 precision, in place, and return it; a NumPy
+    scalar (a reduction over every axis gives one) cannot change in place, so it comes back
+    as a 0-d array."""
     if dtype is DType.bf16:
         if xp is np:
+            out = np.asarray(out)
             out[...] = round_to_bf16(out)
         else:
             bits = out.view(np.uint32)

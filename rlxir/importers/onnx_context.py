@@ -50,6 +50,28 @@ def load_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
         raise RlxError(f"cannot read {model} as an ONNX model: {error}", expected="an .onnx file") from None
 
 
+def initializer_array(tensor: onnx.TensorProto) -> np.ndarray:
+    """The values of initializer `tensor` as an array of its declared dims; a tensor whose data
+    does not fill its dims (dims [8, 8] holding 16 values, or dims with no data) is an error
+    that names it, not a failed reshape."""
+    try:
+        return numpy_helper.to_array(tensor)
+    except ValueError as error:
+        dims = list(tensor.dims)
+        raise RlxError(f"ONNX initializer {tensor.name!r} declares dims {dims} that its data does not fill ({error})",
+                       expected=f"{int(np.prod(dims, dtype=object))} values for dims {dims}") from None
+
+
+NUMPY_SIZE_ERRORS = ("array is too big", "dimensions too large", "maximum allowed dimension",
+                     "maximum supported dimension", "too large to convert")
+
+
+def _is_numpy_size_error(error: ValueError) -> bool:
+    """Whether `error` is NumPy refusing a size (an array or broadcast past 64-bit sizes)."""
+    text = str(error).lower()
+    return any(phrase in text for phrase in NUMPY_SIZE_ERRORS)
+
+
 def op_key(node: onnx.NodeProto) -> str:
     return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
 
@@ -119,7 +141,7 @@ class OnnxContext:
         for onnx_name, type_ in input_types.items():
             self.input_names[onnx_name] = self.values[onnx_name] = self.builder.input(onnx_name, type_)
         for onnx_name, tensor in initializers.items():
-            self.statics[onnx_name] = numpy_helper.to_array(tensor)
+            self.statics[onnx_name] = initializer_array(tensor)
             self.weights.add(onnx_name)
 
     # --- inputs -------------------------------------------------------------------------
@@ -225,6 +247,15 @@ class OnnxContext:
             label = node.name or (node.output[0] if node.output else "?")
             error.message = f"ONNX node {label!r} ({node.op_type}): {error.message}"
             raise error from None
+        except (OverflowError, MemoryError, ValueError) as error:
+            # a static value computed from a dim past what NumPy holds (a --batch-size near
+            # 2^63 times any other dim); any other ValueError is a defect and stays one
+            if not isinstance(error, (OverflowError, MemoryError)) and not _is_numpy_size_error(error):
+                raise
+            label = node.name or (node.output[0] if node.output else "?")
+            raise RlxError(f"ONNX node {label!r} ({node.op_type}): a static shape, index or array computed "
+                           f"from the dims is too large to compute ({error})",
+                           expected="a smaller --batch-size") from None
         for onnx_name, result in zip(node.output, results or ()):
             if not onnx_name or result is None:
                 continue

@@ -64,9 +64,13 @@ def round_to_bf16(values: np.ndarray) -> np.ndarray:
 
 
 def to_dtype(values, dtype: DType) -> np.ndarray:
-    """`values` as the NumPy array that holds `dtype` (bf16: float32 at bf16 precision)."""
+    """`values` as the NumPy array that holds `dtype` (bf16: float32 at bf16 precision); a
+    complex value cast to a real dtype keeps its real part."""
+    values = np.asarray(values)
+    if np.iscomplexobj(values) and not dtype.is_complex:
+        values = values.real  # what astype does, without NumPy's ComplexWarning on stderr
     with np.errstate(all="ignore"):
-        array = np.asarray(values).astype(dtype.numpy, copy=False)
+        array = values.astype(dtype.numpy, copy=False)
     return round_to_bf16(array) if dtype is DType.bf16 else array
 
 
