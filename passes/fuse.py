@@ -140,8 +140,9 @@ def fuse_shared_input_matmuls(graph: Graph) -> int:
     """For each value read as the left operand of two or more such matmuls, one matmul on the
     weights concatenated along N, and a slice of its result per original matmul. This adds
     buffers (the concatenated weights, the wide result, the slices are copies), which is what
-    the backends do. A weight param defined after the group's first matmul moves up to it
-    (a param has no operands, so this changes nothing else). Returns how many groups merged."""
+    the backends do. A weight param defined after the group's first matmul moves up to it,
+    with the params defined in between, in order (a param has no operands, so this changes
+    nothing else, and the params keep their order). Returns how many groups merged."""
     schedule = graph.schedule()
     position = {name: index for index, name in enumerate(schedule)}
     merged = 0
@@ -152,17 +153,25 @@ def fuse_shared_input_matmuls(graph: Graph) -> int:
         if len(products) < 2:
             continue
         products.sort(key=position.__getitem__)
-        _merge_group(graph, x, products, position)
+        _merge_group(graph, x, products)
         merged += 1
     return merged
 
 
-def _merge_group(graph: Graph, x: str, products: list[str], position: dict[str, int]) -> None:
+def _merge_group(graph: Graph, x: str, products: list[str]) -> None:
     first = products[0]
     weights = [graph.operands(product)[1] for product in products]
-    for weight in dict.fromkeys(weights):
-        if position[weight] > position[first]:
-            graph.move_before(weight, first)  # a param defined where first used: concat needs it earlier
+    schedule = graph.schedule()  # earlier merges moved values: positions as they are now
+    position = {name: index for index, name in enumerate(schedule)}
+    last_weight = max(position[weight] for weight in weights)
+    if last_weight > position[first]:
+        # the concat needs every weight before the first matmul: the params defined between it
+        # and the last weight move up together, in their order, so the params keep their order
+        # (the graph's interface); a param has no operands, so nothing else changes
+        between = [name for name in schedule[position[first]:last_weight + 1]
+                   if graph.kind(name) == "param"]
+        for param in between:
+            graph.move_before(param, first)
     provenance = merged_provenance(graph, products)
     joined = graph.add_op("concat", weights, {"axis": 1}, before=first, origin=first, provenance=provenance)
     wide = graph.add_op("matmul", [x, joined], before=first, origin=first, provenance=provenance)
