@@ -32,8 +32,9 @@ def add_output_option(parser, what: str = "the result") -> None:
 
 
 def checked_output_file(path: str, flag: str, inputs: Iterable[str] = (), in_place: bool | None = None) -> Path:
-    """`path` as a file `flag` may write: not a directory, in a directory that exists, and
-    not one of `inputs` unless `in_place` (writing over the file being read loses it).
+    """`path` as a file `flag` may write: not a directory, in a directory that exists, not
+    one of `inputs` unless `in_place` (writing over the file being read loses it), and not a
+    symbolic link (a link's target could be any file).
     `in_place` is None for a command that has no --in-place option."""
     if not path:
         raise RlxError(f"{flag} needs a file name, got an empty one")
@@ -51,6 +52,9 @@ def checked_output_file(path: str, flag: str, inputs: Iterable[str] = (), in_pla
     if not in_place and any(_same_file(target, Path(name)) for name in inputs if name and name != "-"):
         hint = "another output path" + ("" if in_place is None else ", or --in-place to replace the input on purpose")
         raise RlxError(f"{flag} {path} is the input file; writing it would replace what is being read", expected=hint)
+    if target.is_symlink():
+        raise RlxError(f"{flag} {path} is a symbolic link; outputs are never written through links (the file it "
+                       "points to could be anything)", expected="the path of the file itself, or a new name")
     return target
 
 

@@ -218,3 +218,16 @@ def test_import_reads_standard_input(tmp_path):
     with open(model, "rb") as handle:
         result = rlxir_process("import", "-", stdin=handle, cwd=tmp_path)
     assert result.returncode == 0 and "graph g(" in result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("command", [["print"], ["opt", "--pipeline", "dce"], ["plan", "--target", "cpu", "--batch", "2"]])
+def test_a_single_output_file_is_never_written_through_a_link(cli, tmp_path, command):
+    """-o and --html refuse a symbolic link as their output: the file behind it stays as it was."""
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("keep me")
+    link = tmp_path / "out"
+    link.symlink_to(elsewhere)
+    flag = "--html" if command[0] == "plan" else "-o"
+    code, _, err = cli(command[0], EXAMPLES / "mlp.rlx", *command[1:], flag, link)
+    assert code == 1 and "symbolic link" in err
+    assert elsewhere.read_text() == "keep me"
