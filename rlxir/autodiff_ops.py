@@ -138,33 +138,36 @@ def _unpad(padded: np.ndarray, padding, height: int, width: int) -> np.ndarray:
     return padded[..., top:top + height, left:left + width]
 
 
-def conv2d_grad_input(grad, weight, input_shape, stride, padding, dilation, groups) -> np.ndarray:
+def conv2d_grad_input(grad, weight, input_shape, stride, padding, dilation, groups, xp=np) -> np.ndarray:
+    """The input gradient, one kernel tap at a time; `xp` is the array module (NumPy, or CuPy
+    for the executor's kernel)."""
     batch, channels, height, width = input_shape
     out_channels, group_channels, kernel_h, kernel_w = weight.shape
     rows, cols = grad.shape[2:]
-    padded = np.zeros((batch, groups, group_channels, height + padding[0] + padding[2],
+    padded = xp.zeros((batch, groups, group_channels, height + padding[0] + padding[2],
                        width + padding[1] + padding[3]), grad.dtype)
     grouped_grad = grad.reshape(batch, groups, out_channels // groups, rows, cols)
     grouped_w = weight.reshape(groups, out_channels // groups, group_channels, kernel_h, kernel_w)
     for row in range(kernel_h):
         for col in range(kernel_w):
-            padded[_taps(rows, cols, row, col, stride, dilation)] += np.einsum(
+            padded[_taps(rows, cols, row, col, stride, dilation)] += xp.einsum(
                 "bgohw,goc->bgchw", grouped_grad, grouped_w[..., row, col])
     return _unpad(padded.reshape(batch, channels, *padded.shape[3:]), padding, height, width)
 
 
-def conv2d_grad_weight(x, grad, kernel, stride, padding, dilation, groups) -> np.ndarray:
+def conv2d_grad_weight(x, grad, kernel, stride, padding, dilation, groups, xp=np) -> np.ndarray:
+    """The weight gradient, one kernel tap at a time; `xp` as for `conv2d_grad_input`."""
     batch, channels = x.shape[:2]
     out_channels, rows, cols = grad.shape[1:]
     top, left, bottom, right = padding
-    padded = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    padded = xp.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
     grouped_x = padded.reshape(batch, groups, channels // groups, *padded.shape[2:])
     grouped_grad = grad.reshape(batch, groups, out_channels // groups, rows, cols)
-    weight = np.zeros((groups, out_channels // groups, channels // groups, *kernel), grad.dtype)
+    weight = xp.zeros((groups, out_channels // groups, channels // groups, *kernel), grad.dtype)
     for row in range(kernel[0]):
         for col in range(kernel[1]):
             taps = grouped_x[_taps(rows, cols, row, col, stride, dilation)]
-            weight[..., row, col] = np.einsum("bgchw,bgohw->goc", taps, grouped_grad)
+            weight[..., row, col] = xp.einsum("bgchw,bgohw->goc", taps, grouped_grad)
     return weight.reshape(out_channels, channels // groups, *kernel)
 
 

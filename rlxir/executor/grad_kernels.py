@@ -1,7 +1,7 @@
 """Kernels of the backward ops (`rlxir.autodiff_ops`) for any array module (see `kernels`).
 
-- `conv2d_grad_input` / `conv2d_grad_weight` take the reference's contractions one kernel
-  tap at a time, on the run's array module.
+- `conv2d_grad_input` / `conv2d_grad_weight` are the references themselves, run on the
+  run's array module.
 - `selective_scan_grad` recomputes the scan's states from its operands as the reference
   does, but keeps them only at the start of every `SEGMENT`-th step: the reversed time loop
   recomputes one segment's states at a time from its checkpoint. The reference keeps the
@@ -17,46 +17,23 @@ import math
 
 import numpy as np
 
-from rlxir.autodiff_ops import _taps, _unpad
+from rlxir.autodiff_ops import conv2d_grad_input, conv2d_grad_weight
 
 
 def _conv2d_grad_input(xp, args, attrs, out, workspace=None):
     grad, weight = args
     if not np.issubdtype(grad.dtype, np.floating):
         return None
-    batch, channels, height, width = attrs["input_shape"]
-    padding, stride, dilation, groups = attrs["padding"], attrs["stride"], attrs["dilation"], attrs["groups"]
-    out_channels, group_channels, kernel_h, kernel_w = weight.shape
-    rows, cols = grad.shape[2:]
-    padded = xp.zeros((batch, groups, group_channels, height + padding[0] + padding[2],
-                       width + padding[1] + padding[3]), grad.dtype)
-    grouped_grad = grad.reshape(batch, groups, out_channels // groups, rows, cols)
-    grouped_w = weight.reshape(groups, out_channels // groups, group_channels, kernel_h, kernel_w)
-    for row in range(kernel_h):
-        for col in range(kernel_w):
-            padded[_taps(rows, cols, row, col, stride, dilation)] += xp.einsum(
-                "bgohw,goc->bgchw", grouped_grad, grouped_w[..., row, col])
-    return _unpad(padded.reshape(batch, channels, *padded.shape[3:]), padding, height, width)
+    return conv2d_grad_input(grad, weight, tuple(attrs["input_shape"]), attrs["stride"], attrs["padding"],
+                             attrs["dilation"], attrs["groups"], xp)
 
 
 def _conv2d_grad_weight(xp, args, attrs, out, workspace=None):
     x, grad = args
     if not np.issubdtype(x.dtype, np.floating):
         return None
-    kernel, padding, stride, dilation, groups = (attrs["kernel"], attrs["padding"], attrs["stride"],
-                                                 attrs["dilation"], attrs["groups"])
-    batch, channels = x.shape[:2]
-    out_channels, rows, cols = grad.shape[1:]
-    top, left, bottom, right = padding
-    padded = xp.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
-    grouped_x = padded.reshape(batch, groups, channels // groups, *padded.shape[2:])
-    grouped_grad = grad.reshape(batch, groups, out_channels // groups, rows, cols)
-    weight = xp.zeros((groups, out_channels // groups, channels // groups, *kernel), grad.dtype)
-    for row in range(kernel[0]):
-        for col in range(kernel[1]):
-            taps = grouped_x[_taps(rows, cols, row, col, stride, dilation)]
-            weight[..., row, col] = xp.einsum("bgchw,bgohw->goc", taps, grouped_grad)
-    return weight.reshape(out_channels, channels // groups, *kernel)
+    return conv2d_grad_weight(x, grad, tuple(attrs["kernel"]), attrs["stride"], attrs["padding"], attrs["dilation"],
+                              attrs["groups"], xp)
 
 
 def _scan_step(xp, delta, a, x, bm, state, t: int):
