@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, TextIO
 
 from rlxir.errors import RlxError, VerifyError
 from rlxir.graph import Graph
-from rlxir.pass_base import PassContext
+from rlxir.interface import Interface
+from rlxir.pass_base import PassContext, PassError
 from rlxir.printer import print_graph
 from rlxir.verifier import verify
 
@@ -52,17 +53,19 @@ class VerifyEach(Instrument):
     """Verify the graph after every pass, and check each pass's claim to have changed it.
 
     A pass that returns False but changed the printed graph (or True without changing it,
-    when `strict_claims`) is reported as a `VerifyError` naming the pass. (A change of the
-    graph's interface is refused by the pass runner itself, on every route:
-    `rlxir.pipeline.check_interface_kept`.)
+    when `strict_claims`) is reported as a `VerifyError` naming the pass. A pass that
+    changed the graph's interface (input, param or output names, order or types) is
+    reported as a `PassError` naming the pass and each change.
     """
 
     def __init__(self, check_claims: bool = True, strict_claims: bool = False):
         self.check_claims = check_claims
         self.strict_claims = strict_claims
         self._before: str | None = None
+        self._interface: Interface | None = None
 
     def before_pass(self, index: int, entry: PassEntry, graph: Graph, ctx: PassContext) -> None:
+        self._interface = Interface.of(graph)
         if self.check_claims:
             self._before = _fingerprint(graph)
 
@@ -72,6 +75,7 @@ class VerifyEach(Instrument):
             verify(graph)
         except VerifyError as error:
             raise VerifyError(f"after pass {entry.text()}: {error.message}", error.loc, error.expected) from None
+        self._check_interface(entry, graph)
         if not self.check_claims:
             return
         actually_changed = _fingerprint(graph) != self._before
@@ -79,6 +83,20 @@ class VerifyEach(Instrument):
             raise VerifyError(f"pass {entry.name} changed the graph but returned False")
         if self.strict_claims and changed and not actually_changed:
             raise VerifyError(f"pass {entry.name} returned True but left the graph unchanged")
+
+
+    def _check_interface(self, entry: PassEntry, graph: Graph) -> None:
+        after, before = Interface.of(graph), self._interface
+        if before is None:
+            return
+        changes = before.differences(after)
+        if not changes:
+            return
+        # Point at the output line when only outputs changed, else at the graph header.
+        only_outputs = (before.inputs, before.params) == (after.inputs, after.params)
+        loc = (graph.output_loc if only_outputs else None) or graph.loc
+        raise PassError(f"pass {entry.text()} changed the interface of graph {graph.name}: " + "; ".join(changes),
+                        loc, "the inputs, params and outputs of the graph kept as they were (names, order, types)")
 
 
 class TimePasses(Instrument):
