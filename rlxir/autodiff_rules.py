@@ -405,6 +405,14 @@ def vjp_gather(vjp: VJP) -> dict:
     return {0: vjp.emit("gather_grad", [vjp.grad, indices], axis=vjp.attr("axis"), shape=list(vjp.shape(table)))}
 
 
+def vjp_gather_elements(vjp: VJP) -> dict:
+    """The picked elements' gradients added back where they were picked (an index picked
+    twice gets both), into zeros of the table's shape."""
+    table, indices = vjp.operands
+    zeros = vjp.emit("expand", [vjp.scalar(0.0)], shape=list(vjp.shape(table)))
+    return {0: vjp.emit("scatter_elements", [zeros, indices, vjp.grad], axis=vjp.attr("axis"), reduction="add")}
+
+
 # --- convolution, pooling, scans ---------------------------------------------------------
 def _conv_attrs(vjp: VJP) -> dict:
     return {key: vjp.attr(key) for key in ("stride", "padding", "dilation", "groups")}
@@ -483,6 +491,7 @@ VJP_RULES: dict[str, Rule] = {
     "concat": vjp_concat,
     "slice": vjp_slice,
     "gather": vjp_gather,
+    "gather_elements": vjp_gather_elements,
     "conv2d": vjp_conv2d,
     "max_pool2d": vjp_max_pool2d,
     "avg_pool2d": vjp_avg_pool2d,
@@ -490,5 +499,5 @@ VJP_RULES: dict[str, Rule] = {
 }
 """op name -> its vector-Jacobian product rule."""
 
-NO_GRADIENT_POSITIONS: dict[str, tuple[int, ...]] = {"where": (0,), "gather": (1,)}
+NO_GRADIENT_POSITIONS: dict[str, tuple[int, ...]] = {"where": (0,), "gather": (1,), "gather_elements": (1,)}
 """Operand positions through which no gradient flows: a condition, integer indices."""

@@ -5,7 +5,8 @@ value itself, so a graph and any rewritten form of it (fused, unfused, lowered, 
 parsed again) fill a value identically:
 
 - ``fill_limit = N`` (integers): indices uniform in ``[0, N)``, the smallest table dim the
-  value indexes as gather's indices (followed through ops that only move or pick values);
+  value indexes as the indices of a gather, gather_elements or scatter_elements (followed
+  through ops that only move or pick values);
 - ``fill_sign = "positive"`` / ``"negative"`` (floats): uniform in [0.5, 1.5], or that
   negated, where the math needs a sign (batchnorm's variance, log/sqrt/rsqrt operands,
   selective_scan's delta; selective_scan's A).
@@ -118,14 +119,15 @@ def _required_sign(graph: Graph, name: str) -> str | None:
 
 
 def index_limit(graph: Graph, name: str):
-    """The smallest table dim that `name` indexes as gather's indices, following it through
+    """The smallest table dim that `name` indexes as the indices of a gather, gather_elements
+    or scatter_elements (operand 1, along the op's axis of operand 0), following it through
     layout ops (reshape, slice, ...) and casts; None when it reaches no gather."""
     limits, frontier, seen = [], [name], {name}
     while frontier:
         value = frontier.pop()
         for user in graph.users(value):
             table, *indices = graph.operands(user)
-            if graph.op(user) == "gather" and value in indices:
+            if graph.op(user) in _INDEXING and value == indices[0]:
                 axis = graph.attr(user, "axis") % graph.type(table).rank
                 limits.append(graph.type(table).shape[axis])
             elif _carries_indices(graph, user) and user not in seen:
@@ -141,5 +143,8 @@ def _carries_indices(graph: Graph, name: str) -> bool:
     opdef = graph.opdef(name)
     return opdef is not None and (opdef.has("layout") or opdef.has("view") or opdef.name in _INDEX_PRESERVING)
 
+
+_INDEXING = frozenset({"gather", "gather_elements", "scatter_elements"})
+"""Ops whose operand 1 indexes operand 0 along the op's `axis`."""
 
 _INDEX_PRESERVING = frozenset({"cast", "reduce_max", "reduce_min", "maximum", "minimum", "where"})

@@ -255,6 +255,28 @@ def test_gather_along_an_inner_axis():
     assert_gradients_agree(graph, wrt=["table"])
 
 
+def test_gather_elements_adds_each_picked_gradient_back_where_it_was_picked():
+    """A cross-entropy-style pick of one logit per row (torch's `gather`), an index picked
+    twice counting twice."""
+    graph = parse("""graph g {
+  param %logits : f64[3, 4]
+  input %labels : i64[3, 2]
+  %picked = gather_elements(%logits, %labels) {axis = 1}
+  %e = exp(%picked)
+  %loss = reduce_sum(%e) {axes = [0, 1]}
+  output %loss
+}""")
+    labels = np.array([[1, 1], [0, 3], [2, 0]])
+    logits = np.random.default_rng(1).normal(size=(3, 4))
+    gradient = interpret(rlxir.grad(graph), {"labels": labels}, {"logits": logits})["grad.logits"]
+    expected = np.zeros((3, 4))
+    for row, picks in enumerate(labels):
+        for column in picks:
+            expected[row, column] += np.exp(logits[row, column])
+    np.testing.assert_allclose(gradient, expected)
+    assert_gradients_agree(graph, wrt=["logits"])
+
+
 def test_casts_between_float_types_pass_the_gradient_through():
     graph = parse("""graph g {
   param %w : f64[4]

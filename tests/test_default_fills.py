@@ -58,6 +58,21 @@ def test_the_parser_records_what_index_and_signed_fills_need():
     assert inputs["ids"].min() >= 0 and inputs["ids"].max() < 5 and inputs["x"].min() > 0
 
 
+def test_the_indices_of_gather_elements_and_scatter_elements_are_bounded_by_their_axis():
+    graph = rlxir.parse("""graph g {
+  input %logits : f32[8, 7]
+  input %labels : i64[8, 1]
+  input %where : i64[3, 5]
+  input %updates : f32[3, 5]
+  %picked = gather_elements(%logits, %labels) {axis = 1}
+  %into = scatter_elements(%logits, %where, %updates) {axis = 0, reduction = "add"}
+  output %picked, %into
+}""").main
+    assert graph.attrs("labels") == {"fill_limit": 7} and graph.attrs("where") == {"fill_limit": 8}
+    inputs, _ = random_feeds(graph, {})
+    assert inputs["labels"].max() < 7 and inputs["where"].max() < 8
+
+
 def test_recorded_facts_survive_printing_compiling_and_binding():
     graph = rlxir.parse(LOG_AND_GATHER).main
     compiled = rlxir.compile(graph, "cuda", bindings={"B": 2}).graph
