@@ -222,9 +222,6 @@ def run_compare(args: argparse.Namespace) -> int:
     budget (probe or --vram). With --execute, each target's compiled graph also runs inside its
     planned arena and is compared with the interpreter (a 'run' column)."""
     optimizer_from_args(args)  # optimizer options without --training are a usage error
-    if args.training and args.html:
-        raise RlxError("--html draws the inference plans; --training is not drawn yet",
-                       expected="compare --html without --training")
     if args.html:
         checked_output_file(args.html, "--html", [args.file])
     if args.training:

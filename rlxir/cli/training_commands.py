@@ -15,11 +15,12 @@ import time
 
 from rlxir.autodiff import grad
 from rlxir.cli import progress, reports
-from rlxir.cli.comparison import SharedReference, compare_targets, row_fields, with_execution
+from rlxir.cli.comparison import PLAN_PAGE_KEY, SharedReference, compare_targets, row_fields, with_execution
 from rlxir.cli.options import add_command, add_input_options, bindings_from, load_graph, read_graph
 from rlxir.cli.output_files import add_output_option, checked_output_file, print_or_write
 from rlxir.cli.target_options import budget_from, cli_target, compile_options, optimizer_from_args
 from rlxir.compiler import FitReport
+from rlxir.plan_page import plan_page_entry
 from rlxir.printer import print_graph
 from rlxir.training import TrainingResult, plan_training, plan_training_arena_bytes, training_graph
 
@@ -156,6 +157,10 @@ def _training_row(graph, backward, target, bindings, args, reference, optimizer)
     made = row_fields(verdict, planner=result.backward.plan.planner, nodes=len(result.backward.graph),
                       forward_arena_bytes=result.forward_arena_bytes, arena_bytes=result.arena_bytes,
                       lower_bound_bytes=result.backward.lower_bound_bytes, total_bytes=result.total_bytes)
+    if getattr(args, "html", None):
+        step = result.backward
+        made[0][PLAN_PAGE_KEY] = plan_page_entry(step.plan, step.graph, target.name,
+                                                 title=f"{graph.name}: training step on {target.name}")
     if not getattr(args, "execute", False):
         return made
 

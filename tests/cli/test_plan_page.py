@@ -122,9 +122,19 @@ def test_plan_html_refuses_to_overwrite_its_input(tmp_path, capsys):
     assert graph.read_text() == GPT2_BLOCK.read_text()
 
 
-def test_compare_html_refuses_training(tmp_path, capsys):
-    code, _, err = run(["compare", GPT2_BLOCK, *SMALL, "--training", "--html", tmp_path / "p.html"], capsys)
-    assert code == 1 and "--training" in err
+def test_compare_html_with_training_draws_each_targets_training_step(tmp_path, capsys):
+    page = tmp_path / "p.html"
+    argv = ["compare", ROOT / "examples" / "mamba_lm.rlx", "--training", "--batch", "2", "-D", "S=4",
+            "--targets", "cpu,rocm", "--html", page]
+    code, out, _ = run(argv, capsys)
+    assert code == 0 and "page written to" in out
+    cpu, rocm = embedded_plans(page)
+    assert (cpu["target"], rocm["target"]) == ("cpu", "rocm") and "training step" in cpu["title"]
+    code, out, _ = run([*argv[:-2], "--json"], capsys)
+    arenas = {row["target"]: row["arena_bytes"] for row in json.loads(out)}
+    assert (cpu["arena_bytes"], rocm["arena_bytes"]) == (arenas["cpu"], arenas["rocm"])
+    names = {row[1] for row in cpu["buffers"]}
+    assert any(name.startswith("opt.m.") for name in names) and any(name.startswith("next.") for name in names)
 
 
 def test_the_page_draws_every_buffer_and_hover_names_it(tmp_path, capsys):
