@@ -57,12 +57,17 @@ def view_roots(graph: Graph, view_rule: str = "lir") -> dict[str, tuple[str, int
     """Every view of a lowered graph -> (its root buffer's value, its byte offset in the root).
 
     ``lir`` reads the `view_of` / `view_offset` annotations; ``bump`` aliases reshape and every
-    cast to its operand's root at offset 0. Values that are not views are absent."""
+    cast to its operand's root at offset 0. Under both rules an op annotated `in_place_of`
+    (an optimizer's update written over its param) has that param as its root, at offset 0.
+    Values that are not views are absent."""
     roots: dict[str, tuple[str, int]] = {}
     nodes = graph.data_by_name()
     for name in graph.schedule():
         data = nodes[name]
-        if view_rule == "lir":
+        over = data["attrs"].get("in_place_of")
+        if isinstance(over, str) and over.startswith("%"):
+            roots[name] = (over[1:], 0)
+        elif view_rule == "lir":
             view_of = data["attrs"].get("view_of")
             if isinstance(view_of, str) and view_of.startswith("%"):
                 roots[name] = (view_of[1:], int(data["attrs"].get("view_offset", 0)))

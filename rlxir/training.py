@@ -20,6 +20,10 @@ the weights: the backward graph is followed by the update, its state params (``o
 placed after the forward arena like any param the forward layout lacks (they are reported in
 `optimizer_state`, not among `appended_weights`), and `breakdown` splits the arena into
 weights, gradients, optimizer state, activations and workspace (`rlxir.arena_breakdown`).
+The update is written in place, as frameworks do it: an updated weight or state value
+(``next.<p>``) whose op is elementwise and runs after every other reader of ``<p>`` takes
+``<p>``'s bytes (the `in_place_of` annotation, `update_in_place`), so the arena holds each
+weight and each state tensor once.
 
 What a training step needs, `TrainingResult.arena_bytes`, is the backward plan's arena:
 it holds the weights at their forward offsets and everything the step computes, so one
@@ -39,7 +43,7 @@ from rlxir.autodiff import grad
 from rlxir.compiler import (ArenaTooLarge, CompileOptions, CompileResult, ExecGraph, exceeds_ceiling,
                             plan_exec_graph, prepare_exec_graph)
 from rlxir.graph import Graph
-from rlxir.lifetimes import value_bytes
+from rlxir.lifetimes import value_bytes, view_roots
 from rlxir.memory_plan import MemoryPlan
 from rlxir.optimizers import (DEFAULT_OPTIMIZER, STATE_PREFIX, UPDATED_PREFIX, Optimizer, add_optimizer_update,
                               optimizer_from)
@@ -147,6 +151,7 @@ def plan_training(graph: Graph, target: str | Target, bindings: Mapping[str, int
     forward_exec = prepare_exec_graph(graph, target, bindings, forward_options)
     forward_plan = plan_exec_graph(forward_exec, target, forward_options)
     backward_exec = prepare_exec_graph(backward, target, bindings, options)
+    update_in_place(backward_exec.graph, "bump" if (options.planner or target.planner) == "bump" else "lir")
     layout, appended = _weight_layout(forward_exec, forward_plan, backward_exec, target, options)
     backward_options = attrs.evolve(options, mode="backward_activations_only", weight_layout=layout)
     backward_plan = plan_exec_graph(backward_exec, target, backward_options)
@@ -156,6 +161,35 @@ def plan_training(graph: Graph, target: str | Target, bindings: Mapping[str, int
         CompileResult(target, backward_exec.graph, backward_plan, backward_exec.stages, dict(backward_exec.bindings)),
         appended, chosen,
     )
+
+
+def update_in_place(graph: Graph, view_rule: str) -> list[str]:
+    """Annotate each updated output ``next.<p>`` that can be written over its param ``<p>``
+    with ``in_place_of = "%<p>"`` (so the plan gives it ``<p>``'s bytes); returns them.
+
+    It can when: ``<p>`` is a param of the same type, not itself an output; ``next.<p>`` is
+    computed by an elementwise op (so reading ``<p>`` and writing the result position by
+    position is safe), not a view; and no op after it reads ``<p>`` or a view of ``<p>``."""
+    roots = view_roots(graph, view_rule)
+    schedule = graph.schedule()
+    last_read: dict[str, int] = {}
+    for step, name in enumerate(schedule):
+        for operand in graph.operands(name):
+            last_read[roots.get(operand, (operand, 0))[0]] = step
+    step_of = {name: step for step, name in enumerate(schedule)}
+    outputs = {roots.get(output, (output, 0))[0] for output in graph.outputs}
+    params = set(graph.params())
+    done = []
+    for output in graph.outputs:
+        param = output[len(UPDATED_PREFIX):] if output.startswith(UPDATED_PREFIX) else None
+        opdef = graph.opdef(output) if output in step_of else None
+        if (param not in params or param in outputs or output in roots or opdef is None
+                or not opdef.has("elementwise") or graph.type(output) != graph.type(param)
+                or last_read.get(param, -1) > step_of[output]):
+            continue
+        graph.set_attrs(output, {**graph.attrs(output), "in_place_of": f"%{param}"})
+        done.append(output)
+    return done
 
 
 def _weight_layout(forward_exec: ExecGraph, forward_plan: MemoryPlan, backward_exec: ExecGraph, target: Target,

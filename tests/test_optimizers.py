@@ -182,3 +182,47 @@ def test_a_value_named_like_the_update_is_refused_at_its_line():
     with pytest.raises(RlxError, match="name the optimizer's update keeps") as caught:
         training_graph(graph)
     assert caught.value.loc is not None and caught.value.loc.line == 5
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda", "rocm", "gpu", "metal"])
+@pytest.mark.parametrize("graph", [TINY, MIXED])
+def test_the_update_is_written_over_the_weights_and_state_it_replaces(target, graph):
+    """Each updated weight and state tensor takes its param's bytes: the arena holds each
+    once, as an in-place update does, and no plan buffer is the updated value's own."""
+    result = plan_training(rlxir.parse(graph).main, target, {"B": 4}, optimizer="adamw")
+    step = result.backward.graph
+    updated = [output for output in step.outputs if output.startswith("next.")]
+    roots = {buffer.value for buffer in result.backward.plan.buffers}
+    for output in updated:
+        over = step.attrs(output).get("in_place_of")
+        view = step.attrs(output).get("view_of")
+        assert over == "%" + output[len("next."):] or output not in roots and view is None, output
+    assert not roots & set(updated)
+    state = sum(buffer.size for buffer in result.backward.plan.buffers
+                if buffer.kind == "param" and buffer.value.startswith("opt."))
+    assert result.breakdown["weights"] == result.weight_bytes
+    assert result.breakdown["optimizer_state"] == state
+
+
+@pytest.mark.parametrize("target", ["rocm", "metal"])
+def test_an_update_in_place_runs_and_matches_on_other_targets(target, tmp_path, capsys):
+    path = tmp_path / "mixed.rlx"
+    path.write_text(MIXED)
+    code = main(["run", str(path), "--target", target, "--batch", "2", "--training", "--optimizer", "adamw"])
+    assert code == 0 and "check     ran, matched" in capsys.readouterr().out
+
+
+def test_an_update_read_after_it_is_written_is_not_made_in_place():
+    from rlxir.training import update_in_place
+
+    graph = rlxir.parse("""graph g {
+  param %p : f32[4]
+  param %q : f32[4]
+  input %g : f32[4]
+  %next.p = sub(%p, %g)
+  %late = mul(%p, %g)
+  %next.q = sub(%q, %late)
+  output %next.p, %next.q
+}""").main
+    assert update_in_place(graph, "lir") == ["next.q"]
+    assert graph.attrs("next.q")["in_place_of"] == "%q" and "in_place_of" not in graph.attrs("next.p")

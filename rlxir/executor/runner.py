@@ -181,15 +181,18 @@ class _Runner:
             self._place(name, np.asarray(feeds[name]))
         elif kind == "const":
             self._place(name, const_array(graph, name))
-        elif name in self._roots and not self._converts(name):
+        elif name in self._roots and not self._computes_in_place(name):
             return  # a view: its bytes are its root's, already in place
         else:
             self._run_op(name)
 
-    def _converts(self, name: str) -> bool:
-        """A bump-rule cast aliases its operand's slot yet changes the values: it runs, in place."""
-        return self.graph.op(name) == "cast" and self.graph.type(name).dtype is not \
-            self.graph.type(self.graph.operands(name)[0]).dtype
+    def _computes_in_place(self, name: str) -> bool:
+        """A bump-rule cast aliases its operand's slot yet changes the values, and an update
+        written over its param (`in_place_of`) shares the param's slot: both run, in place."""
+        graph = self.graph
+        if "in_place_of" in graph.attrs(name):
+            return True
+        return graph.op(name) == "cast" and graph.type(name).dtype is not graph.type(graph.operands(name)[0]).dtype
 
     def _check(self, reader: str, operand: str) -> None:
         if self.check_reads and operand not in self._unpoisoned and _holds_poison(self.xp, self._views[operand]):
@@ -221,6 +224,11 @@ class _Runner:
             raise error.with_location(graph.location(name)) from None
         except (ArithmeticError, ValueError, TypeError, IndexError) as error:
             raise ExecutionError(f"%{name} = {op} failed in the arena run: {error}", graph.location(name)) from error
+        except MemoryError as error:  # CuPy's OutOfMemoryError is one too
+            where = "host" if self.xp is np else "device"
+            raise ExecutionError(f"%{name} = {op}: the {where} ran out of memory for the kernel's temporaries "
+                                 f"beside the arena ({str(error).strip() or 'no detail'})", graph.location(name),
+                                 "a smaller batch or sequence (rlxir fit's answer keeps a reserve for these)") from None
 
     def _run_kernel(self, name: str, op: str, kernel: Kernel, operands: Sequence[str], attrs_: dict) -> bool:
         """Run `kernel` into %name's slot; False when it leaves the op to its reference."""

@@ -22,9 +22,12 @@ LIR_ANNOTATIONS = {
 }
 """The keys `lower` writes; any earlier values of them are replaced."""
 
+IN_PLACE_OF = AttrSpec("str", None, doc="the op writes its result over this param's bytes, written \"%name\" "
+                                        "(an optimizer's update in place; set by the training plan)")
+
 SCAN_KERNEL = AttrSpec("bool", False, doc="selective_scan runs as the scan kernel that saves its state trajectory "
                                           "(set by backend-unfuse{scan-kernel=true} on rocm, read by lower)")
 
-for _key, _spec in {**LIR_ANNOTATIONS, "scan_kernel": SCAN_KERNEL}.items():
+for _key, _spec in {**LIR_ANNOTATIONS, "scan_kernel": SCAN_KERNEL, "in_place_of": IN_PLACE_OF}.items():
     register_annotation(_key, _spec)
 del _key, _spec

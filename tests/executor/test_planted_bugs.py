@@ -140,3 +140,17 @@ def test_live_buffers_placed_on_the_same_bytes_are_refused_as_a_defect():
     with pytest.raises(ExecutionError, match="a defect in the target's pipeline or planner") as refused:
         ArenaLayout.of(result.graph, plan)
     assert "h" in str(refused.value) and tanh in str(refused.value)
+
+
+def test_a_kernel_out_of_memory_is_a_located_refusal_naming_the_op(monkeypatch):
+    import rlxir.executor.runner as runner
+
+    def exhausted(xp, args, attrs_, out, workspace=None):
+        raise MemoryError("Out of memory allocating 4,096 bytes")
+
+    monkeypatch.setitem(runner.KERNELS, "sin", exhausted)
+    graph = chain()
+    with pytest.raises(ExecutionError) as caught:
+        rlxir.run_in_arena(rlxir.compile(graph, "cpu"))
+    assert "%d = sin: the host ran out of memory" in str(caught.value) and "4,096 bytes" in str(caught.value)
+    assert caught.value.loc is not None and caught.value.loc.line == 9
