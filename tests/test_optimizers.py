@@ -204,7 +204,7 @@ def test_the_update_is_written_over_the_weights_and_state_it_replaces(target, gr
     assert result.breakdown["optimizer_state"] == state
 
 
-@pytest.mark.parametrize("target", ["rocm", "metal"])
+@pytest.mark.parametrize("target", ["cuda", "rocm", "metal", "gpu"])
 def test_an_update_in_place_runs_and_matches_on_other_targets(target, tmp_path, capsys):
     path = tmp_path / "mixed.rlx"
     path.write_text(MIXED)
