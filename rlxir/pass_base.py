@@ -131,6 +131,7 @@ def option_text_name(field_name: str) -> str:
 
 _PASSES: dict[str, type[Pass]] = {}
 _SCANNED = {"builtin": False, "entry_points": False}
+_PROBLEMS: list[str] = []
 
 
 def register_pass(cls: type[Pass]) -> type[Pass]:
@@ -165,13 +166,40 @@ def _scan_builtins() -> None:
 
 
 def _scan_entry_points() -> None:
+    """Register the ``rlxir.passes`` entry points. One that fails to load, is not a `Pass`,
+    or takes a name already registered by another class is not registered; each is kept in
+    `entry_point_problems` (what `rlxir passes` reports and an unknown-pass error names),
+    so a broken or clashing plugin is never skipped in silence, nor stops the other passes."""
     if _SCANNED["entry_points"]:
         return
     _SCANNED["entry_points"] = True
+    _scan_builtins()  # the built-ins hold their names first, whichever pass is asked for first
     for entry in metadata.entry_points(group="rlxir.passes"):
-        loaded = entry.load()
-        if isinstance(loaded, type) and issubclass(loaded, Pass) and loaded.name not in _PASSES:
+        source = f"entry point {entry.name} = {entry.value}"
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                loaded = entry.load()
+        except (Exception, SystemExit) as error:  # the plugin's own code failed: its defect
+            _PROBLEMS.append(f"{source} failed while loading: {type(error).__name__}: {error}")
+            continue
+        if not (isinstance(loaded, type) and issubclass(loaded, Pass)):
+            _PROBLEMS.append(f"{source} is not a Pass subclass, so it registers nothing")
+            continue
+        existing = _PASSES.get(loaded.name)
+        if existing is not None and existing is not loaded:
+            _PROBLEMS.append(f"{source} is not used: its pass name {loaded.name!r} is already registered by "
+                             f"{existing.__module__}.{existing.__qualname__}")
+            continue
+        try:
             register_pass(loaded)
+        except ValueError as error:
+            _PROBLEMS.append(f"{source} is not used: {error}")
+
+
+def entry_point_problems() -> list[str]:
+    """Why each ``rlxir.passes`` entry point that registered nothing did not (after a scan)."""
+    _scan_entry_points()
+    return list(_PROBLEMS)
 
 
 def get_pass(name: str) -> type[Pass] | None:
@@ -231,5 +259,6 @@ def make_pass(name: str, options: Mapping[str, Any] | None = None) -> Pass:
     """An instance of pass `name` with `options` (keyed by field name, values typed)."""
     cls = get_pass(name)
     if cls is None:
-        raise RlxError(f"unknown pass {name!r}")
+        problems = entry_point_problems()
+        raise RlxError(f"unknown pass {name!r}" + "".join(f"\n  note: {problem}" for problem in problems))
     return cls(**dict(options or {}))

@@ -19,8 +19,8 @@ from rlxir.errors import Location, RlxError, SourceText, close_names
 from rlxir.gcpause import fewer_collections
 from rlxir.graph import Graph
 from rlxir.interface import Interface, keep_output_names
-from rlxir.pass_base import (Pass, PassContext, PassError, available_passes, get_pass, option_text_name,
-                             plugin_module_of)
+from rlxir.pass_base import (Pass, PassContext, PassError, available_passes, entry_point_problems, get_pass,
+                             option_text_name, plugin_module_of)
 
 if TYPE_CHECKING:
     from rlxir.instruments import Instrument
@@ -250,7 +250,8 @@ def _entry(spec: str, match: re.Match) -> PassEntry:
     if cls is None:
         close = close_names(name, available_passes())
         hint = "did you mean " + " or ".join(close) + "?" if close else "a pass listed by `rlxir passes`"
-        raise _error(spec, match.start(1), f"unknown pass {name!r}", hint)
+        notes = "".join(f"; {problem}" for problem in entry_point_problems())
+        raise _error(spec, match.start(1), f"unknown pass {name!r}{notes}", hint)
     written = _options(spec, match, cls) if match.group(2) else []
     try:
         instance = cls(**dict(written))

@@ -82,3 +82,52 @@ def test_installed_plugin_is_found_through_its_entry_point(tmp_path):
                          capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr
     assert "%y = add(%x, %x) : f32[4]" in run.stdout  # the output keeps its name
+
+
+class _FakeEntry:
+    """An ``rlxir.passes`` entry point as importlib.metadata gives it."""
+
+    def __init__(self, name: str, load):
+        self.name, self.value, self._load = name, f"fake_plugin:{name}", load
+
+    def load(self):
+        return self._load()
+
+
+def test_a_broken_or_clashing_entry_point_is_reported_not_skipped_in_silence(monkeypatch, capsys):
+    from rlxir.cli import main
+
+    class SecondDce(Pass):
+        name = "dce"
+
+        def run(self, graph, ctx):
+            return False
+
+    class Fresh(Pass):
+        """a pass that only an entry point provides"""
+        name = "fresh-from-entry-point"
+
+        def run(self, graph, ctx):
+            return False
+
+    def broken():
+        raise ImportError("No module named 'fake_plugin_dependency'")
+
+    entries = [_FakeEntry("broken", broken), _FakeEntry("not-a-pass", lambda: len),
+               _FakeEntry("dce", lambda: SecondDce), _FakeEntry("fresh", lambda: Fresh)]
+    monkeypatch.setattr(pass_base.metadata, "entry_points", lambda group: entries)
+    monkeypatch.setitem(pass_base._SCANNED, "entry_points", False)
+    monkeypatch.setattr(pass_base, "_PROBLEMS", [])
+    monkeypatch.setattr(pass_base, "_PASSES", dict(pass_base._PASSES))
+    assert get_pass("fresh-from-entry-point") is Fresh
+    assert get_pass("dce") is not SecondDce  # the built-in keeps its name
+    problems = pass_base.entry_point_problems()
+    assert len(problems) == 3
+    assert "broken = fake_plugin:broken failed while loading: ImportError" in problems[0]
+    assert "not a Pass subclass" in problems[1]
+    assert "'dce' is already registered by rlxir.passes.dce" in problems[2]
+    assert main(["passes"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("rlxir passes: warning: entry point") == 3
+    with pytest.raises(RlxError, match="unknown pass 'nope'[^$]*note: entry point broken"):
+        pass_base.make_pass("nope")

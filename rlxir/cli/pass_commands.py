@@ -11,7 +11,7 @@ from rlxir.cli.options import add_command, add_input_options, load_graph
 from rlxir.cli.output_files import add_output_option, checked_output_file, output_directory, print_or_write
 from rlxir.errors import RlxError
 from rlxir.instruments import DumpStages, PrintIR, Reproducer, TimePasses, VerifyEach
-from rlxir.pass_base import PassContext, available_passes, load_plugin, option_text_name
+from rlxir.pass_base import PassContext, available_passes, entry_point_problems, load_plugin, option_text_name
 from rlxir.pipeline import Pipeline, parse_pipeline
 from rlxir.printer import print_graph
 
@@ -118,6 +118,8 @@ def run_passes(args: argparse.Namespace) -> int:
         options = [{"name": option_text_name(field.name), "default": field.default, "doc": field.metadata.get("doc", "")}
                    for field in cls.option_fields()]
         rows.append({"name": name, "summary": cls.summary(), "options": options, "module": cls.__module__})
+    for problem in entry_point_problems():
+        print(f"rlxir passes: warning: {problem}", file=sys.stderr)
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0
