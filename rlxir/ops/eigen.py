@@ -44,7 +44,7 @@ def eigvals_reference(inputs: Sequence[np.ndarray], attrs: Mapping) -> np.ndarra
     (a,) = inputs
     size = a.shape[-1]
     matrices = a.astype(np.float64).reshape(int(np.prod(a.shape[:-2])), size, size)
-    values = np.full(matrices.shape[:2], np.nan, np.complex128)
+    values = np.full(matrices.shape[:2], complex(np.nan, np.nan))
     finite = np.isfinite(matrices).all(axis=(1, 2))
     if size and finite.any():
         values[finite] = np.linalg.eigvals(matrices[finite])
