@@ -68,8 +68,8 @@ def carried(ctx, node, pair: str) -> str:
     value = node.meta["val"]
     if not value.is_complex():
         return pair
-    if value.dtype not in COMPONENTS:
-        refuse(f"a {value.dtype} result", "complex64, complex128 or complex32")
+    if COMPONENTS.get(value.dtype) is not ctx.type(pair).dtype:  # the pair ops compute in f32
+        refuse(f"a {value.dtype} result", "complex64; complex128 and complex32 only where a real value becomes one")
     real_view = _real_view(value)
     if tuple(shape_of(ctx, pair)) != tuple(ctx.dim(size) for size in real_view.shape):
         refuse(f"a complex result of shape {shape_of(ctx, pair)[:-1]}", f"the recorded {tuple(value.shape)}")

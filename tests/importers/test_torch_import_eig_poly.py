@@ -84,3 +84,16 @@ def test_complex128_and_complex32_of_a_real_tensor_are_pairs_of_their_part_dtype
 def test_an_op_without_a_complex128_pair_form_is_refused_not_computed_in_f32():
     with pytest.raises(RlxError, match="mixes f64 and f32"):
         import_torch(Apply(lambda x: x.cdouble() * 2), (torch.randn(2, 3),), dims=[{}])
+
+
+@pytest.mark.parametrize("x, kwargs", [
+    (torch.tensor([[1.5, -0.0, float("nan")], [2.0, 1.5, 3.25]]), {}),
+    (torch.tensor([[1.5, -0.0, 7.0], [2.0, 1.5, 3.25]]), {"dim": 1}),
+    (torch.tensor([[1.5, -0.0, 7.0], [2.0, 1.5, 3.25]]), {"dim": [0], "keepdim": True}),
+    (torch.tensor(-2.5), {"dim": -1}),
+])
+def test_hash_tensor_is_the_xor_of_the_float64_patterns(x, kwargs):
+    imported, have, want = run(lambda value: torch.hash_tensor(value, **kwargs), x)
+    assert {"bitcast"} <= ops_of(imported)
+    assert have[0].dtype == np.uint64
+    np.testing.assert_array_equal(have[0], want[0])
