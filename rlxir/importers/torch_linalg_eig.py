@@ -3,7 +3,8 @@
 ``torch.linalg.eig`` and ``torch.linalg.eigvals`` reach Core ATen as ``aten.linalg_eig``, two
 complex results: the eigenvalues ``[..., n]`` and the eigenvectors ``[..., n, n]``. The
 eigenvalues are the IR's ``eigvals`` op, whose (real, imaginary) pairs are the layout complex
-values are carried in (`torch_complex`), in LAPACK ``geev``'s order (PyTorch's). The
+values are carried in (`torch_complex`), in LAPACK ``geev``'s float64 order (PyTorch's in
+float64; its float32 ``sgeev`` converges in another order on some matrices). The
 eigenvectors are refused unless empty: LAPACK scales each to unit norm with its largest
 component real, which leaves a sign (for a real eigenvalue) that its implementations choose
 differently (MKL's and the reference LAPACK's disagree on random 5 x 5 matrices), so no

@@ -9,7 +9,8 @@ stands for that whole computation.
 
 The order is LAPACK's ``geev`` (the Schur form's diagonal, a conjugate pair with the positive
 imaginary part first), computed in float64 and rounded to the result's dtype once; that is the
-order PyTorch's ``linalg.eigvals`` gives in float64. A matrix holding NaN or ±inf gives NaN
+order PyTorch's ``linalg.eigvals`` gives in float64 (single-precision ``sgeev`` converges in
+another order on some matrices). A matrix holding NaN or ±inf gives NaN
 eigenvalues (LAPACK refuses it; an rlx graph raises nothing at run time). Empty matrices and
 empty batches give empty results.
 """
