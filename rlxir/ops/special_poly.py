@@ -14,7 +14,9 @@ The degree is n truncated towards zero; a negative n gives 0, and so does an n w
 integer value (NaN, ±inf, |n| >= 2^63). The recurrence runs in the operands' dtype, in the
 order of operations of PyTorch's kernels (``aten/src/ATen/native/Math.h``), the
 multiply-subtract rounded once as their compiled loops contract it (for float32 the product
-is exact in float64); an element whose value turns NaN stops there, as those kernels stop.
+is exact in float64, so float32 results are PyTorch's bit for bit; float64 has no wider type
+here and rounds twice, an ulp or so per step); an element whose value turns NaN stops there,
+as those kernels stop.
 A degree past `DEGREE_LIMIT` is an error at run time (the loop would take that many steps).
 """
 
