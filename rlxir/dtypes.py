@@ -21,6 +21,7 @@ class DType(enum.Enum):
     i8 = "i8"
     u8 = "u8"
     u32 = "u32"
+    u64 = "u64"
     bool = "bool"  # shadows the builtin in this class body, so annotations say builtins.bool
     c64 = "c64"
 
@@ -62,14 +63,14 @@ class DType(enum.Enum):
 _ITEMSIZE = {
     DType.f64: 8, DType.f32: 4, DType.f16: 2, DType.bf16: 2,
     DType.i64: 8, DType.i32: 4, DType.i16: 2, DType.i8: 1,
-    DType.u8: 1, DType.u32: 4, DType.bool: 1, DType.c64: 8,
+    DType.u8: 1, DType.u32: 4, DType.u64: 8, DType.bool: 1, DType.c64: 8,
 }
 _FLOATS = frozenset({DType.f64, DType.f32, DType.f16, DType.bf16})
-_INTEGERS = frozenset({DType.i64, DType.i32, DType.i16, DType.i8, DType.u8, DType.u32})
+_INTEGERS = frozenset({DType.i64, DType.i32, DType.i16, DType.i8, DType.u8, DType.u32, DType.u64})
 _NUMPY = {
     DType.f64: "float64", DType.f32: "float32", DType.f16: "float16", DType.bf16: "float32",
     DType.i64: "int64", DType.i32: "int32", DType.i16: "int16", DType.i8: "int8",
-    DType.u8: "uint8", DType.u32: "uint32", DType.bool: "bool", DType.c64: "complex64",
+    DType.u8: "uint8", DType.u32: "uint32", DType.u64: "uint64", DType.bool: "bool", DType.c64: "complex64",
 }
 _BY_NAME = {d.value: d for d in DType}
 DTYPE_NAMES = tuple(_BY_NAME)

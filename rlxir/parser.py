@@ -633,7 +633,7 @@ def _check_literal(literal, type_: TensorType, builder: _Builder, type_token: To
 
 _INT_RANGES = {
     DType.i8: (-(2**7), 2**7 - 1), DType.i16: (-(2**15), 2**15 - 1), DType.i32: (-(2**31), 2**31 - 1),
-    DType.i64: (-(2**63), 2**63 - 1), DType.u8: (0, 2**8 - 1), DType.u32: (0, 2**32 - 1),
+    DType.i64: (-(2**63), 2**63 - 1), DType.u8: (0, 2**8 - 1), DType.u32: (0, 2**32 - 1), DType.u64: (0, 2**64 - 1),
 }
 
 

@@ -2,8 +2,8 @@
 
 - ``dtype`` sizing (cpu, metal): every value in its own dtype's bytes; bf16 as its 16-bit
   pattern (the upper half of the float32 that holds it in the interpreter).
-- ``f32`` sizing (cuda, rocm, gpu, vulkan): 4 bytes an element. Floats are float32, u32 is
-  uint32, every other integer and bool is int32 (bool as 0 / 1), c64 keeps its real part.
+- ``f32`` sizing (cuda, rocm, gpu, vulkan): 4 bytes an element. Floats are float32, u32 and
+  u64 are uint32, every other integer and bool is int32 (bool as 0 / 1), c64 keeps its real part.
 
 A value whose storage type is not the type the interpreter computes in is converted when
 it is read (a temporary outside the arena) and when it is written; the write reports what
@@ -23,7 +23,7 @@ from rlxir.dtypes import DType
 _F32_SIZED = {
     DType.f64: np.float32, DType.f32: np.float32, DType.f16: np.float32, DType.bf16: np.float32,
     DType.i64: np.int32, DType.i32: np.int32, DType.i16: np.int32, DType.i8: np.int32, DType.u8: np.int32,
-    DType.u32: np.uint32, DType.bool: np.int32, DType.c64: np.float32,
+    DType.u32: np.uint32, DType.u64: np.uint32, DType.bool: np.int32, DType.c64: np.float32,
 }
 
 

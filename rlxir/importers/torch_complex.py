@@ -15,8 +15,11 @@ Ops registered elsewhere for real tensors (``add``, ``view``, ``slice``, ``const
 a node that reads or makes a complex value goes to the pair converter here. The other ops
 registered before this module (`refuse_complex`) refuse a complex operand by name; one
 registered after it is refused by the importer's type check (the complex result it leaves
-is not the pair recorded): never computed on the wrong layout. complex128 and complex32 have no IR dtype and stay refused;
-so does a complex graph input (a c64 value the IR cannot split): pass its real view.
+is not the pair recorded): never computed on the wrong layout. complex128 and complex32 are
+carried the same way, as f64 and f16 pairs (`COMPONENTS`), where a real value becomes one
+(``x.cdouble()``, ``x.chalf()``); the converters here compute on f32 pairs, so any other op
+on them is refused by the type check. A complex graph input stays refused (a c64 value the
+IR cannot split): pass its real view.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ from rlxir.types import TensorType
 
 PAIR = "rlx_complex_pair"
 """The fx node meta key that marks a node whose value is carried as a real pair."""
+
+COMPONENTS = {torch.complex64: DType.f32, torch.complex128: DType.f64, torch.complex32: DType.f16}
+"""Each complex dtype's pair dtype: that of its real and imaginary parts (its real view's)."""
 
 
 # --- pairs -----------------------------------------------------------------------------
@@ -62,8 +68,8 @@ def carried(ctx, node, pair: str) -> str:
     value = node.meta["val"]
     if not value.is_complex():
         return pair
-    if value.dtype != torch.complex64:
-        refuse(f"a {value.dtype} result", "complex64 (complex128 and complex32 have no IR dtype)")
+    if COMPONENTS.get(value.dtype) is not ctx.type(pair).dtype:  # the pair ops compute in f32
+        refuse(f"a {value.dtype} result", "complex64; complex128 and complex32 only where a real value becomes one")
     real_view = _real_view(value)
     if tuple(shape_of(ctx, pair)) != tuple(ctx.dim(size) for size in real_view.shape):
         refuse(f"a complex result of shape {shape_of(ctx, pair)[:-1]}", f"the recorded {tuple(value.shape)}")
@@ -81,9 +87,9 @@ def _real_view(value: torch.Tensor) -> torch.Tensor:
         return torch.view_as_real(value.resolve_conj())
 
 
-def pair_of(ctx, item, hint: str) -> str:
-    """An fx argument as a pair f32 [..., 2]: a pair as it is, a real tensor or number
-    with a zero imaginary part, a complex constant by its real view."""
+def pair_of(ctx, item, hint: str, dtype: DType = DType.f32) -> str:
+    """An fx argument as a pair [..., 2]: a pair as it is, a real tensor or number with a
+    zero imaginary part (both of `dtype`), a complex constant by its real view."""
     source = ctx.resolve(item)
     if isinstance(source, Static) and source.tensor.is_complex():
         return _static_pair(ctx, source, hint)
@@ -95,8 +101,8 @@ def pair_of(ctx, item, hint: str) -> str:
             refuse("a complex64 graph input (the IR cannot split a c64 value)",
                    "its real view: torch.view_as_real(x) as the input, torch.view_as_complex inside")
         return value
-    real = operand(ctx, source, DType.f32, hint)
-    zero = ctx.builder.splat(f"{hint}.zero", 0.0, TensorType(DType.f32, shape_of(ctx, real) + (1,)))
+    real = operand(ctx, source, dtype, hint)
+    zero = ctx.builder.splat(f"{hint}.zero", 0.0, TensorType(dtype, shape_of(ctx, real) + (1,)))
     return op(ctx, "concat", [reshape(ctx, real, shape_of(ctx, real) + (1,), f"{hint}.re"), zero],
               {"axis": len(shape_of(ctx, real))}, hint=f"{hint}.pair")
 
@@ -252,11 +258,13 @@ def pair_angle(ctx, node, args, kwargs):
 # --- layout ops on pairs ---------------------------------------------------------------
 def pair_identity(ctx, node, args, kwargs):
     """clone, alias, contiguous, a complex64 -> complex64 copy: the pair itself; a copy of a
-    complex value to a real dtype keeps its real part (as PyTorch), of a real one to
-    complex64 adds a zero imaginary part."""
+    complex value to a real dtype keeps its real part (as PyTorch), of a real one to a
+    complex dtype adds a zero imaginary part (the pair in that dtype's `COMPONENTS`)."""
     value = node.meta["val"]
     if value.is_complex() or not is_pair(node.args[0]):
-        return carried(ctx, node, pair_of(ctx, node.args[0], node.name))
+        component = COMPONENTS.get(value.dtype, DType.f32)
+        pair = pair_of(ctx, node.args[0], node.name, component)
+        return carried(ctx, node, operand(ctx, pair, component, f"{node.name}.pair"))
     real, _ = parts(ctx, pair_of(ctx, node.args[0], node.name), node.name)
     return operand(ctx, real, torch_dtype(value.dtype), f"{node.name}.real")
 

@@ -3,13 +3,15 @@ and ``hash_tensor``.
 
 ``resize`` keeps a contiguous tensor's first elements in the new shape: the same number of
 elements is a reshape, fewer a slice of the flattened tensor. More elements are refused: the
-added ones are uninitialized memory, which no graph value reproduces. ``hash_tensor`` is
-refused: it XORs the bit patterns of the elements into a uint64, and the IR has neither
-bitwise ops on floats nor a uint64 dtype.
+added ones are uninitialized memory, which no graph value reproduces. ``hash_tensor`` is the
+XOR of the elements' 64-bit patterns as a u64: each float widened to f64 (an integer or bool
+to i64, sign-extended), read as u64 by ``bitcast``, then ``reduce_xor`` over the given dims
+(every dim when none is given), as PyTorch's mode 0 (its only mode).
 """
 
 from __future__ import annotations
 
+from rlxir.dtypes import DType
 from rlxir.importers.torch_ops import op, operand, refuse, reshape, result_dtype, shape_of, static_dim
 from rlxir.importers.torch_registry import converter
 
@@ -37,5 +39,19 @@ def handle_resize(ctx, node, args, kwargs):
 
 @converter("aten.hash_tensor", fold=False)
 def handle_hash_tensor(ctx, node, args, kwargs):
-    refuse("aten.hash_tensor cannot be imported: it XORs the elements' bit patterns into a uint64 (the IR has no "
-           "bitwise ops on floats and no uint64 dtype)", "an op the IR can express")
+    """hash_tensor(x, dim=[], keepdim=False, *, mode=0): XOR of the 64-bit patterns over dim."""
+    dims = args[1] if len(args) > 1 else kwargs.get("dim", [])
+    keepdim = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+    if kwargs.get("mode", 0) != 0:
+        refuse(f"hash_tensor mode {kwargs['mode']}", "mode 0 (XOR of the bit patterns)")
+    x = ctx.value(args[0])
+    dtype = ctx.builder.type(x).dtype
+    if dtype.is_complex:
+        refuse("hash_tensor of a complex value", "a real tensor")
+    wide = DType.f64 if dtype.is_float else DType.u64 if dtype is DType.u64 else DType.i64
+    bits = op(ctx, "bitcast", [operand(ctx, x, wide, f"{node.name}.wide")], {"to": DType.u64}, hint=f"{node.name}.bits")
+    rank = len(shape_of(ctx, bits))
+    if rank == 0:  # one element: its own pattern (dim 0 or -1 of a scalar names the scalar)
+        return bits
+    axes = sorted({axis % rank for axis in ([dims] if isinstance(dims, int) else dims)}) or list(range(rank))
+    return op(ctx, "reduce_xor", [bits], {"axes": axes, "keepdims": bool(keepdim)}, hint=node.name)

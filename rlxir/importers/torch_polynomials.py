@@ -9,8 +9,8 @@ truncated to an integer (NaN, ±inf and |n| >= 2^63 count as negative), a negati
   NaN included), unrolled to the largest degree and selected per element by ``where``. A static
   n (known while importing) unrolls to its largest value, at most `STATIC_DEGREE_LIMIT`;
   an n computed at run time unrolls to the bound PyTorch itself has, where it has one
-  (Hermite: `HERMITE_LIMITS`, NaN past it), and is refused for Laguerre and Legendre (their
-  recurrence runs n times with no bound known at import).
+  (Hermite: `HERMITE_LIMITS`, NaN past it); Laguerre and Legendre have none (their recurrence
+  runs n times), so a run-time n is the ``polynomial_recurrence`` op, which runs it itself.
 - Chebyshev polynomials (plain and shifted) use their closed forms for every n, static or
   computed at run time (`torch_chebyshev`).
 """
@@ -129,12 +129,12 @@ def _recurrence(ctx, node, args, family: str):
     dtype = _float_result(node)
     f = InDtype(ctx, node, dtype)
     x = operand(ctx, args[0], dtype, f"{node.name}.x")
-    degree = _degree(f, operand(ctx, args[1], dtype, f"{node.name}.n"))
+    n = operand(ctx, args[1], dtype, f"{node.name}.n")
     top = _static_degree(args[1])
     limit = HERMITE_LIMITS.get(dtype) if family.startswith("hermite") else None
-    if top is None and limit is None:
-        refuse(f"{op_key(node.target)} with n computed at run time",
-               "a static n (PyTorch runs the recurrence n times, and no bound on n is known while importing)")
+    if top is None and limit is None:  # no bound to unroll to: the IR op runs the recurrence itself
+        return op(ctx, "polynomial_recurrence", [x, n], {"family": family}, hint=node.name)
+    degree = _degree(f, n)
     top = limit if top is None else min(top, limit or top)
     if top > STATIC_DEGREE_LIMIT:
         refuse(f"{op_key(node.target)} of degree {top}", f"a degree up to {STATIC_DEGREE_LIMIT} (each degree is unrolled)")

@@ -21,7 +21,8 @@ from rlxir.importers.builder import UnsupportedModel
 TORCH_DTYPES = {
     torch.float32: DType.f32, torch.float64: DType.f64, torch.float16: DType.f16, torch.bfloat16: DType.bf16,
     torch.int64: DType.i64, torch.int32: DType.i32, torch.int16: DType.i16, torch.int8: DType.i8,
-    torch.uint8: DType.u8, torch.bool: DType.bool, torch.complex64: DType.c64,
+    torch.uint8: DType.u8, torch.uint64: DType.u64, torch.bool: DType.bool,
+    torch.complex64: DType.c64,
 }
 RLX_TO_TORCH = {dtype: torch_dtype for torch_dtype, dtype in TORCH_DTYPES.items()}
 

@@ -21,6 +21,9 @@ from rlxir.ops import annotations as _annotations  # noqa: F401  (the built-in b
 from rlxir.ops import reference as _reference  # noqa: F401  (attaches the NumPy references)
 from rlxir.ops import indexing as _indexing  # noqa: F401  (gather/scatter/topk/mod, with references)
 from rlxir.ops import decompositions as _decompositions  # noqa: F401  (attaches the decompositions)
+from rlxir.ops import special_poly as _special_poly  # noqa: F401  (polynomial_recurrence)
+from rlxir.ops import eigen as _eigen  # noqa: F401  (eigvals)
+from rlxir.ops import bits as _bits  # noqa: F401  (bitcast, reduce_xor)
 from rlxir.ops.core import broadcast_shapes, normalize_axis
 
 __all__ = [

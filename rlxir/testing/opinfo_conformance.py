@@ -259,11 +259,13 @@ def _imported_outputs(program, name: str, example: tuple, count: int) -> list[np
 
 
 def _array(tensor) -> np.ndarray:
-    """A tensor's values as NumPy (bf16 as float32, as the interpreter holds it)."""
+    """A tensor's values as NumPy (bf16 as float32, as the interpreter holds it; complex32,
+    which NumPy has no dtype for, as complex64, exactly)."""
     import torch
 
     tensor = tensor.detach().cpu()
-    return (tensor.float() if tensor.dtype == torch.bfloat16 else tensor).resolve_conj().resolve_neg().numpy()
+    wider = {torch.bfloat16: torch.float32, torch.complex32: torch.complex64}.get(tensor.dtype, tensor.dtype)
+    return tensor.to(wider).resolve_conj().resolve_neg().numpy()
 
 
 def _compare(sample: Sample, have: list[np.ndarray], want: list) -> Outcome:

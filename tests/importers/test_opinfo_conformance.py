@@ -2,7 +2,9 @@
 sample of every Core ATen OpInfo (rlxir.testing.opinfo_conformance; the whole measure is
 bench/opinfo_conformance.py), in four shards so the suite's workers share them. No sample
 may end as an internal error or a mismatch, and every sample recorded as passing in
-opinfo_baseline.json must still pass."""
+opinfo_baseline.json must still pass: its "passing" Core ATen first samples, and its
+"passing_beyond_core" samples of other OpInfos (the ones that reach the IR's eigvals,
+polynomial_recurrence, bitcast and reduce_xor ops and complex128 / complex32 pairs)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("expecttest")  # torch.testing._internal imports it
 
-from rlxir.testing.opinfo_conformance import core_aten_ops, is_core_aten, opinfos, run_sample, samples  # noqa: E402
+from rlxir.testing.opinfo_conformance import (core_aten_ops, is_core_aten, op_name, opinfos, run_sample,  # noqa: E402
+                                              samples)
 
 BASELINE = Path(__file__).with_name("opinfo_baseline.json")
 SHARDS = 4
@@ -55,3 +58,15 @@ def test_a_result_that_float64_confirms_passes_where_float32_pytorch_is_off():
     outcomes = [run_sample(sample) for sample in samples(op)]
     assert [outcome.status for outcome in outcomes] == ["pass", "pass"], outcomes
     assert any("agrees with eager float64, which eager float32 does not" in outcome.detail for outcome in outcomes)
+
+
+def _recorded_beyond_core() -> list[str]:
+    return json.loads(BASELINE.read_text())["passing_beyond_core"]
+
+
+@pytest.mark.parametrize("name", _recorded_beyond_core())
+def test_recorded_samples_beyond_core_aten_still_pass(name):
+    op_part, index = name[:-1].split("[")
+    (op,) = [op for op in opinfos(op_part) if op_name(op) == op_part]
+    outcome = run_sample(samples(op)[int(index)])
+    assert outcome.status == "pass", f"{outcome.name}: {outcome.status}: {outcome.detail}"

@@ -213,10 +213,12 @@ def test_resize_to_more_elements_is_refused():
         import_torch(module, [values(3, 4)], dims=[None])
 
 
-def test_hash_tensor_is_refused():
-    module = Apply(lambda x: torch.hash_tensor(x)).eval()
-    with pytest.raises(RlxError, match="uint64"):
-        import_torch(module, [values(3, 4)], dims=[None])
+def test_hash_tensor_of_a_run_time_tensor_is_computed_from_its_bits():
+    module = Apply(lambda x: torch.hash_tensor(x, 0)).eval()
+    x = values(3, 4)
+    imported = import_torch(module, [x], dims=[None])
+    have = interpret(imported.graph, {imported.graph.inputs()[0]: x.numpy()}, imported.params)
+    np.testing.assert_array_equal(list(have.values())[0], torch.hash_tensor(x, 0).numpy())
 
 
 # --- max_pool2d_with_indices_backward ------------------------------------------------------------

@@ -176,10 +176,12 @@ def test_polynomials_of_a_static_degree_unroll_to_its_largest_value(name):
 
 
 @pytest.mark.parametrize("name", ["laguerre_polynomial_l", "legendre_polynomial_p"])
-def test_a_run_time_degree_without_a_bound_is_refused_with_its_reason(name):
+def test_a_run_time_degree_without_a_bound_runs_the_recurrence_in_the_graph(name):
+    """No bound is known while importing: the polynomial_recurrence op runs it to each n."""
+    function = getattr(torch.special, name)
     x, n = polynomial_inputs()
-    with pytest.raises(UnsupportedModel, match=r"(?s)_polynomial_[lp] with n computed at run time.*no bound on n"):
-        import_torch(Apply(getattr(torch.special, name)), (x, n))
+    x, n = torch.cat([x * 3, torch.zeros(1, 48)]), torch.cat([n * 2, torch.full((1, 48), 200.0)])
+    assert np.array_equal(interpreted(Apply(function), (x, n)), function(x, n).numpy(), equal_nan=True)
 
 
 def test_a_static_degree_past_the_unroll_limit_is_refused():
