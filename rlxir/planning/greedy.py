@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from rlxir.planning.batched import overlap_pairs, place_batched
 from rlxir.planning.occupancy import OccupancyTree, last_query_ranks, leaf_base
 from rlxir.planning.problem import Problem
 
@@ -35,8 +36,20 @@ def place_in_order(
 
     None if the clock passes `deadline` (a `time.perf_counter()` value) first; it is read
     every `CHECK_EVERY` placements, and `progress(placed, total)` is called as often.
+
+    Where buffers overlap a few tens of others each, the placements are computed in
+    batches with NumPy (`place_batched`); elsewhere one at a time over an
+    `OccupancyTree`. Both give the same offsets.
     """
-    order = list(order)
+    pairs = overlap_pairs(problem)
+    if pairs is not None:
+        return place_batched(problem, order, pairs, deadline, progress)
+    return _place_over_tree(problem, list(order), deadline, progress)
+
+
+def _place_over_tree(
+    problem: Problem, order: list[int], deadline: float, progress: Callable[[int, int], None] | None
+) -> list[int] | None:
     tree = _tree_for(problem, order)
     offsets = [0] * len(problem)
     slot_lo = problem.slot_lo.tolist()
