@@ -16,6 +16,11 @@ from rlxir.planning.problem import Problem
 # Placements between two looks at the clock (a few milliseconds of work).
 CHECK_EVERY = 1024
 
+# Buffers from which placement goes in NumPy batches where it can: below, a chunk's
+# fixed NumPy cost outweighs the tree's per-buffer Python (2x slower on the 154-454
+# buffers of MiniMalloc's challenging set).
+_BATCHED_FROM = 4096
+
 # Buffers live per slot, on average, from which the occupancy tree keeps int64 arrays.
 _CROWDED_FROM = 64
 
@@ -37,11 +42,11 @@ def place_in_order(
     None if the clock passes `deadline` (a `time.perf_counter()` value) first; it is read
     every `CHECK_EVERY` placements, and `progress(placed, total)` is called as often.
 
-    Where buffers overlap a few tens of others each, the placements are computed in
-    batches with NumPy (`place_batched`); elsewhere one at a time over an
-    `OccupancyTree`. Both give the same offsets.
+    On instances of thousands of buffers that overlap a few tens of others each, the
+    placements are computed in batches with NumPy (`place_batched`); elsewhere one at a
+    time over an `OccupancyTree`. Both give the same offsets.
     """
-    pairs = overlap_pairs(problem)
+    pairs = overlap_pairs(problem) if len(problem) >= _BATCHED_FROM else None
     if pairs is not None:
         return place_batched(problem, order, pairs, deadline, progress)
     return _place_over_tree(problem, list(order), deadline, progress)

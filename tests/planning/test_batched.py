@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from rlxir.planning import Buffer, read_instance
 from rlxir.planning.batched import CHUNK, overlap_pairs, place_batched
-from rlxir.planning.greedy import _place_over_tree, place_in_order
+from rlxir.planning.greedy import _BATCHED_FROM, _place_over_tree, place_in_order
 from rlxir.planning.orderings import by_area, by_size, peak_first
 from rlxir.planning.problem import Problem
 
@@ -127,6 +127,6 @@ def check_same_offsets(path):
 
 
 def test_place_in_order_takes_the_batched_path_past_its_deadline_too():
-    problem = Problem.build(several_chunks(CHUNK + 10, 1), 1)
+    problem = Problem.build(several_chunks(_BATCHED_FROM + 10, 1), 1)
     assert overlap_pairs(problem) is not None
     assert place_in_order(problem, by_size(problem), deadline=0.0) is None
