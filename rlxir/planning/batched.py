@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,6 +39,10 @@ CHUNK = 1024
 # Above this many overlapping pairs per buffer the pair lists cost more memory and time
 # than the occupancy tree's merged range lists.
 MAX_PAIRS_PER_BUFFER = 96
+
+# Most levels per chunk (at least 16 buffers a level on average); deeper chunks are left
+# to the occupancy tree.
+MAX_LEVELS = CHUNK // 16
 
 # Keys pack (buffer within the chunk, address) into one int64.
 _CHUNK_BITS = (CHUNK - 1).bit_length()
@@ -84,23 +89,65 @@ def overlap_pairs(
     return by_start[first], by_start[second]
 
 
-def place_batched(
+class Batches(NamedTuple):
+    """A placement order cut into chunks, each with its pairs and its members' levels."""
+
+    order: np.ndarray
+    rank: np.ndarray  # placement rank per buffer; -1 for fixed buffers
+    chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]  # (earlier, local later, levels)
+
+
+def schedule_batches(
     problem: Problem,
     order: Sequence[int],
     pairs: tuple[np.ndarray, np.ndarray],
-    deadline: float = math.inf,
-    progress: Callable[[int, int], None] | None = None,
-) -> list[int] | None:
-    """Offsets (one per buffer, input order) from best-fit placement in `order`.
+    max_levels: int = MAX_LEVELS,
+) -> Batches | None:
+    """The chunks and levels of batched placement in `order`; None when a chunk needs
+    more than `max_levels` levels (then levels hold a few buffers each, and a NumPy
+    round per level costs more than the occupancy tree: sizes falling along the
+    schedule, as in a CNN, make every chunk one chain).
 
-    `pairs` is what `overlap_pairs(problem)` returned (not None). Fixed offsets are
-    kept and avoided; empty buffers get 0. None if the clock passes `deadline` (read
-    once per chunk, when `progress(placed, total)` is called too).
+    `pairs` is what `overlap_pairs(problem)` returned (not None).
     """
     n = len(problem)
     order_array = np.asarray(order, dtype=np.int64).reshape(len(order))
     rank = np.full(n, -1, dtype=np.int32)  # fixed buffers: placed before all others
     rank[order_array] = np.arange(len(order_array), dtype=np.int32)
+    earlier, later_rank = _oriented(pairs, rank)
+    chunk_of = later_rank // CHUNK
+    key_type = np.uint16 if len(order) < CHUNK * 65536 else np.int64
+    by_chunk = np.argsort(chunk_of.astype(key_type), kind="stable")
+    earlier = earlier[by_chunk]
+    later_rank = later_rank[by_chunk]
+    chunk_count = -(-len(order_array) // CHUNK)
+    bounds = np.searchsorted(chunk_of[by_chunk], np.arange(chunk_count + 1)).tolist()
+    chunks = []
+    for chunk in range(chunk_count):
+        first = chunk * CHUNK
+        span = slice(bounds[chunk], bounds[chunk + 1])
+        local_later = later_rank[span] - first
+        member_count = min(CHUNK, len(order_array) - first)
+        level = _levels(member_count, rank[earlier[span]] - first, local_later, max_levels)
+        if level is None:
+            return None
+        chunks.append((earlier[span], local_later, level))
+    return Batches(order_array, rank, chunks)
+
+
+def place_batched(
+    problem: Problem,
+    batches: Batches,
+    deadline: float = math.inf,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[int] | None:
+    """Offsets (one per buffer, input order) from best-fit placement in the order
+    `batches` was scheduled for (`schedule_batches`).
+
+    Fixed offsets are kept and avoided; empty buffers get 0. None if the clock passes
+    `deadline` (read once per chunk, when `progress(placed, total)` is called too).
+    """
+    n = len(problem)
     # Every offset is a sum of sizes and fixed offsets: counting in units of their common
     # divisor keeps the sort keys short (int32 where they fit).
     unit = _common_unit(problem)
@@ -109,33 +156,14 @@ def place_batched(
     for index, fixed in enumerate(problem.fixed):
         if fixed is not None:
             offsets[index] = fixed // unit
-    earlier, later_rank = _oriented(pairs, rank)
-    chunk_of = later_rank // CHUNK
-    by_chunk = np.argsort(
-        chunk_of.astype(np.uint16 if len(order) < CHUNK * 65536 else np.int64),
-        kind="stable",
-    )
-    earlier = earlier[by_chunk]
-    later_rank = later_rank[by_chunk]
-    chunk_count = -(-len(order_array) // CHUNK)
-    bounds = np.searchsorted(chunk_of[by_chunk], np.arange(chunk_count + 1)).tolist()
-    for chunk in range(chunk_count):
+    total = len(batches.order)
+    for chunk, (earlier, local_later, level) in enumerate(batches.chunks):
         if progress is not None:
-            progress(chunk * CHUNK, len(order_array))
+            progress(chunk * CHUNK, total)
         if time.perf_counter() > deadline:
             return None
-        first = chunk * CHUNK
-        members = order_array[first : first + CHUNK]
-        span = slice(bounds[chunk], bounds[chunk + 1])
-        _place_chunk(
-            members,
-            first,
-            earlier[span],
-            later_rank[span] - first,
-            rank,
-            sizes,
-            offsets,
-        )
+        members = batches.order[chunk * CHUNK : (chunk + 1) * CHUNK]
+        _place_chunk(members, earlier, local_later, level, sizes, offsets)
     if unit != 1:
         offsets *= unit
     return offsets.tolist()
@@ -169,28 +197,18 @@ def _oriented(
 
 def _place_chunk(
     members: np.ndarray,
-    first: int,
     earlier: np.ndarray,
     local_later: np.ndarray,
-    rank: np.ndarray,
+    level: np.ndarray,
     sizes: np.ndarray,
     offsets: np.ndarray,
 ) -> None:
-    """Place the chunk's `members` (ranks ``first, first + 1, ...``) level by level."""
-    local_earlier = rank[earlier] - first
-    level = _levels(len(members), local_earlier, local_later)
+    """Place a chunk's `members` level by level; the pairs are ``(earlier[k],
+    members[local_later[k]])``."""
     member_sizes = sizes[members]
     levels = int(level.max()) + 1
     if levels == 1:
-        _place_level(
-            members,
-            np.arange(len(members)),
-            local_later,
-            earlier,
-            member_sizes,
-            sizes,
-            offsets,
-        )
+        _place_level(members, np.arange(len(members)), local_later, earlier, member_sizes, sizes, offsets)
         return
     # Group the pairs by level once (levels are below CHUNK: 16-bit keys sort by radix).
     level = level.astype(np.uint16)
@@ -198,21 +216,11 @@ def _place_chunk(
     by_level = np.argsort(pair_level, kind="stable")
     pair_bounds = np.searchsorted(pair_level[by_level], np.arange(levels + 1)).tolist()
     member_by_level = np.argsort(level, kind="stable")
-    member_bounds = np.searchsorted(
-        level[member_by_level], np.arange(levels + 1)
-    ).tolist()
+    member_bounds = np.searchsorted(level[member_by_level], np.arange(levels + 1)).tolist()
     for current in range(levels):
         chosen = by_level[pair_bounds[current] : pair_bounds[current + 1]]
         at_level = member_by_level[member_bounds[current] : member_bounds[current + 1]]
-        _place_level(
-            members,
-            at_level,
-            local_later[chosen],
-            earlier[chosen],
-            member_sizes,
-            sizes,
-            offsets,
-        )
+        _place_level(members, at_level, local_later[chosen], earlier[chosen], member_sizes, sizes, offsets)
 
 
 def _place_level(
@@ -233,20 +241,23 @@ def _place_level(
 
 
 def _levels(
-    count: int, local_earlier: np.ndarray, local_later: np.ndarray
-) -> np.ndarray:
-    """Per member, 1 + the highest level of the earlier members it overlaps (0 if none)."""
+    count: int, local_earlier: np.ndarray, local_later: np.ndarray, max_levels: int
+) -> np.ndarray | None:
+    """Per member, 1 + the highest level of the earlier members it overlaps (0 if none);
+    None past `max_levels` levels."""
     inside = local_earlier >= 0
     source = local_earlier[inside]
     target = local_later[inside]
     level = np.zeros(count, dtype=np.int64)
-    while len(source):
+    for _ in range(max_levels):
+        if len(source) == 0:
+            return level
         raised = np.zeros(count, dtype=np.int64)
         np.maximum.at(raised, target, level[source] + 1)
         if np.array_equal(raised, level):
-            break
+            return level
         level = raised
-    return level
+    return None
 
 
 def _best_fits(

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from rlxir.planning.batched import overlap_pairs, place_batched
+from rlxir.planning.batched import overlap_pairs, place_batched, schedule_batches
 from rlxir.planning.occupancy import OccupancyTree, last_query_ranks, leaf_base
 from rlxir.planning.problem import Problem
 
@@ -42,13 +42,15 @@ def place_in_order(
     None if the clock passes `deadline` (a `time.perf_counter()` value) first; it is read
     every `CHECK_EVERY` placements, and `progress(placed, total)` is called as often.
 
-    On instances of thousands of buffers that overlap a few tens of others each, the
-    placements are computed in batches with NumPy (`place_batched`); elsewhere one at a
-    time over an `OccupancyTree`. Both give the same offsets.
+    On instances of thousands of buffers that overlap a few tens of others each (and
+    whose order does not chain them, see `schedule_batches`), the placements are
+    computed in batches with NumPy (`place_batched`); elsewhere one at a time over an
+    `OccupancyTree`. Both give the same offsets.
     """
     pairs = overlap_pairs(problem) if len(problem) >= _BATCHED_FROM else None
-    if pairs is not None:
-        return place_batched(problem, order, pairs, deadline, progress)
+    batches = None if pairs is None else schedule_batches(problem, order, pairs)
+    if batches is not None:
+        return place_batched(problem, batches, deadline, progress)
     return _place_over_tree(problem, list(order), deadline, progress)
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlxir.planning import Buffer, read_instance
-from rlxir.planning.batched import CHUNK, overlap_pairs, place_batched
+from rlxir.planning.batched import CHUNK, overlap_pairs, place_batched, schedule_batches
 from rlxir.planning.greedy import _BATCHED_FROM, _place_over_tree, place_in_order
 from rlxir.planning.orderings import by_area, by_size, peak_first
 from rlxir.planning.problem import Problem
@@ -23,7 +23,7 @@ NO_PAIR_LIMIT = 10**9
 def batched(problem, order):
     pairs = overlap_pairs(problem, max_per_buffer=NO_PAIR_LIMIT)
     assert pairs is not None
-    return place_batched(problem, order, pairs)
+    return place_batched(problem, schedule_batches(problem, order, pairs, max_levels=CHUNK + 1))
 
 
 def over_tree(problem, order):
@@ -128,5 +128,18 @@ def check_same_offsets(path):
 
 def test_place_in_order_takes_the_batched_path_past_its_deadline_too():
     problem = Problem.build(several_chunks(_BATCHED_FROM + 10, 1), 1)
-    assert overlap_pairs(problem) is not None
-    assert place_in_order(problem, by_size(problem), deadline=0.0) is None
+    order = by_size(problem)
+    assert schedule_batches(problem, order, overlap_pairs(problem)) is not None
+    assert place_in_order(problem, order, deadline=0.0) is None
+
+
+def test_chunks_that_chain_are_left_to_the_tree():
+    # Sizes falling along the schedule: by size is schedule order, each buffer overlaps
+    # the next, and every chunk is one chain of CHUNK levels.
+    count = _BATCHED_FROM + 10
+    buffers = [Buffer(f"t{step}", step, step + 2, 64 * (count - step)) for step in range(count)]
+    problem = Problem.build(buffers, 1)
+    order = by_size(problem)
+    pairs = overlap_pairs(problem)
+    assert schedule_batches(problem, order, pairs) is None
+    assert place_in_order(problem, order) == over_tree(problem, order) == batched(problem, order)
