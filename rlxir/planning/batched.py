@@ -32,7 +32,7 @@ import numpy as np
 
 from rlxir.planning.problem import Problem
 
-# Placements per chunk: levels stay few (a chunk's buffers rarely overlap each other)
+# Placements per chunk (a power of two): levels stay few (a chunk's buffers rarely overlap each other)
 # while the NumPy calls per chunk are spread over a thousand placements.
 CHUNK = 1024
 
@@ -115,23 +115,25 @@ def schedule_batches(
     rank = np.full(n, -1, dtype=np.int32)  # fixed buffers: placed before all others
     rank[order_array] = np.arange(len(order_array), dtype=np.int32)
     earlier, later_rank = _oriented(pairs, rank)
-    chunk_of = later_rank // CHUNK
-    key_type = np.uint16 if len(order) < CHUNK * 65536 else np.int64
-    by_chunk = np.argsort(chunk_of.astype(key_type), kind="stable")
-    earlier = earlier[by_chunk]
-    later_rank = later_rank[by_chunk]
     chunk_count = -(-len(order_array) // CHUNK)
-    bounds = np.searchsorted(chunk_of[by_chunk], np.arange(chunk_count + 1)).tolist()
+    chunk_of = later_rank >> _CHUNK_BITS
+    # Stable sorts of 8- and 16-bit keys are radix sorts: one or two passes.
+    key_type = np.uint8 if chunk_count <= 256 else np.uint16 if chunk_count <= 65536 else np.int64
+    by_chunk = np.argsort(chunk_of.astype(key_type), kind="stable")
+    # One gather of both halves packed in an int64 costs half of two gathers.
+    packed = ((later_rank.astype(np.int64) << 32) | earlier)[by_chunk]
+    bounds = [0, *np.cumsum(np.bincount(chunk_of, minlength=chunk_count)).tolist()]
     chunks = []
     for chunk in range(chunk_count):
         first = chunk * CHUNK
-        span = slice(bounds[chunk], bounds[chunk + 1])
-        local_later = later_rank[span] - first
+        pairs_here = packed[bounds[chunk] : bounds[chunk + 1]]
+        local_later = (pairs_here >> 32) - first
+        earlier_here = pairs_here & 0xFFFFFFFF
         member_count = min(CHUNK, len(order_array) - first)
-        level = _levels(member_count, rank[earlier[span]] - first, local_later, max_levels)
+        level = _levels(member_count, rank[earlier_here] - first, local_later, max_levels)
         if level is None:
             return None
-        chunks.append((earlier[span], local_later, level))
+        chunks.append((earlier_here, local_later, level))
     return Batches(order_array, rank, chunks)
 
 
@@ -271,9 +273,11 @@ def _best_fits(
     ends = starts + sizes
     shift = int(ends.max()).bit_length()
     key_type = np.int32 if shift + _CHUNK_BITS <= 31 else np.int64
-    base = member.astype(np.int64) << shift
-    start_keys = np.sort((base | starts).astype(key_type))
-    end_keys = np.sort((base | ends).astype(key_type))
+    base = member.astype(key_type) << shift
+    start_keys = base | starts.astype(key_type)
+    start_keys.sort()
+    end_keys = base | ends.astype(key_type)
+    end_keys.sort()
     mask = (1 << shift) - 1
     owner = start_keys >> shift
     starts = start_keys & mask
