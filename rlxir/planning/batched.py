@@ -93,7 +93,6 @@ class Batches(NamedTuple):
     """A placement order cut into chunks, each with its pairs and its members' levels."""
 
     order: np.ndarray
-    rank: np.ndarray  # placement rank per buffer; -1 for fixed buffers
     chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]  # (earlier, local later, levels)
 
 
@@ -134,7 +133,7 @@ def schedule_batches(
         if level is None:
             return None
         chunks.append((earlier_here, local_later, level))
-    return Batches(order_array, rank, chunks)
+    return Batches(order_array, chunks)
 
 
 def place_batched(
