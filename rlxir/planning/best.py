@@ -74,8 +74,9 @@ class BestPlanner:
     4. On instances of at most `search_max_buffers` buffers without imposed offsets: a
        MiniMalloc-style search (`CanonicalSearch`) that asks "does it fit in capacity C?",
        bisecting C between the lower bound and the best arena so far; round robin over
-       the preorder heuristics, then seeded random ones; the node limit per attempt
-       doubles each round.
+       a preorder guided by the best plan so far (buffers by their offset in it, which
+       the search's first dive rebuilds pressed down), the preorder heuristics, then
+       seeded random ones; the node limit per attempt doubles each round.
 
     Every phase reads the clock as it goes (every few thousand placements, every 64
     search nodes) and the planner returns the smallest arena found when the budget runs
@@ -160,6 +161,15 @@ def _first_plan(problem: Problem, deadline: float, status: _Status) -> _Incumben
     return _Incumbent(offsets, _arena(problem, offsets))
 
 
+def _guided_order(offsets: Sequence[int], tie_order: list[int]) -> list[int]:
+    """Buffers by their offset in a known plan, ties in `tie_order`: the search's first
+    dive then rebuilds that plan pressed down, and its backtracking explores near it."""
+    position = [0] * len(tie_order)
+    for rank, index in enumerate(tie_order):
+        position[index] = rank
+    return sorted(range(len(tie_order)), key=lambda index: (offsets[index], position[index]))
+
+
 def _arena(problem: Problem, offsets: Sequence[int]) -> int:
     return max((o + s for o, s in zip(offsets, problem.sizes)), default=0)
 
@@ -186,6 +196,8 @@ class _Bisection:
         self.search = CanonicalSearch(problem)
         self.orders = [preorder(problem, heuristic) for heuristic in HEURISTICS]
         self.rng = np.random.default_rng(seed)
+        # First in the round robin: the best plan so far, as a preorder (see `_guided_order`).
+        self.orders.insert(0, _guided_order(incumbent.offsets, self.orders[0]))
 
     def run(self) -> _Incumbent:
         """Improve the incumbent until it reaches the lower bound or the budget runs out.
@@ -231,6 +243,7 @@ class _Bisection:
         if found is None:
             return False
         self.best = _Incumbent(found, _arena(self.problem, found))
+        self.orders[0] = _guided_order(found, self.orders[1])
         return True
 
     def _try_capacity(self, capacity: int, node_limit: int) -> list[int] | None:

@@ -33,6 +33,10 @@ from rlxir.planning.problem import Problem
 HEURISTICS = ("WAT", "TAW", "TWA")
 
 
+# Above every offset: marks slots without unplaced buffers.
+_NEVER = np.iinfo(np.int64).max
+
+
 class _OutOfBudget(Exception):
     """The node limit or the deadline was reached before the search finished."""
 
@@ -173,11 +177,10 @@ class CanonicalSearch:
         hi = int(self.slot_hi_array[raised].max())
         first = self.slot_member_start[lo]
         members = self.slot_members[first : self.slot_member_start[hi]]
-        never = np.iinfo(np.int64).max
-        values = np.where(self.unplaced[members], self.min_offset[members], never)
+        values = np.where(self.unplaced[members], self.min_offset[members], _NEVER)
         # Every slot has a member (the buffer starting there), so no segment is empty.
         lowest = np.minimum.reduceat(values, self.slot_member_start[lo:hi] - first)
-        lowest[lowest == never] = 0
+        lowest[lowest == _NEVER] = 0
         np.maximum(self.floor[lo:hi], lowest, out=self.floor[lo:hi])
 
     def _unplace(self, undo: _Undo) -> None:
