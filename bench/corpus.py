@@ -65,7 +65,7 @@ ROUTES = {"onnx": import_onnx_route, "torch": import_torch_route}
 
 def measure(name: str, route: str, batch: int) -> dict:
     """One row: seconds, nodes and arenas, or the error that stopped the import."""
-    from rlxir.compiler import compile
+    from rlxir.compiler.compile import compile
     from rlxir.errors import RlxError
 
     try:

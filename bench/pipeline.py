@@ -119,8 +119,8 @@ FAMILIES = {"gpt": (stack_text, GPT_BINDINGS), "mamba": (mamba_text, {"B": 1})}
 # --- one row, in its own process -------------------------------------------------------
 def measure(family: str, size: int, targets: list[str], fit_target: str | None) -> dict:
     import rlxir
-    from rlxir.compiler import CompileOptions, plan_exec_graph, prepare_exec_graph
-    from rlxir.fit import fit_batch
+    from rlxir.compiler.compile import CompileOptions, plan_exec_graph, prepare_exec_graph
+    from rlxir.compiler.fit import fit_batch
 
     make_text, bindings = FAMILIES[family]
     text = make_text(size)

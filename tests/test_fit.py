@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 import rlxir
 from rlxir.errors import RlxError
-from rlxir.fit import Budget, Trial, arena_budget, fit_batch, plan_bound, search_batches
-from rlxir.target import get_target
-from rlxir.workers import can_fork
+from rlxir.compiler.fit import Budget, Trial, arena_budget, fit_batch, plan_bound, search_batches
+from rlxir.targets.target import get_target
+from rlxir.compiler.workers import can_fork
 
 GIB = 1 << 30
 
@@ -92,7 +92,7 @@ def test_fit_on_a_real_graph_plans_through_compile():
     result = fit_batch("cuda", 32, 1.0, lambda batch: graph.bind({"B": batch}), bindings={"S": 64},
                        vram=per_batch + 36 * (1 << 20))
     assert result.batch >= 4
-    assert all(trial.arena_bytes == rlxir.compiler.plan_arena_bytes(graph, "cuda", {"B": trial.batch, "S": 64})
+    assert all(trial.arena_bytes == rlxir.compiler.compile.plan_arena_bytes(graph, "cuda", {"B": trial.batch, "S": 64})
                for trial in result.tried[:2])
 
 

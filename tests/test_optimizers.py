@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import rlxir
-from rlxir.arena_breakdown import PARTS
+from rlxir.autodiff.arena_breakdown import PARTS
 from rlxir.cli import main
 from rlxir.errors import RlxError
-from rlxir.optimizers import Optimizer, add_optimizer_update, optimizer_from
-from rlxir.training import plan_training, training_graph
+from rlxir.autodiff.optimizers import Optimizer, add_optimizer_update, optimizer_from
+from rlxir.autodiff.training import plan_training, training_graph
 
 TINY = """\
 graph tiny(B) {

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import rlxir
-from rlxir.compiler import ArenaTooLarge, CompileOptions, prepare_exec_graph
+from rlxir.compiler.compile import ArenaTooLarge, CompileOptions, prepare_exec_graph
 from rlxir.interpreter import interpret, random_feeds
-from rlxir.fit import fit_batch
+from rlxir.compiler.fit import fit_batch
 from rlxir.planning import aligned_size
-from rlxir.training import plan_training, plan_training_arena_bytes, training_graph
+from rlxir.autodiff.training import plan_training, plan_training_arena_bytes, training_graph
 
 MAMBA_LM = rlxir.parse_file(Path(__file__).resolve().parents[1] / "examples" / "mamba_lm.rlx").main
 SMALL = {"B": 1, "S": 8}

@@ -32,13 +32,13 @@ import attrs
 from hypothesis import strategies as st
 
 from rlxir.dtypes import DType
-from rlxir.fills import annotate_fills
-from rlxir.graph import Graph, Module
+from rlxir.ir.fills import annotate_fills
+from rlxir.ir.graph import Graph, Module
 from rlxir.ops import ShapeError, broadcast_shapes
 from rlxir.symbolic import Dim, Expr, add, exact_div, floordiv, mul
 from rlxir.testing.motifs import FLOAT_MOTIFS, MOTIFS
 from rlxir.types import TensorType
-from rlxir.verifier import verify
+from rlxir.ir.verifier import verify
 
 UNARY = ("neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "silu", "sin", "cos", "erf", "gelu")
 BINARY = ("add", "sub", "mul", "maximum", "minimum", "div", "pow")

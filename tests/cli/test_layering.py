@@ -3,7 +3,7 @@
 - no circle between the CLI's modules (a command module imports shared modules, never the
   other way round, and nothing imports `main` back);
 - a CLI module imports no `_private` name of another rlxir module;
-- the op layer (rlxir/ops/) does not import the Lark front end (rlxir/parser.py).
+- the op layer (rlxir/ops/) does not import the Lark front end (rlxir/ir/parser.py).
 
 Imports inside functions count: a lazy import is still a dependency.
 """
@@ -85,7 +85,7 @@ def test_the_op_layer_does_not_import_the_parser():
     offenders = []
     for path in sorted((PACKAGE / "ops").rglob("*.py")):
         for module, imported, line in imports_of(path):
-            if module == "rlxir.parser" or (module, imported) == ("rlxir", "parser"):
+            if module == "rlxir.ir.parser" or (module, imported) == ("rlxir", "parser"):
                 offenders.append(f"{path.relative_to(PACKAGE)}:{line}")
     assert offenders == []
 
@@ -93,7 +93,7 @@ def test_the_op_layer_does_not_import_the_parser():
 @pytest.mark.parametrize("source, expected", [
     ("from rlxir.cli.main import UsageError\n", [("rlxir.cli.main", "UsageError", 1)]),
     ("def f():\n    from . import progress\n", [("rlxir.cli", "progress", 2)]),
-    ("import rlxir.parser as p\n", [("rlxir.parser", "", 1)]),
+    ("import rlxir.ir.parser as p\n", [("rlxir.ir.parser", "", 1)]),
     ("from ..ops import chain\n", [("rlxir.ops", "chain", 1)]),
 ])
 def test_the_walk_finds_every_kind_of_import(source, expected):

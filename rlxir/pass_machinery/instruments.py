@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from rlxir.errors import RlxError, VerifyError
-from rlxir.graph import Graph
-from rlxir.interface import Interface
-from rlxir.pass_base import PassContext
-from rlxir.printer import print_graph
-from rlxir.verifier import verify
+from rlxir.ir.graph import Graph
+from rlxir.ir.interface import Interface
+from rlxir.pass_machinery.pass_base import PassContext
+from rlxir.ir.printer import print_graph
+from rlxir.ir.verifier import verify
 
 if TYPE_CHECKING:
-    from rlxir.pipeline import PassEntry  # pipeline runs the instruments
+    from rlxir.pass_machinery.pipeline import PassEntry  # pipeline runs the instruments
 
 
 class Instrument:
@@ -86,9 +86,9 @@ class VerifyEach(Instrument):
 
 
     def _check_interface(self, entry: PassEntry, graph: Graph) -> None:
-        """The pass runner's own check (`rlxir.pipeline.check_interface_kept`), for a caller
+        """The pass runner's own check (`rlxir.pass_machinery.pipeline.check_interface_kept`), for a caller
         that drives the instrument around a pass itself."""
-        from rlxir.pipeline import check_interface_kept
+        from rlxir.pass_machinery.pipeline import check_interface_kept
 
         if self._interface is not None:
             check_interface_kept(entry, graph, self._interface)

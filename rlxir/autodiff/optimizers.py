@@ -35,7 +35,7 @@ import attrs
 
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.types import TensorType
 
 OPTIMIZERS = ("sgd", "momentum", "adam", "adamw")

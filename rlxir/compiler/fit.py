@@ -1,6 +1,6 @@
 """The fit driver: the largest batch whose compiled arena fits a device.
 
-Every number here comes from the target's own compile path (`rlxir.compiler`): the arena
+Every number here comes from the target's own compile path (`rlxir.compiler.compile`): the arena
 of a batch is what `compile` would plan for it, never an estimate.
 
 - `device_arena_limit(target)`: the ABI ceiling (None: unlimited).
@@ -21,11 +21,11 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from rlxir.compiler import CompileOptions, FitReport, plan_arena_bytes
-from rlxir.devices import Capacity, ProbeMiss, Sources, format_bytes, probe_capacity
-from rlxir.graph import Graph
-from rlxir.target import Target, get_target
-from rlxir.workers import WORKER_FAILED, Workers, can_fork
+from rlxir.compiler.compile import CompileOptions, FitReport, plan_arena_bytes
+from rlxir.targets.devices import Capacity, ProbeMiss, Sources, format_bytes, probe_capacity
+from rlxir.ir.graph import Graph
+from rlxir.targets.target import Target, get_target
+from rlxir.compiler.workers import WORKER_FAILED, Workers, can_fork
 
 DEFAULT_HEADROOM = 0.6
 """Share of device memory the arena and its side buffers may use unless told otherwise."""

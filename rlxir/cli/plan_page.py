@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from importlib import resources
 
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
-from rlxir.memory_plan import MemoryPlan, PlannedBuffer
+from rlxir.ir.graph import Graph
+from rlxir.compiler.memory_plan import MemoryPlan, PlannedBuffer
 
 # The order of a buffer's fields in the page's JSON (one array per buffer keeps the file small).
 BUFFER_COLUMNS = ("name", "value", "op", "kind", "dtype", "shape", "bytes", "first", "last", "offset")
@@ -105,7 +105,7 @@ def render_plan_page(entries: Sequence[dict], title: str = "") -> str:
 
 def _page_template() -> str:
     """plan_page.html with plan_page.js inlined (kept apart so each file reads on its own)."""
-    package = resources.files("rlxir")
+    package = resources.files("rlxir.cli")
     template = package.joinpath("plan_page.html").read_text(encoding="utf-8")
     script = package.joinpath("plan_page.js").read_text(encoding="utf-8")
     if "</script" in script.lower() or _SCRIPT_MARKER not in template:

@@ -37,7 +37,7 @@ from rlxir.ops import AttrSpec, OpDef, ShapeError, attach, register_op
 from rlxir.ops.core import conv2d_rule, gather_rule, pool_rule, selective_scan_rule
 from rlxir.ops.reference import check_gather_indices
 from rlxir.symbolic import floordiv, format_dim
-from rlxir.target import register_backward_kernel
+from rlxir.targets.target import register_backward_kernel
 from rlxir.types import TensorType
 
 Arrays = Sequence[np.ndarray]

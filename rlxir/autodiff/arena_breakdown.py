@@ -5,7 +5,7 @@ A buffer of the step's plan is, by the value it holds (the value a view aliases,
 
 - **weights**: a param of the model (not optimizer state), or an updated weight
   ``next.<p>`` (an output of the step);
-- **optimizer state**: a state param ``opt.*`` (`rlxir.optimizers`: master copies,
+- **optimizer state**: a state param ``opt.*`` (`rlxir.autodiff.optimizers`: master copies,
   momentum buffers, Adam's moments, the step count) or its update ``next.opt.*``;
 - **gradients**: a value the backward pass computes that the optimizer's update reads (the
   gradient of a weight, as the pipeline left it: cast, fused or renamed), or, in a step
@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rlxir.graph import Graph
-from rlxir.memory_plan import MemoryPlan
-from rlxir.optimizers import GRADIENT_PREFIX, STATE_PREFIX, UPDATED_PREFIX
+from rlxir.ir.graph import Graph
+from rlxir.compiler.memory_plan import MemoryPlan
+from rlxir.autodiff.optimizers import GRADIENT_PREFIX, STATE_PREFIX, UPDATED_PREFIX
 
 PARTS = ("weights", "optimizer_state", "gradients", "activations", "workspace")
 """The parts a report shows (and `unused`, the rest of the arena)."""
@@ -79,7 +79,7 @@ def _part(graph: Graph, value: str, kind: str, gradients: set[str]) -> str:
 
 def _gradient_values(graph: Graph) -> Iterable[str]:
     """The values the backward pass hands to the update: operands of update nodes (made by
-    `rlxir.optimizers`, so named from their provenance) that are computed by a node that is
+    `rlxir.autodiff.optimizers`, so named from their provenance) that are computed by a node that is
     not part of the update; without an update, the gradient outputs."""
     update = {name for name in graph if _is_update_node(graph, name)}
     if not update:

@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import attrs
 
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
-from rlxir.target import Target, get_target
+from rlxir.ir.graph import Graph
+from rlxir.targets.target import Target, get_target
 
 if TYPE_CHECKING:
-    from rlxir.pipeline import PassStat  # the pass manager's row type; pipeline imports this module
+    from rlxir.pass_machinery.pipeline import PassStat  # the pass manager's row type; pipeline imports this module
 
 
 class PassError(RlxError):

@@ -44,7 +44,7 @@ class Target:
     - `dtypes`: element types its kernels take.
     - `planner`, `alignment`, `sizing` ("dtype": the dtype's bytes; "f32": 4 per element).
     - `arena_ceiling`: the ABI's largest arena in bytes (None: unlimited, 64-bit).
-    - `probe`: name of the capacity probe (rlxir.devices) or None.
+    - `probe`: name of the capacity probe (rlxir.targets.devices) or None.
     - `fuse_patterns`: the fusion list `fuse` uses for this target.
     - `region_max_steps`, `region_max_inputs`: caps on fused elementwise regions.
     - `side_buffers`: fixed side buffers outside the arena, name -> bytes.
@@ -93,7 +93,7 @@ _BACKWARD_KERNELS: dict[str, str] = {}
 def register_backward_kernel(op: str, forward_op: str) -> None:
     """Declare `op` a backward kernel of `forward_op` (conv2d_grad_input of conv2d, ...):
     every target that claims `forward_op` claims `op` too, as a backend with a kernel for an
-    op has its gradient kernels. Used by `rlxir.autodiff_ops`."""
+    op has its gradient kernels. Used by `rlxir.autodiff.backward_ops`."""
     _BACKWARD_KERNELS[op] = forward_op
 
 

@@ -6,15 +6,15 @@ backward nodes to the graph and returns, for every operand position it is asked 
 (`vjp.wants[i]`), the value holding the gradient of that operand — of exactly the
 operand's type (broadcasts are undone with `VJP.unbroadcast`: a reduce_sum over the
 broadcast axes and a reshape) — or, for `slice`, a `SlicePart`: the gradient of one range
-of the operand, which the accumulation in `rlxir.autodiff` places (several slices of one
+of the operand, which the accumulation in `rlxir.autodiff.backward` places (several slices of one
 value become one concat, not one zero-padded copy each).
 Rules read forward values (operands, the node's own result) freely: the backward graph
 is the forward graph followed by the backward nodes, so those stay alive as long as a
 backward node reads them.
 
 Ops that are not here: comparisons, which have no gradient (an error when one lies on a
-gradient path, `rlxir.autodiff`), and fused ops whose gradient is taken through their
-decomposition (attention, the fused_* kernels; `rlxir.autodiff` unfuses them first).
+gradient path, `rlxir.autodiff.backward`), and fused ops whose gradient is taken through their
+decomposition (attention, the fused_* kernels; `rlxir.autodiff.backward` unfuses them first).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from rlxir.autodiff_vjp import VJP, SlicePart
+from rlxir.autodiff.vjp import VJP, SlicePart
 from rlxir.ops.core import normalize_axis
 from rlxir.ops.reference import GELU_TANH_COEFFICIENT, SQRT_2_OVER_PI
 from rlxir.symbolic import format_dim

@@ -1,6 +1,6 @@
 """Plan a lowered graph's memory and report it: table, JSON and picture.
 
-`plan_graph` turns a lowered, bound graph into buffers (`rlxir.lifetimes`), places them
+`plan_graph` turns a lowered, bound graph into buffers (`rlxir.compiler.lifetimes`), places them
 with a planner (`rlxir.planning`), validates the placement, and returns a `MemoryPlan`:
 the arena, the lower bound, the unshared sum, every buffer's offset, size, lifetime and
 value, and the side buffers that live outside the arena.
@@ -13,10 +13,10 @@ from collections.abc import Mapping
 
 import attrs
 
-from rlxir.devices import format_bytes
+from rlxir.targets.devices import format_bytes
 from rlxir.gcpause import fewer_collections
-from rlxir.graph import Graph
-from rlxir.lifetimes import graph_buffers
+from rlxir.ir.graph import Graph
+from rlxir.compiler.lifetimes import graph_buffers
 from rlxir.planning import aligned_size, get_planner, validate_plan
 
 
@@ -115,7 +115,7 @@ class MemoryPlan:
 
     def plot(self, path: str, title: str = "") -> None:
         """Draw the plan: time on x, offset on y, a rectangle per buffer (needs matplotlib)."""
-        from rlxir.plan_plot import draw_plan
+        from rlxir.compiler.plan_plot import draw_plan
 
         draw_plan(self, path, title)
 

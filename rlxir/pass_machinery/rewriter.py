@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 import attrs
 
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 
 
 @attrs.frozen

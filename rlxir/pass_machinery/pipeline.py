@@ -17,13 +17,13 @@ import attrs
 
 from rlxir.errors import Location, RlxError, SourceText, close_names
 from rlxir.gcpause import fewer_collections
-from rlxir.graph import Graph
-from rlxir.interface import Interface, keep_output_names
-from rlxir.pass_base import (Pass, PassContext, PassError, available_passes, get_pass, option_text_name,
+from rlxir.ir.graph import Graph
+from rlxir.ir.interface import Interface, keep_output_names
+from rlxir.pass_machinery.pass_base import (Pass, PassContext, PassError, available_passes, get_pass, option_text_name,
                              plugin_module_of)
 
 if TYPE_CHECKING:
-    from rlxir.instruments import Instrument
+    from rlxir.pass_machinery.instruments import Instrument
 
 
 class PipelineError(RlxError):
@@ -201,7 +201,7 @@ def run_pipeline(graph: Graph, spec: str | Pipeline, instruments: Sequence[Instr
     """Run a pipeline (text or `Pipeline`) and return the resulting graph.
 
     The input graph is left untouched unless `copy=False`. Instruments hook around every
-    pass (`rlxir.instruments`).
+    pass (`rlxir.pass_machinery.instruments`).
     """
     pipeline = spec if isinstance(spec, Pipeline) else Pipeline.parse(spec)
     work = graph.copy() if copy else graph
@@ -284,7 +284,7 @@ def _options(spec: str, match: re.Match, cls: type[Pass]) -> list:
 
 def _check_target_option(spec: str, offset: int, pass_name: str, value: str) -> None:
     # A target option names a registered target; say so where it is written, not when the pass runs.
-    from rlxir.target import get_target
+    from rlxir.targets.target import get_target
 
     try:
         get_target(value)

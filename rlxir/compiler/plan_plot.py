@@ -5,7 +5,7 @@ Needs matplotlib (the optional extra ``plot``: ``pip install 'rlxir[plot]'``).
 
 from __future__ import annotations
 
-from rlxir.devices import format_bytes
+from rlxir.targets.devices import format_bytes
 from rlxir.errors import RlxError
 
 KIND_COLOURS = {

@@ -10,7 +10,7 @@ reach its result type, so their symbols are checked there); outputs exist and ar
 from __future__ import annotations
 
 from rlxir.errors import RlxError, VerifyError
-from rlxir.graph import Graph, infer_result
+from rlxir.ir.graph import Graph, infer_result
 from rlxir.ops import LEAF_KINDS, get_op
 from rlxir.types import TensorType
 

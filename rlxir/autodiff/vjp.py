@@ -11,7 +11,7 @@ from __future__ import annotations
 import attrs
 
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.symbolic import mul
 from rlxir.types import TensorType
 
@@ -19,7 +19,7 @@ from rlxir.types import TensorType
 @attrs.frozen
 class SlicePart:
     """The gradient `value` of one slice of an operand: it covers ``[start, start + n)``
-    along `axis`, n being `value`'s size there; `rlxir.autodiff` places it."""
+    along `axis`, n being `value`'s size there; `rlxir.autodiff.backward` places it."""
 
     value: str
     axis: int

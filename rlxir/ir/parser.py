@@ -23,13 +23,13 @@ from lark.exceptions import UnexpectedInput
 
 from rlxir.dtypes import DType
 from rlxir.errors import IRTypeError, Location, ParseError, RlxError, SourceText, VerifyError, close_names
-from rlxir.fills import FILL_ANNOTATIONS, annotate_fills
+from rlxir.ir.fills import FILL_ANNOTATIONS, annotate_fills
 from rlxir.gcpause import fewer_collections
-from rlxir.graph import Graph, Module
+from rlxir.ir.graph import Graph, Module
 from rlxir.ops import LEAF_KINDS, annotation_specs, get_op, registered_ops
 from rlxir.ops.registry import ShapeError, format_attr_value
 from rlxir.symbolic import DimSyntaxError, Expr, add, floordiv, free_symbols, mul, parse_dim, sub
-from rlxir.syntax_errors import decode_source, dtype_hint, end_of, loc_at as _loc_at, syntax_error
+from rlxir.ir.syntax_errors import decode_source, dtype_hint, end_of, loc_at as _loc_at, syntax_error
 from rlxir.types import TensorType
 
 _OPERAND = re.compile(r"%[A-Za-z0-9_.]+")

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import attrs
 
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.ops import LEAF_KINDS
 from rlxir.planning.buffers import Buffer
 

@@ -15,7 +15,7 @@ from typing import BinaryIO
 import numpy as np
 
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 
 NPY_MAGIC = b"\x93NUMPY"
 

@@ -362,13 +362,13 @@ class Graph:
 
     def add_input(self, name: str, type_: TensorType, loc: Location | None = None, attrs: Mapping | None = None,
                   **where: str | None) -> str:
-        """An input; `attrs` holds its fill facts (`rlxir.fills`), if any."""
+        """An input; `attrs` holds its fill facts (`rlxir.ir.fills`), if any."""
         return self._add_node(name, "input", (), dict(attrs or {}), type_, loc, (name,), where.get("before"),
                               where.get("after"))
 
     def add_param(self, name: str, type_: TensorType, loc: Location | None = None, attrs: Mapping | None = None,
                   **where: str | None) -> str:
-        """A param; `attrs` holds its fill facts (`rlxir.fills`), if any."""
+        """A param; `attrs` holds its fill facts (`rlxir.ir.fills`), if any."""
         return self._add_node(name, "param", (), dict(attrs or {}), type_, loc, (name,), where.get("before"),
                               where.get("after"))
 

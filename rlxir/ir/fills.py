@@ -26,7 +26,7 @@ import zlib
 import numpy as np
 
 from rlxir.dtypes import DType
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.ops.reference import to_dtype
 from rlxir.ops.registry import AttrSpec, register_annotation
 

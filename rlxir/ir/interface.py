@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import attrs
 
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.types import TensorType
 
 RENAMABLE_KINDS = ("op", "const")

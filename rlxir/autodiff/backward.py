@@ -9,8 +9,8 @@ Contract of `grad`:
   planner sees which forward activations the backward pass keeps alive. Its outputs are
   the loss, then one gradient per `wrt` value, named ``grad.<value>`` and typed as that
   value, in `wrt` order (a value the loss does not depend on gets a zero constant).
-- The backward nodes are core ops plus the gradient kernels of `rlxir.autodiff_ops`, one
-  rule per op (`rlxir.autodiff_rules.VJP_RULES`). Contributions to one value are summed;
+- The backward nodes are core ops plus the gradient kernels of `rlxir.autodiff.backward_ops`, one
+  rule per op (`rlxir.autodiff.rules.VJP_RULES`). Contributions to one value are summed;
   broadcasts are undone by reductions; the gradients of slices of one value are joined by
   one concat (zero-filled where no slice reads), never padded one by one. A fused op with
   no rule of its own (attention, the fused_* kernels) is replaced by its decomposition
@@ -26,15 +26,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import cast
 
-from rlxir.autodiff_rules import NO_GRADIENT_POSITIONS, VJP_RULES
-from rlxir.autodiff_vjp import VJP, Emitter, SlicePart
+from rlxir.autodiff.rules import NO_GRADIENT_POSITIONS, VJP_RULES
+from rlxir.autodiff.vjp import VJP, Emitter, SlicePart
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.ops.decompositions import unfuse_node
 from rlxir.symbolic import Dim, sub
 from rlxir.types import TensorType
 
-import rlxir.autodiff_ops  # noqa: F401  (registers the gradient kernels the rules emit)
+import rlxir.autodiff.backward_ops  # noqa: F401  (registers the gradient kernels the rules emit)
 
 
 def grad(graph: Graph, wrt: Iterable[str] | None = None) -> Graph:

@@ -7,7 +7,7 @@ again gives the same bytes.
 
 from __future__ import annotations
 
-from rlxir.graph import Graph, Module
+from rlxir.ir.graph import Graph, Module
 from rlxir.ops import get_op
 from rlxir.ops.registry import format_attr_value, format_float
 from rlxir.symbolic import format_dim

@@ -15,11 +15,11 @@ and `plan_exec_graph`), serves `compile_training` (which adds the ceiling refusa
    as an unread param, so its weight range stays reserved; a param the forward layout
    lacks is placed after the forward arena (aligned) and reported in `appended_weights`.
 
-With an optimizer (`rlxir.optimizers`, AdamW unless told otherwise) the step also updates
+With an optimizer (`rlxir.autodiff.optimizers`, AdamW unless told otherwise) the step also updates
 the weights: the backward graph is followed by the update, its state params (``opt.*``) are
 placed after the forward arena like any param the forward layout lacks (they are reported in
 `optimizer_state`, not among `appended_weights`), and `breakdown` splits the arena into
-weights, gradients, optimizer state, activations and workspace (`rlxir.arena_breakdown`).
+weights, gradients, optimizer state, activations and workspace (`rlxir.autodiff.arena_breakdown`).
 
 What a training step needs, `TrainingResult.arena_bytes`, is the backward plan's arena:
 it holds the weights at their forward offsets and everything the step computes, so one
@@ -34,17 +34,17 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from rlxir.arena_breakdown import arena_breakdown
-from rlxir.autodiff import grad
-from rlxir.compiler import (ArenaTooLarge, CompileOptions, CompileResult, ExecGraph, exceeds_ceiling,
+from rlxir.autodiff.arena_breakdown import arena_breakdown
+from rlxir.autodiff.backward import grad
+from rlxir.compiler.compile import (ArenaTooLarge, CompileOptions, CompileResult, ExecGraph, exceeds_ceiling,
                             plan_exec_graph, prepare_exec_graph)
-from rlxir.graph import Graph
-from rlxir.lifetimes import value_bytes
-from rlxir.memory_plan import MemoryPlan
-from rlxir.optimizers import (DEFAULT_OPTIMIZER, STATE_PREFIX, UPDATED_PREFIX, Optimizer, add_optimizer_update,
+from rlxir.ir.graph import Graph
+from rlxir.compiler.lifetimes import value_bytes
+from rlxir.compiler.memory_plan import MemoryPlan
+from rlxir.autodiff.optimizers import (DEFAULT_OPTIMIZER, STATE_PREFIX, UPDATED_PREFIX, Optimizer, add_optimizer_update,
                               optimizer_from)
 from rlxir.planning import aligned_size
-from rlxir.target import Target, get_target
+from rlxir.targets.target import Target, get_target
 
 
 @attrs.frozen
@@ -70,7 +70,7 @@ class TrainingResult:
     @property
     def breakdown(self) -> dict[str, int]:
         """The training arena by part: weights, optimizer state, gradients, activations,
-        workspace and unused bytes; they add up to `arena_bytes` (`rlxir.arena_breakdown`)."""
+        workspace and unused bytes; they add up to `arena_bytes` (`rlxir.autodiff.arena_breakdown`)."""
         return arena_breakdown(self.backward.graph, self.backward.plan)
 
     @property
@@ -122,7 +122,7 @@ class TrainingResult:
 def training_graph(graph: Graph, wrt: Iterable[str] | None = None,
                    optimizer: str | Optimizer | None = DEFAULT_OPTIMIZER) -> Graph:
     """The step a training compile plans: `rlxir.grad(graph, wrt)` followed by `optimizer`'s
-    update (`rlxir.optimizers.add_optimizer_update`); ``None`` or ``"none"`` stops at the
+    update (`rlxir.autodiff.optimizers.add_optimizer_update`); ``None`` or ``"none"`` stops at the
     gradients (the loss and grad.<p> outputs)."""
     backward = grad(graph, wrt)
     chosen = optimizer_from(optimizer)

@@ -15,18 +15,18 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from rlxir.devices import format_bytes
+from rlxir.targets.devices import format_bytes
 from rlxir.errors import RlxError, UnboundSymbolError
 from rlxir.gcpause import fewer_collections
-from rlxir.graph import Graph
-from rlxir.memory_plan import MemoryPlan, plan_graph
-from rlxir.pass_base import PassContext
-from rlxir.pipeline import PassStat, Pipeline
-from rlxir.target import Target, get_target
+from rlxir.ir.graph import Graph
+from rlxir.compiler.memory_plan import MemoryPlan, plan_graph
+from rlxir.pass_machinery.pass_base import PassContext
+from rlxir.pass_machinery.pipeline import PassStat, Pipeline
+from rlxir.targets.target import Target, get_target
 
 if TYPE_CHECKING:
-    from rlxir.instruments import Instrument
-    from rlxir.fit import Budget
+    from rlxir.pass_machinery.instruments import Instrument
+    from rlxir.compiler.fit import Budget
 
 SMALLER_TO_COMPILE = "a smaller batch or sequence (rlxir fit finds the largest that compiles)"
 SMALLER_TO_FIT = "a smaller batch or sequence (rlxir fit finds the largest that fits)"
@@ -51,7 +51,7 @@ class CompileOptions:
     - `mode`: "inference" or "backward_activations_only" (with `weight_layout`, the
       forward plan's param offsets by name).
     - `time_budget`: seconds for the `best` planner.
-    - `instruments`: pass instruments (rlxir.instruments) around the pipeline.
+    - `instruments`: pass instruments (rlxir.pass_machinery.instruments) around the pipeline.
     - `validate`: check the placement (no live overlap, alignment, inside the arena).
     """
 
@@ -222,7 +222,7 @@ def _needs(arena_bytes: int) -> str:
 
 @attrs.frozen
 class FitReport:
-    """A planned arena judged against its target and a budget (`rlxir.fit.Budget`): the one
+    """A planned arena judged against its target and a budget (`rlxir.compiler.fit.Budget`): the one
     verdict that compile, compare, fit and their training forms report.
 
     `fits` and `reason` are `fit_verdict`'s; `refused` holds when the target's ABI cannot
