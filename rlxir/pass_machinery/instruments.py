@@ -14,17 +14,14 @@ import sys
 import tempfile
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from rlxir.errors import RlxError, VerifyError
 from rlxir.ir.graph import Graph
 from rlxir.ir.interface import Interface
-from rlxir.pass_machinery.pass_base import PassContext
+from rlxir.pass_machinery.pass_base import PassContext, PassEntry, check_interface_kept
 from rlxir.ir.printer import print_graph
 from rlxir.ir.verifier import verify
-
-if TYPE_CHECKING:
-    from rlxir.pass_machinery.pipeline import PassEntry  # pipeline runs the instruments
 
 
 class Instrument:
@@ -86,10 +83,8 @@ class VerifyEach(Instrument):
 
 
     def _check_interface(self, entry: PassEntry, graph: Graph) -> None:
-        """The pass runner's own check (`rlxir.pass_machinery.pipeline.check_interface_kept`), for a caller
+        """The pass runner's own check (`rlxir.pass_machinery.pass_base.check_interface_kept`), for a caller
         that drives the instrument around a pass itself."""
-        from rlxir.pass_machinery.pipeline import check_interface_kept
-
         if self._interface is not None:
             check_interface_kept(entry, graph, self._interface)
 

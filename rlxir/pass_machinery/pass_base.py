@@ -34,16 +34,15 @@ import pkgutil
 import typing
 from collections.abc import Mapping
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import attrs
 
 from rlxir.errors import RlxError
 from rlxir.ir.graph import Graph
+from rlxir.ir.interface import Interface
 from rlxir.targets.target import Target, get_target
 
-if TYPE_CHECKING:
-    from rlxir.pass_machinery.pipeline import PassStat  # the pass manager's row type; pipeline imports this module
 
 
 class PassError(RlxError):
@@ -76,12 +75,14 @@ class PassContext:
 
         Raises `PassError` when neither names one, or the option names no known target.
         """
-        chosen: str | Target | None = getattr(pass_, "target", "") or self.target
-        if not chosen:
+        named: str = getattr(pass_, "target", "")
+        if not named and self.target is not None:
+            return self.target  # resolved once, where the compile began
+        if not named:
             raise PassError(f"{pass_.name} needs a target",
                             expected=f"{pass_.name}{{target=NAME}}, `rlxir opt --target NAME` or a backend's compile")
         try:
-            return get_target(chosen)
+            return get_target(named)
         except RlxError as error:
             raise PassError(f"{pass_.name}: {error.message}", expected=error.expected) from None
 
@@ -233,3 +234,56 @@ def make_pass(name: str, options: Mapping[str, Any] | None = None) -> Pass:
     if cls is None:
         raise RlxError(f"unknown pass {name!r}")
     return cls(**dict(options or {}))
+
+
+@attrs.frozen
+class PassEntry:
+    """One configured pass in a pipeline: the instance and the options its text wrote."""
+
+    instance: Pass
+    written: tuple = ()  # ((field_name, value), ...) in the order the spec wrote them
+
+    @property
+    def name(self) -> str:
+        return self.instance.name
+
+    def text(self) -> str:
+        if not self.written:
+            return self.name
+        options = ",".join(f"{option_text_name(key)}={_option_text(value)}" for key, value in self.written)
+        return f"{self.name}{{{options}}}"
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return ":".join(str(item) for item in value)
+    return str(value)
+
+
+@attrs.frozen
+class PassStat:
+    """One pass run: position, spec text, node counts before/after, seconds, changed."""
+
+    index: int
+    spec: str
+    nodes_before: int
+    nodes_after: int
+    seconds: float
+    changed: bool
+
+
+def check_interface_kept(entry: PassEntry, graph: Graph, before: Interface) -> None:
+    """Raise `PassError` naming the pass and each change when it changed the graph's
+    interface (input, param or output names, order or types); every route that runs passes
+    (opt, compile, fit, compare, run) checks this after each pass."""
+    after = Interface.of(graph)
+    changes = before.differences(after)
+    if not changes:
+        return
+    # Point at the output line when only outputs changed, else at the graph header.
+    only_outputs = (before.inputs, before.params) == (after.inputs, after.params)
+    loc = (graph.output_loc if only_outputs else None) or graph.loc
+    raise PassError(f"pass {entry.text()} changed the interface of graph {graph.name}: " + "; ".join(changes),
+                    loc, "the inputs, params and outputs of the graph kept as they were (names, order, types)")

@@ -13,14 +13,12 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from rlxir.errors import Location, RlxError, SourceText, close_names
 from rlxir.gcpause import fewer_collections
 from rlxir.ir.graph import Graph
 from rlxir.ir.interface import Interface, keep_output_names
-from rlxir.pass_machinery.pass_base import (Pass, PassContext, PassError, available_passes, get_pass, option_text_name,
-                             plugin_module_of)
+from rlxir.pass_machinery.pass_base import (Pass, PassContext, PassEntry, PassStat, available_passes,
+                                           check_interface_kept, get_pass, option_text_name, plugin_module_of)
 
 if TYPE_CHECKING:
     from rlxir.pass_machinery.instruments import Instrument
@@ -30,32 +28,6 @@ class PipelineError(RlxError):
     """A bad pipeline spec: unknown pass or option, bad value, broken ordering."""
 
     kind = "pipeline error"
-
-
-@attrs.frozen
-class PassEntry:
-    """One configured pass in a pipeline: the instance and the options its text wrote."""
-
-    instance: Pass
-    written: tuple = ()  # ((field_name, value), ...) in the order the spec wrote them
-
-    @property
-    def name(self) -> str:
-        return self.instance.name
-
-    def text(self) -> str:
-        if not self.written:
-            return self.name
-        options = ",".join(f"{option_text_name(key)}={_option_text(value)}" for key, value in self.written)
-        return f"{self.name}{{{options}}}"
-
-
-def _option_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (tuple, list)):
-        return ":".join(str(item) for item in value)
-    return str(value)
 
 
 class Pipeline:
@@ -156,21 +128,6 @@ def _run_one(index: int, entry: PassEntry, graph: Graph, ctx: PassContext,
         instrument.after_pass(index, entry, graph, ctx, bool(changed), seconds)
 
 
-def check_interface_kept(entry: PassEntry, graph: Graph, before: Interface) -> None:
-    """Raise `PassError` naming the pass and each change when it changed the graph's
-    interface (input, param or output names, order or types); every route that runs passes
-    (opt, compile, fit, compare, run) checks this after each pass."""
-    after = Interface.of(graph)
-    changes = before.differences(after)
-    if not changes:
-        return
-    # Point at the output line when only outputs changed, else at the graph header.
-    only_outputs = (before.inputs, before.params) == (after.inputs, after.params)
-    loc = (graph.output_loc if only_outputs else None) or graph.loc
-    raise PassError(f"pass {entry.text()} changed the interface of graph {graph.name}: " + "; ".join(changes),
-                    loc, "the inputs, params and outputs of the graph kept as they were (names, order, types)")
-
-
 class PassFailure(RlxError):
     """A pass raised something other than an `RlxError` (or called sys.exit): a bug in that
     pass, named with its plugin module when it comes from one."""
@@ -182,18 +139,6 @@ class PassFailure(RlxError):
         super().__init__(f"pass {pass_name} {what}{source}")
         self.pass_name = pass_name
         self.original = error
-
-
-@attrs.frozen
-class PassStat:
-    """One pass run: position, spec text, node counts before/after, seconds, changed."""
-
-    index: int
-    spec: str
-    nodes_before: int
-    nodes_after: int
-    seconds: float
-    changed: bool
 
 
 def run_pipeline(graph: Graph, spec: str | Pipeline, instruments: Sequence[Instrument] = (),
