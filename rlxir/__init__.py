@@ -36,7 +36,8 @@ from rlxir.autodiff.backward import grad
 from rlxir.autodiff.training import TrainingResult, compile_training, plan_training_arena_bytes
 from rlxir.compiler.compile import (ArenaTooLarge, CompileOptions, CompileResult, FitReport, compile, plan_arena_bytes,
                             plan_compile)
-from rlxir.compiler.fit import arena_budget, device_arena_limit, fit_batch
+from rlxir.compiler.budget import arena_budget, device_arena_limit
+from rlxir.compiler.fit import fit_batch
 from rlxir.pass_machinery.pipeline import Pipeline, PipelineError, parse_pipeline, run_pipeline
 from rlxir.executor import (ArenaRun, ExecutionCheck, ExecutionError, check_execution, execute, reference_run,
                             run_in_arena)

@@ -27,7 +27,8 @@ import attrs
 
 from rlxir.compiler.compile import CompileOptions, CompileResult, compile as compile_graph
 from rlxir.errors import RlxError
-from rlxir.compiler.fit import DEFAULT_HEADROOM, FitResult, fit_batch
+from rlxir.compiler.budget import DEFAULT_HEADROOM
+from rlxir.compiler.fit import FitResult, fit_batch
 from rlxir.ir.graph import Graph
 from rlxir.autodiff.optimizers import DEFAULT_OPTIMIZER, Optimizer, optimizer_from
 from rlxir.autodiff.training import TrainingResult, compile_training, plan_training_arena_bytes, training_graph

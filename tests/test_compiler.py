@@ -82,7 +82,7 @@ def test_unbound_symbol_is_named():
 
 def test_defaults_bind_symbols():
     graph = rlxir.parse("graph g(B, S=3) {\n  input %x : f32[B, S]\n  %y = exp(%x)\n  output %y\n}").main
-    assert prepare_exec_graph(graph, "cpu", {"B": 2}).bindings == {"B": 2, "S": 3}
+    assert prepare_exec_graph(graph, get_target("cpu"), {"B": 2}).bindings == {"B": 2, "S": 3}
 
 
 def test_a_derived_target_plans_with_its_own_planner(scoped_target):

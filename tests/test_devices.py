@@ -111,7 +111,7 @@ def test_parse_bytes_rejects_nonsense():
 
 def test_a_probed_cuda_capacity_leaves_room_for_the_runtime():
     """The arena may not have the bytes a running process's CUDA context holds; --vram is as given."""
-    from rlxir.compiler.fit import RUNTIME_RESERVE, arena_budget
+    from rlxir.compiler.budget import RUNTIME_RESERVE, arena_budget
     from rlxir.targets.target import get_target
 
     sources = recorded(commands={"nvidia-smi": (DATA / "nvidia_smi_h200.txt").read_text()})

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 import rlxir
 from rlxir.errors import RlxError
-from rlxir.compiler.fit import Budget, Trial, arena_budget, fit_batch, plan_bound, search_batches
+from rlxir.compiler.budget import Budget, arena_budget
+from rlxir.compiler.fit import Trial, fit_batch, plan_bound, search_batches
 from rlxir.targets.target import get_target
 from rlxir.compiler.workers import can_fork
 
@@ -88,7 +89,7 @@ def test_headroom_out_of_range_is_refused():
 
 def test_fit_on_a_real_graph_plans_through_compile():
     graph = rlxir.parse_file(Path(__file__).resolve().parents[1] / "examples" / "gpt2_block.rlx").main
-    per_batch = rlxir.compiler.compile(graph, "cuda", {"B": 4, "S": 64}).arena_bytes
+    per_batch = rlxir.compiler.compile.compile(graph, "cuda", {"B": 4, "S": 64}).arena_bytes
     result = fit_batch("cuda", 32, 1.0, lambda batch: graph.bind({"B": batch}), bindings={"S": 64},
                        vram=per_batch + 36 * (1 << 20))
     assert result.batch >= 4

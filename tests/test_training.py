@@ -10,6 +10,7 @@ import pytest
 
 import rlxir
 from rlxir.compiler.compile import ArenaTooLarge, CompileOptions, prepare_exec_graph
+from rlxir.targets.target import get_target
 from rlxir.interpreter import interpret, random_feeds
 from rlxir.compiler.fit import fit_batch
 from rlxir.planning import aligned_size
@@ -110,7 +111,7 @@ def test_every_target_pipeline_computes_the_same_gradients():
     feeds = random_feeds(backward)
     expected = interpret(backward, *feeds)
     for target in ("cpu", "cuda", "rocm", "metal", "gpu"):
-        executed = prepare_exec_graph(backward, target).graph
+        executed = prepare_exec_graph(backward, get_target(target)).graph
         actual = interpret(executed, *feeds)
         for mine, theirs in zip(backward.outputs, executed.outputs):
             scale = np.abs(expected[mine]).max()

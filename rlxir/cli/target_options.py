@@ -2,7 +2,7 @@
 insertions, the device budget and `--training`, and the values they make.
 
 Defaults are the library's own (`DEFAULT_HEADROOM`, `DEFAULT_TIME_BUDGET`, the target
-registry), so help text and behaviour cannot drift from what `rlxir.compiler.fit` and the planners do.
+registry), so help text and behaviour cannot drift from what `rlxir.compiler.budget`, `rlxir.compiler.fit` and the planners do.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from rlxir.cli.options import UsageError, positive_int, time_budget
 from rlxir.compiler.compile import CompileOptions
 from rlxir.targets.devices import parse_bytes
 from rlxir.errors import RlxError
-from rlxir.compiler.fit import DEFAULT_HEADROOM, Budget, arena_budget
+from rlxir.compiler.budget import DEFAULT_HEADROOM, Budget, arena_budget
 from rlxir.autodiff.optimizers import DEFAULT_OPTIMIZER, DEFAULT_WEIGHT_DECAY, OPTIMIZERS, Optimizer, optimizer_from
 from rlxir.pass_machinery.pass_base import load_plugin
 from rlxir.pass_machinery.pipeline import parse_pipeline

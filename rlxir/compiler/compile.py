@@ -19,14 +19,15 @@ from rlxir.targets.devices import format_bytes
 from rlxir.errors import RlxError, UnboundSymbolError
 from rlxir.gcpause import fewer_collections
 from rlxir.ir.graph import Graph
+from rlxir.compiler.budget import Budget
 from rlxir.compiler.memory_plan import MemoryPlan, plan_graph
 from rlxir.pass_machinery.pass_base import PassContext
-from rlxir.pass_machinery.pipeline import PassStat, Pipeline
+from rlxir.pass_machinery.pass_base import PassStat
+from rlxir.pass_machinery.pipeline import Pipeline
 from rlxir.targets.target import Target, get_target
 
 if TYPE_CHECKING:
     from rlxir.pass_machinery.instruments import Instrument
-    from rlxir.compiler.fit import Budget
 
 SMALLER_TO_COMPILE = "a smaller batch or sequence (rlxir fit finds the largest that compiles)"
 SMALLER_TO_FIT = "a smaller batch or sequence (rlxir fit finds the largest that fits)"
@@ -121,10 +122,9 @@ def bind_for_compile(graph: Graph, bindings: Mapping[str, int] | None = None) ->
     return (graph.bind(values) if values else graph.copy()), values
 
 
-def prepare_exec_graph(graph: Graph, target: str | Target, bindings: Mapping[str, int] | None = None,
+def prepare_exec_graph(graph: Graph, target: Target, bindings: Mapping[str, int] | None = None,
                        options: CompileOptions | None = None) -> ExecGraph:
     """Everything `target`'s compile does before planning: bind, then run its pipeline."""
-    target = get_target(target)
     options = options or CompileOptions()
     # One block for both: the collector's catch-up over the whole heap, which ends each
     # block, then runs once (seconds at 10^6 nodes), not after the bind and again after the passes.
@@ -135,9 +135,8 @@ def prepare_exec_graph(graph: Graph, target: str | Target, bindings: Mapping[str
     return ExecGraph(bound, tuple(ctx.stats), values)
 
 
-def plan_exec_graph(exec_graph: ExecGraph, target: str | Target, options: CompileOptions | None = None) -> MemoryPlan:
+def plan_exec_graph(exec_graph: ExecGraph, target: Target, options: CompileOptions | None = None) -> MemoryPlan:
     """Plan the executed graph exactly as `target` does (or as `options` override)."""
-    target = get_target(target)
     options = options or CompileOptions()
     planner = options.planner or target.planner
     alignment = options.alignment or target.alignment
@@ -151,7 +150,13 @@ def plan_compile(graph: Graph, target: str | Target, bindings: Mapping[str, int]
                  options: CompileOptions | None = None) -> CompileResult:
     """What `compile` returns, without refusing an arena past the ceiling: for reports that
     show a refused plan, and for the fit driver's probe."""
-    target = get_target(target)
+    return plan_for_target(graph, get_target(target), bindings, options)
+
+
+def plan_for_target(graph: Graph, target: Target, bindings: Mapping[str, int] | None = None,
+                    options: CompileOptions | None = None) -> CompileResult:
+    """`plan_compile` for a target already resolved: the public functions resolve a name
+    once and every step below takes the `Target` itself."""
     with fewer_collections():  # one collector catch-up for the passes and the plan
         exec_graph = prepare_exec_graph(graph, target, bindings, options)
         plan = plan_exec_graph(exec_graph, target, options)
@@ -222,7 +227,7 @@ def _needs(arena_bytes: int) -> str:
 
 @attrs.frozen
 class FitReport:
-    """A planned arena judged against its target and a budget (`rlxir.compiler.fit.Budget`): the one
+    """A planned arena judged against its target and a budget (`rlxir.compiler.budget.Budget`): the one
     verdict that compile, compare, fit and their training forms report.
 
     `fits` and `reason` are `fit_verdict`'s; `refused` holds when the target's ABI cannot

@@ -13,7 +13,7 @@ from rlxir import parse_file
 from rlxir.cli import main
 from rlxir.cli.main import build_parser
 from rlxir.compiler.compile import compile as compile_graph
-from rlxir.compiler.fit import DEFAULT_HEADROOM, arena_budget
+from rlxir.compiler.budget import DEFAULT_HEADROOM, arena_budget
 from rlxir.planning import DEFAULT_TIME_BUDGET, BestPlanner
 from rlxir.targets.target import available_targets, get_target, register_target, unregister_target
 
