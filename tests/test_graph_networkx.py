@@ -15,7 +15,8 @@ import rlxir.backends
 import rlxir.grammar
 import rlxir.ir.graph
 import rlxir.passes
-from rlxir.ir.graph import GraphError, ValueDiGraph
+from rlxir.ir.graph import GraphError
+from rlxir.ir.graph_reading import ValueDiGraph
 
 TEXT = """graph g {
   input %x : f32[4]

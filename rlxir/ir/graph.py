@@ -7,70 +7,28 @@ cannot express), ``attrs`` (only values that differ from the op's defaults), ``t
 An edge ``a -> b`` exists exactly when ``a`` is an operand of ``b``; every mutation goes
 through this class so edges, operands and the schedule stay consistent.
 
+Queries live in `rlxir.ir.graph_reading.GraphReading`, which `Graph` extends with building,
+rewriting and the whole-graph operations (copy, bind, equals).
+
 The schedule is the execution order: parse order for parsed graphs; new nodes go where a
 pass puts them (`before=` / `after=`), and untouched nodes keep their relative order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, KeysView, Mapping
-from types import MappingProxyType
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, cast
-
-import networkx as nx
 
 from rlxir.errors import IRTypeError, Location, RlxError, VerifyError
 from rlxir.gcpause import fewer_collections
+from rlxir.ir.graph_reading import SCHEDULE_END, GraphError, GraphReading, ValueDiGraph
 from rlxir.ops import LEAF_KINDS, OpDef, check_attributes, get_op
 from rlxir.ops.registry import annotation_version
 from rlxir.symbolic import Expr, format_dim, substitute
 from rlxir.types import TensorType
 
-_END = ""  # sentinel of the circular schedule list (never a value name)
 
-
-class GraphError(RlxError):
-    """Misuse of the graph API by a pass (erasing a used value, unknown names, ...)."""
-
-
-class ValueDiGraph(nx.DiGraph):
-    """The networkx graph a `Graph` keeps its values in: a plain `DiGraph` that also names
-    the dicts its nodes and edges are stored in, so that `Graph` can write them directly.
-
-    networkx builds a graph's storage through factory hooks that a subclass may replace
-    (the "Subclasses" part of `networkx.DiGraph`'s documentation). This class's hooks keep
-    the dicts they make: `node_dict` (value name -> data dict), `succ_dict` and `pred_dict`
-    (value name -> {neighbour: edge data dict}); which outer dict holds successors is
-    learnt with one public `add_edge`, not from the order networkx makes them in. Views,
-    algorithms and `copy()` are networkx's own, so the graph can be handed to any of them.
-    """
-
-    def __init__(self, incoming_graph_data: Any = None, **attr: Any) -> None:
-        self._made_adjacency: list[dict] = []
-        super().__init__(incoming_graph_data, **attr)
-        made = self._made_adjacency
-        del self._made_adjacency
-        if len(made) != 2 or not hasattr(self, "node_dict"):
-            raise RuntimeError("this networkx version does not build a DiGraph's storage through "
-                               "node_dict_factory and adjlist_outer_dict_factory")
-        source, target = object(), object()
-        self.add_edge(source, target)
-        self.succ_dict, self.pred_dict = made if target in made[0].get(source, ()) else made[::-1]
-        if source not in self.node_dict or source not in self.pred_dict[target]:
-            raise RuntimeError("this networkx version keeps a DiGraph's edges outside its factory-made dicts")
-        self.remove_nodes_from((source, target))
-
-    def node_dict_factory(self) -> dict:
-        self.node_dict: dict = {}
-        return self.node_dict
-
-    def adjlist_outer_dict_factory(self) -> dict:
-        adjacency: dict = {}
-        self._made_adjacency.append(adjacency)
-        return adjacency
-
-
-class Graph:
+class Graph(GraphReading):
     """One SSA graph. See the module docstring for the data model."""
 
     def __init__(self, name: str = "main", symbols: Mapping[str, int | None] | None = None):
@@ -80,10 +38,10 @@ class Graph:
         self.outputs: list[str] = []
         self.output_loc: Location | None = None
         self.loc: Location | None = None
-        self._next: dict[str, str] = {_END: _END}
-        self._prev: dict[str, str] = {_END: _END}
+        self._next: dict[str, str] = {SCHEDULE_END: SCHEDULE_END}
+        self._prev: dict[str, str] = {SCHEDULE_END: SCHEDULE_END}
         self._order: list[str] | None = []
-        self._label: dict[str, int] = {_END: 0}
+        self._label: dict[str, int] = {SCHEDULE_END: 0}
         self._last_inserted: str | None = None
         self._fresh: dict[str, int] = {}
         self._bind_nx()
@@ -132,152 +90,6 @@ class Graph:
         if cache:
             cache.clear()
 
-    # --- reading ------------------------------------------------------------------------
-    def __contains__(self, name: str) -> bool:
-        return name in self._nodes
-
-    def __len__(self) -> int:
-        return len(self._nodes)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.schedule())
-
-    def data(self, name: str) -> dict:
-        """The node's data dict (read it; change it only through the methods below)."""
-        try:
-            return self._nodes[name]
-        except KeyError:
-            raise GraphError(f"no value %{name} in graph {self.name}") from None
-
-    def op(self, name: str) -> str:
-        try:
-            return self._nodes[name]["op"]
-        except KeyError:
-            raise GraphError(f"no value %{name} in graph {self.name}") from None
-
-    def opdef(self, name: str) -> OpDef | None:
-        return get_op(self.data(name)["op"])
-
-    def operands(self, name: str) -> tuple[str, ...]:
-        try:
-            return self._nodes[name]["operands"]
-        except KeyError:
-            raise GraphError(f"no value %{name} in graph {self.name}") from None
-
-    def attrs(self, name: str) -> dict:
-        """Attributes as stored (defaults omitted)."""
-        return self.data(name)["attrs"]
-
-    def attr(self, name: str, key: str, default: Any = None) -> Any:
-        """An attribute's value with the op's schema default filled in."""
-        data = self.data(name)
-        if key in data["attrs"]:
-            return data["attrs"][key]
-        opdef = get_op(data["op"])
-        spec = opdef.attributes.get(key) if opdef else None
-        if spec is not None and not spec.required:
-            return spec.default
-        return default
-
-    def full_attrs(self, name: str) -> dict:
-        data = self.data(name)
-        opdef = get_op(data["op"])
-        if opdef is None:
-            return dict(data["attrs"])
-        return check_attributes(opdef, data["attrs"])[1]
-
-    def type(self, name: str) -> TensorType:
-        try:
-            return self._nodes[name]["type"]
-        except KeyError:
-            raise GraphError(f"no value %{name} in graph {self.name}") from None
-
-    def location(self, name: str) -> Location | None:
-        """Where value `name` is defined. (`graph.loc` is the graph header's location.)"""
-        return self.data(name)["loc"]
-
-    def provenance(self, name: str) -> tuple[str, ...]:
-        return self.data(name)["provenance"]
-
-    def kind(self, name: str) -> str:
-        """``input``, ``param``, ``const`` or ``op``."""
-        op = self.data(name)["op"]
-        return op if op in LEAF_KINDS else "op"
-
-    def users(self, name: str) -> list[str]:
-        """The values that read `name`, in schedule order (O(k log k) for k users)."""
-        try:
-            users = list(self._successors[name])
-        except KeyError:
-            raise GraphError(f"no value %{name} in graph {self.name}") from None
-        if len(users) > 1:
-            users.sort(key=self._label.__getitem__)
-        return users
-
-    def edge_sources(self, name: str) -> KeysView[str]:
-        """The values with an edge into `name`, as a set-like view (the verifier checks it
-        equals the set of its operands)."""
-        return self._predecessors[name].keys()
-
-    def edge_targets(self, name: str) -> KeysView[str]:
-        """The values with an edge from `name` (its users, each once), as a set-like view in
-        the order their edges were added: O(1), where `users` sorts by schedule."""
-        try:
-            return self._successors[name].keys()
-        except KeyError:
-            raise GraphError(f"no value %{name} in graph {self.name}") from None
-
-    def user_count(self, name: str) -> int:
-        """How many distinct values read `name` (its out-degree; `use_count` also counts
-        repeated reads and graph outputs)."""
-        try:
-            return len(self._successors[name])
-        except KeyError:
-            raise GraphError(f"no value %{name} in graph {self.name}") from None
-
-    def data_by_name(self) -> Mapping[str, dict]:
-        """Every value's data dict by name, as a read-only mapping (for walks over the whole
-        graph; its keys are exactly the values stored, whatever the schedule says)."""
-        return MappingProxyType(self._nodes)
-
-    def comes_before(self, first: str, second: str) -> bool:
-        """Whether `first` is earlier than `second` in the schedule (O(1))."""
-        return self._label[first] < self._label[second]
-
-    def use_count(self, name: str) -> int:
-        """Reads of `name` by ops (repeats counted) plus graph outputs."""
-        count = sum(self._nodes[user]["operands"].count(name) for user in self._successors[name])
-        return count + self.outputs.count(name)
-
-    def schedule(self) -> list[str]:
-        """Value names in execution order (a fresh list)."""
-        if self._order is None:
-            order, cursor, nxt = [], self._next[_END], self._next
-            while cursor != _END:
-                order.append(cursor)
-                cursor = nxt[cursor]
-            self._order = order
-        return list(self._order)
-
-    def positions(self) -> dict[str, int]:
-        """Schedule position of every value."""
-        return {name: index for index, name in enumerate(self.schedule())}
-
-    def values_of_kind(self, kind: str) -> list[str]:
-        return [name for name in self.schedule() if self.kind(name) == kind]
-
-    def inputs(self) -> list[str]:
-        return self.values_of_kind("input")
-
-    def params(self) -> list[str]:
-        return self.values_of_kind("param")
-
-    def consts(self) -> list[str]:
-        return self.values_of_kind("const")
-
-    def ops(self) -> list[str]:
-        return self.values_of_kind("op")
-
     # --- building -----------------------------------------------------------------------
     def fresh_name(self, hint: str = "t") -> str:
         """A value name not yet in the graph, derived from `hint`."""
@@ -294,7 +106,7 @@ class Graph:
     def _insert(self, name: str, before: str | None, after: str | None) -> None:
         if before is not None and after is not None:
             raise GraphError("give before= or after=, not both")
-        anchor_next = _END
+        anchor_next = SCHEDULE_END
         if before is not None:
             self.data(before)
             anchor_next = before
@@ -308,7 +120,7 @@ class Graph:
         self._prev[anchor_next] = name
         self._label[name] = self._label_between(anchor_prev, anchor_next)
         self._last_inserted = name
-        if self._order is not None and anchor_next == _END:
+        if self._order is not None and anchor_next == SCHEDULE_END:
             self._order.append(name)
         else:
             self._order = None
@@ -325,19 +137,19 @@ class Graph:
 
     def _label_between(self, before: str, after: str) -> int:
         label = self._label
-        if after == _END:
-            return (label[before] if before != _END else 0) + self._SPACING
-        low = label[before] if before != _END else label[after] - 2 * self._SPACING
+        if after == SCHEDULE_END:
+            return (label[before] if before != SCHEDULE_END else 0) + self._SPACING
+        low = label[before] if before != SCHEDULE_END else label[after] - 2 * self._SPACING
         gap = label[after] - low
         if gap >= 2:
-            sequential = before != _END and before == self._last_inserted
+            sequential = before != SCHEDULE_END and before == self._last_inserted
             return low + (max(gap >> self._SEQUENTIAL_SHIFT, 1) if sequential else gap // 2)
         self._relabel()
         return self._label_between(before, after)
 
     def _relabel(self) -> None:
-        cursor, value, nxt = self._next[_END], 0, self._next
-        while cursor != _END:
+        cursor, value, nxt = self._next[SCHEDULE_END], 0, self._next
+        while cursor != SCHEDULE_END:
             value += self._SPACING
             self._label[cursor] = value
             cursor = nxt[cursor]
