@@ -92,10 +92,7 @@ class GraphReading:
             raise GraphError(f"no value %{name} in graph {self.name}") from None
 
     def op(self, name: str) -> str:
-        try:
-            return self._nodes[name]["op"]
-        except KeyError:
-            raise GraphError(f"no value %{name} in graph {self.name}") from None
+        return self.data(name)["op"]
 
     def opdef(self, name: str) -> OpDef | None:
         return get_op(self.data(name)["op"])
@@ -129,10 +126,7 @@ class GraphReading:
         return check_attributes(opdef, data["attrs"])[1]
 
     def type(self, name: str) -> TensorType:
-        try:
-            return self._nodes[name]["type"]
-        except KeyError:
-            raise GraphError(f"no value %{name} in graph {self.name}") from None
+        return self.data(name)["type"]
 
     def location(self, name: str) -> Location | None:
         """Where value `name` is defined. (`graph.loc` is the graph header's location.)"""

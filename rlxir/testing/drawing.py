@@ -42,10 +42,6 @@ class GraphDrawing:
                  builders: Mapping[str, Callable[[GraphDrawing, str], str]],
                  motifs: Mapping[str, Callable[[GraphDrawing], str | None]]):
         self.draw = draw
-        self.builders = builders
-        """One function per op that draws an op statement (strategies.py's table)."""
-        self.motifs = motifs
-        """One function per motif (motifs.py's table)."""
         self.graph = graph
         self.config = config
         self.leaves_first = leaves_first
@@ -56,6 +52,10 @@ class GraphDrawing:
         """Values no later op and no output may read: dead on purpose, or read once by design."""
         self.planted: list[str] = []
         """Results of motifs, made outputs unless a later op reads them."""
+        self.builders = builders
+        """One function per op that draws an op statement (strategies.py's table)."""
+        self.motifs = motifs
+        """One function per motif (motifs.py's table)."""
 
     # --- ops and motifs ----------------------------------------------------------------
     def build(self, op: str) -> str:
