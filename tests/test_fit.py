@@ -218,3 +218,34 @@ def test_every_example_fits_the_same_batch_in_workers_on_every_target(path):
             (serial.batch, serial.arena_bytes, serial.reason), target
         assert serial.batch >= 11 and set(serial.tried) <= set(parallel.tried)
         assert parallel.rounds < serial.rounds == len(serial.tried), target
+
+
+def _target_lookups(call) -> list[str]:
+    """Where `get_target` runs during `call()`, as "file:line of the caller"."""
+    import sys
+
+    from rlxir.targets import target as target_module
+
+    code, seen = target_module.get_target.__code__, []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code is code:
+            caller = frame.f_back
+            seen.append(f"{Path(caller.f_code.co_filename).name}:{caller.f_lineno}")
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_a_target_is_looked_up_once_per_public_call():
+    """The public functions resolve a target name at the boundary; the passes, the planner
+    and the budget below them get the `Target` itself."""
+    graph = rlxir.parse_file(Path(__file__).resolve().parents[1] / "examples" / "mlp.rlx").main
+    fit = _target_lookups(lambda: fit_batch("rocm", 16, 0.6, lambda batch: graph.bind({"B": batch}), vram=8 * GIB))
+    assert len(fit) == 1 and fit[0].startswith("fit.py:"), fit
+    compiled = _target_lookups(lambda: rlxir.compile(graph, "rocm", {"B": 2}))
+    assert len(compiled) == 1 and compiled[0].startswith("compile.py:"), compiled
