@@ -6,6 +6,10 @@ before planning; `plan_exec_graph` is the planning; `plan_compile` is the two, a
 `plan_arena_bytes` (the fit driver's probe) is `plan_compile`'s arena, so its answer
 equals `compile(...).arena_bytes` by construction, never an estimate. `FitReport` is the
 one verdict on a planned arena against a budget that every command reports.
+
+A target name is resolved once, by the public function given it (`compile`,
+`plan_compile`, `plan_arena_bytes`); `plan_for_target`, `prepare_exec_graph`,
+`plan_exec_graph` and the passes take the `Target` itself.
 """
 
 from __future__ import annotations
