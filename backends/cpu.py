@@ -1,7 +1,7 @@
 """cpu: reuse-planned arena in host memory; regions run as primitives."""
 
 from rlxir.dtypes import DType
-from rlxir.target import FUSED_KERNELS, PRIMITIVES, Target, register_target
+from rlxir.targets.target import FUSED_KERNELS, PRIMITIVES, Target, register_target
 
 CPU = register_target(Target(
     name="cpu",

@@ -1,6 +1,6 @@
 """cuda: bump-allocated arena (no reuse), every buffer sized as f32."""
 
-from rlxir.target import FUSED_KERNELS, PRIMITIVES, Target, register_target
+from rlxir.targets.target import FUSED_KERNELS, PRIMITIVES, Target, register_target
 
 MIB = 1 << 20
 

@@ -1,6 +1,6 @@
 """gpu (wgpu): one storage binding holds the arena, so it is capped at u32::MAX bytes."""
 
-from rlxir.target import FUSED_KERNELS, PRIMITIVES, Target, register_target
+from rlxir.targets.target import FUSED_KERNELS, PRIMITIVES, Target, register_target
 
 GPU = register_target(Target(
     name="gpu",

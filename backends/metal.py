@@ -1,7 +1,7 @@
 """metal: reuse-planned arena with 128-byte alignment; scratch at the aligned tail."""
 
 from rlxir.dtypes import DType
-from rlxir.target import FUSED_KERNELS, PRIMITIVES, Target, register_target
+from rlxir.targets.target import FUSED_KERNELS, PRIMITIVES, Target, register_target
 
 METAL = register_target(Target(
     name="metal",

@@ -1,6 +1,6 @@
 """rocm: bump-allocated arena (no reuse), f32 execution, a u32 arena ceiling."""
 
-from rlxir.target import FUSED_KERNELS, PRIMITIVES, Target, register_target
+from rlxir.targets.target import FUSED_KERNELS, PRIMITIVES, Target, register_target
 
 MIB = 1 << 20
 

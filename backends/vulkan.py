@@ -1,7 +1,7 @@
 """vulkan: as gpu (wgpu), with a capacity probe on the device-local heap."""
 
 from rlxir.backends.gpu import GPU
-from rlxir.target import register_target
+from rlxir.targets.target import register_target
 
 VULKAN = register_target(GPU.derive(
     "vulkan",

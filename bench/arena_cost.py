@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import rlxir
-from rlxir.devices import format_bytes
+from rlxir.targets.devices import format_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ["squeezenet", "mobilevit", "mnasnet", "resnet", "mobilenet_v3_small", "convnext", "vit", "gpt2"]

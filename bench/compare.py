@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from parse import stack_text  # noqa: E402  (bench/parse.py)
 
-from rlxir.workers import available_cores  # noqa: E402
+from rlxir.compiler.workers import available_cores  # noqa: E402
 
 COMMAND = "import sys; from rlxir.cli import main; sys.exit(main())"
 

@@ -8,7 +8,7 @@ same constructor (examples/corpus/models.py: needs torch, torchvision, timm and 
 and imports it with `import_torch`, axis 0 of every input the batch. Import seconds are
 wall-clock of the import call alone (building the module, reading the file and
 torch.export's one-time start-up are not counted), so they vary with the machine's load; nodes are the imported graph's ops; arenas
-are each target's planned arena (`rlxir.compiler.compile`). A model that does not import
+are each target's planned arena (`rlxir.compiler.compile.compile`). A model that does not import
 gets its first error line instead. The tables are Markdown.
 """
 
@@ -65,7 +65,7 @@ ROUTES = {"onnx": import_onnx_route, "torch": import_torch_route}
 
 def measure(name: str, route: str, batch: int) -> dict:
     """One row: seconds, nodes and arenas, or the error that stopped the import."""
-    from rlxir.compiler import compile
+    from rlxir.compiler.compile import compile
     from rlxir.errors import RlxError
 
     try:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 import rlxir
-from rlxir.devices import format_bytes
+from rlxir.targets.devices import format_bytes
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 BINDINGS = {"mlp": {}, "gpt2_block": {"S": 128}, "gpt2_small": {"S": 128}, "mamba_block": {"S": 128},

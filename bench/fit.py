@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from parse import stack_text  # noqa: E402  (bench/parse.py)
 
 import rlxir  # noqa: E402
-from rlxir.compiler import plan_arena_bytes  # noqa: E402
-from rlxir.fit import Trial, fit_batch, plan_bound, search_batches  # noqa: E402
-from rlxir.workers import available_cores  # noqa: E402
+from rlxir.compiler.compile import plan_arena_bytes  # noqa: E402
+from rlxir.compiler.fit import Trial, fit_batch, plan_bound, search_batches  # noqa: E402
+from rlxir.compiler.workers import available_cores  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 BINDINGS = {"mlp": {}, "gpt2_block": {"S": 128}, "gpt2_small": {"S": 128}, "mamba_block": {"S": 128},

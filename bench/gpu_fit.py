@@ -26,7 +26,7 @@ import numpy as np
 
 import rlxir
 from rlxir.cli.main import main as cli_main
-from rlxir.devices import format_bytes
+from rlxir.targets.devices import format_bytes
 from rlxir.interpreter import random_fill
 
 

@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import rlxir  # noqa: E402
 from parse import stack_text  # noqa: E402
-from rlxir.instruments import TimePasses  # noqa: E402
-from rlxir.pass_base import PassContext  # noqa: E402
-from rlxir.pipeline import parse_pipeline  # noqa: E402
-from rlxir.target import get_target  # noqa: E402
+from rlxir.pass_machinery.instruments import TimePasses  # noqa: E402
+from rlxir.pass_machinery.pass_base import PassContext  # noqa: E402
+from rlxir.pass_machinery.pipeline import parse_pipeline  # noqa: E402
+from rlxir.targets.target import get_target  # noqa: E402
 
 DEFAULT = ("unfuse,simplify,cse,const-fold,dce,legalize-broadcast,fuse{target=gpu},unfuse-regions,dce,"
            "lower{target=gpu}")

@@ -119,8 +119,9 @@ FAMILIES = {"gpt": (stack_text, GPT_BINDINGS), "mamba": (mamba_text, {"B": 1})}
 # --- one row, in its own process -------------------------------------------------------
 def measure(family: str, size: int, targets: list[str], fit_target: str | None) -> dict:
     import rlxir
-    from rlxir.compiler import CompileOptions, plan_exec_graph, prepare_exec_graph
-    from rlxir.fit import fit_batch
+    from rlxir.compiler.compile import CompileOptions, plan_exec_graph, prepare_exec_graph
+    from rlxir.compiler.fit import fit_batch
+    from rlxir.targets.target import get_target
 
     make_text, bindings = FAMILIES[family]
     text = make_text(size)
@@ -134,9 +135,9 @@ def measure(family: str, size: int, targets: list[str], fit_target: str | None) 
     options = CompileOptions(validate=False)
     for target in targets:
         start = time.process_time()
-        exec_graph = prepare_exec_graph(graph, target, bindings, options)
+        exec_graph = prepare_exec_graph(graph, get_target(target), bindings, options)
         prepared = time.process_time()
-        plan = plan_exec_graph(exec_graph, target, options)
+        plan = plan_exec_graph(exec_graph, get_target(target), options)
         row["targets"][target] = {"pipeline_s": prepared - start, "plan_s": time.process_time() - prepared,
                                   "nodes_planned": len(exec_graph.graph), "arena_bytes": plan.arena_bytes}
         del exec_graph, plan

@@ -24,12 +24,12 @@ import time
 from pathlib import Path
 
 import rlxir
-from rlxir.compiler import CompileOptions
-from rlxir.devices import format_bytes
-from rlxir.memory_plan import plan_graph
-from rlxir.pipeline import run_pipeline
-from rlxir.target import available_targets, get_target
-from rlxir.training import plan_training
+from rlxir.compiler.compile import CompileOptions
+from rlxir.targets.devices import format_bytes
+from rlxir.compiler.memory_plan import plan_graph
+from rlxir.pass_machinery.pipeline import run_pipeline
+from rlxir.targets.target import available_targets, get_target
+from rlxir.autodiff.training import plan_training
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mamba_lm.rlx"
 

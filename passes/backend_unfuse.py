@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import attrs
 
-from rlxir.graph import Graph
-from rlxir.pass_base import Pass, PassContext, option, register_pass
+from rlxir.ir.graph import Graph
+from rlxir.pass_machinery.pass_base import Pass, PassContext, option, register_pass
 from rlxir.passes.legalize_broadcast import broadcasts, expand_operands
 
 

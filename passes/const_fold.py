@@ -7,10 +7,10 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.interpreter import const_array
 from rlxir.ops.reference import to_dtype
-from rlxir.pass_base import Pass, PassContext, PassError, option, register_pass
+from rlxir.pass_machinery.pass_base import Pass, PassContext, PassError, option, register_pass
 from rlxir.types import TensorType
 
 

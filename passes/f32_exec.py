@@ -5,9 +5,9 @@ from __future__ import annotations
 import attrs
 
 from rlxir.dtypes import DType
-from rlxir.graph import Graph, infer_result
+from rlxir.ir.graph import Graph, infer_result
 from rlxir.ops.chain import format_chain, parse_chain
-from rlxir.pass_base import Pass, PassContext, register_pass
+from rlxir.pass_machinery.pass_base import Pass, PassContext, register_pass
 
 
 def _low(graph: Graph, value: str) -> bool:

@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 import attrs
 
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.ops.core import normalize_axis
-from rlxir.pass_base import Pass, PassContext, option, register_pass
-from rlxir.rewriter import Rule, rewrite_once
-from rlxir.target import Target
+from rlxir.pass_machinery.pass_base import Pass, PassContext, option, register_pass
+from rlxir.pass_machinery.rewriter import Rule, rewrite_once
+from rlxir.targets.target import Target
 
 from rlxir.passes.fuse_regions import fuse_regions
 

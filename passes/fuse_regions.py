@@ -17,7 +17,7 @@ same text.
 
 from __future__ import annotations
 
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.ops import get_op
 from rlxir.ops.chain import ChainStep, format_chain, parse_chain
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import attrs
 
-from rlxir.graph import Graph
-from rlxir.pass_base import Pass, PassContext, register_pass
+from rlxir.ir.graph import Graph
+from rlxir.pass_machinery.pass_base import Pass, PassContext, register_pass
 
 
 def broadcasts(graph: Graph, node: str) -> bool:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import attrs
 
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.ops import LEAF_KINDS, registered_ops
 from rlxir.ops.core import normalize_axis
 from rlxir.ops.decompositions import shared_values, sharing_constants, unfuse_node
-from rlxir.pass_base import Pass, PassContext, PassError, option, register_pass
-from rlxir.rewriter import Rule, rewrite_greedy
+from rlxir.pass_machinery.pass_base import Pass, PassContext, PassError, option, register_pass
+from rlxir.pass_machinery.rewriter import Rule, rewrite_greedy
 from rlxir.symbolic import mul
-from rlxir.target import REDUCE, Target
+from rlxir.targets.target import REDUCE, Target
 
 AXIS_OPS = ("softmax", "cumsum")
 """Ops with one `axis` that a last-axis target runs only on the last axis."""

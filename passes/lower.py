@@ -5,12 +5,12 @@ from __future__ import annotations
 import attrs
 
 from rlxir.errors import UnboundSymbolError
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.ops import annotations
 from rlxir.ops.core import normalize_axis
-from rlxir.pass_base import Pass, PassContext, PassError, option, register_pass
+from rlxir.pass_machinery.pass_base import Pass, PassContext, PassError, option, register_pass
 from rlxir.symbolic import evaluate, mul
-from rlxir.target import Target
+from rlxir.targets.target import Target
 
 
 KERNELS = annotations.KERNELS

@@ -5,10 +5,10 @@ from __future__ import annotations
 import attrs
 
 from rlxir.dtypes import DType
-from rlxir.graph import Graph, infer_result
-from rlxir.interface import can_take_output_name
-from rlxir.pass_base import Pass, PassContext, register_pass
-from rlxir.rewriter import Rule, rewrite_greedy
+from rlxir.ir.graph import Graph, infer_result
+from rlxir.ir.interface import can_take_output_name
+from rlxir.pass_machinery.pass_base import Pass, PassContext, register_pass
+from rlxir.pass_machinery.rewriter import Rule, rewrite_greedy
 
 
 # --- reading consts ---------------------------------------------------------------------

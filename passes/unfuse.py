@@ -5,10 +5,10 @@ from __future__ import annotations
 import attrs
 
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.ops import get_op
 from rlxir.ops.decompositions import unfuse_node
-from rlxir.pass_base import Pass, PassContext, PassError, option, register_pass
+from rlxir.pass_machinery.pass_base import Pass, PassContext, PassError, option, register_pass
 
 
 def unfuse_or_refuse(graph: Graph, node: str, pass_name: str) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import attrs
 
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.ops.chain import parse_chain
-from rlxir.pass_base import Pass, PassContext, register_pass
+from rlxir.pass_machinery.pass_base import Pass, PassContext, register_pass
 
 
 def inline_region(graph: Graph, node: str) -> str:

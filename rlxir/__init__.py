@@ -23,21 +23,22 @@ Public API (the CLI is a thin layer over it):
 
 from rlxir.dtypes import DType
 from rlxir.errors import IRTypeError, Location, ParseError, RlxError, UnboundSymbolError, VerifyError
-from rlxir.graph import Graph, GraphError, Module
+from rlxir.ir.graph import Graph, GraphError, Module
 from rlxir.interpreter import interpret
-from rlxir.params import load_params
+from rlxir.compiler.params import load_params
 from rlxir.ops import AttrSpec, OpDef, ShapeError, get_op, register_annotation, register_op, registered_ops
-from rlxir.parser import parse, parse_file
-from rlxir.printer import print_graph, print_module
+from rlxir.ir.parser import parse, parse_file
+from rlxir.ir.printer import print_graph, print_module
 from rlxir.symbolic import Expr, format_dim, parse_dim
 from rlxir.types import TensorType
-from rlxir.verifier import find_errors, verify
-from rlxir.autodiff import grad
-from rlxir.training import TrainingResult, compile_training, plan_training_arena_bytes
-from rlxir.compiler import (ArenaTooLarge, CompileOptions, CompileResult, FitReport, compile, plan_arena_bytes,
+from rlxir.ir.verifier import find_errors, verify
+from rlxir.autodiff.backward import grad
+from rlxir.autodiff.training import TrainingResult, compile_training, plan_training_arena_bytes
+from rlxir.compiler.compile import (ArenaTooLarge, CompileOptions, CompileResult, FitReport, compile, plan_arena_bytes,
                             plan_compile)
-from rlxir.fit import arena_budget, device_arena_limit, fit_batch
-from rlxir.pipeline import Pipeline, PipelineError, parse_pipeline, run_pipeline
+from rlxir.compiler.budget import arena_budget, device_arena_limit
+from rlxir.compiler.fit import fit_batch
+from rlxir.pass_machinery.pipeline import Pipeline, PipelineError, parse_pipeline, run_pipeline
 from rlxir.executor import (ArenaRun, ExecutionCheck, ExecutionError, check_execution, execute, reference_run,
                             run_in_arena)
 

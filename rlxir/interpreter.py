@@ -10,7 +10,7 @@ Inputs and params that are not given are filled deterministically, each from its
 generator seeded by ``(seed, crc32(name))``, so a value does not change when another is
 given. A fill depends only on the seed, the value's name and type, and the fill facts
 recorded on the value (`fill_limit` for gather indices, `fill_sign` where the math needs a
-sign), so a graph and its optimised form fill alike; `rlxir.fills` states the rule.
+sign), so a graph and its optimised form fill alike; `rlxir.ir.fills` states the rule.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from numpy.typing import ArrayLike
 
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError, UnboundSymbolError
-from rlxir.fills import fill_array
-from rlxir.graph import Graph
+from rlxir.ir.fills import fill_array
+from rlxir.ir.graph import Graph
 from rlxir.ops.reference import to_dtype
 from rlxir.symbolic import Expr, free_symbols
 
@@ -236,7 +236,7 @@ def random_feeds(graph: Graph, bindings: Mapping[str, int] | None = None,
 
 def random_fill(graph: Graph, name: str, seed: int = 0) -> np.ndarray:
     """The deterministic stand-in for input or param `name`: a function of the seed, its
-    name, its type and its recorded fill facts only (`rlxir.fills`)."""
+    name, its type and its recorded fill facts only (`rlxir.ir.fills`)."""
     facts = graph.attrs(name)
     limit = facts.get("fill_limit")
     if isinstance(limit, Expr):

@@ -11,7 +11,7 @@ reports are made from:
 - `fit_module(...)` is ``rlxir fit``: a `FitResult` (its `to_json()` is the JSON report).
 
 With ``training=True`` the module's output must be the scalar loss (wrap the model and its
-loss in one module), and the step ends with `optimizer`'s update (`rlxir.optimizers`;
+loss in one module), and the step ends with `optimizer`'s update (`rlxir.autodiff.optimizers`;
 AdamW unless told otherwise). torch.export specialises a dimension of size 1, so the
 example inputs need a batch of at least 2 for ``B`` to stay symbolic.
 
@@ -25,13 +25,14 @@ from typing import Any
 
 import attrs
 
-from rlxir.compiler import CompileOptions, CompileResult, compile as compile_graph
+from rlxir.compiler.compile import CompileOptions, CompileResult, compile as compile_graph
 from rlxir.errors import RlxError
-from rlxir.fit import DEFAULT_HEADROOM, FitResult, fit_batch
-from rlxir.graph import Graph
-from rlxir.optimizers import DEFAULT_OPTIMIZER, Optimizer, optimizer_from
-from rlxir.training import TrainingResult, compile_training, plan_training_arena_bytes, training_graph
-from rlxir.workers import available_cores
+from rlxir.compiler.budget import DEFAULT_HEADROOM
+from rlxir.compiler.fit import FitResult, fit_batch
+from rlxir.ir.graph import Graph
+from rlxir.autodiff.optimizers import DEFAULT_OPTIMIZER, Optimizer, optimizer_from
+from rlxir.autodiff.training import TrainingResult, compile_training, plan_training_arena_bytes, training_graph
+from rlxir.compiler.workers import available_cores
 
 BATCH = "B"
 OPTIMIZER_OPTIONS = frozenset(field.name for field in attrs.fields(Optimizer)) - {"kind"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlxir.target import available_targets, register_target, unregister_target
+from rlxir.targets.target import available_targets, register_target, unregister_target
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from rlxir.pass_base import Pass, register_pass
+from rlxir.pass_machinery.pass_base import Pass, register_pass
 
 
 def _changes_nothing(graph, ctx) -> bool:

@@ -13,7 +13,7 @@ import rlxir
 from rlxir.interpreter import bind_for_run, interpret, random_feeds
 from rlxir.ops.decompositions import unfuse_node
 from rlxir.passes.legalize_or_rewrite import legalize
-from rlxir.target import get_target
+from rlxir.targets.target import get_target
 from rlxir.testing.gradcheck import check_gradients, in_float64, with_scalar_loss
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

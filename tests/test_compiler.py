@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rlxir
-from rlxir.compiler import ArenaTooLarge, CompileOptions, compile, plan_arena_bytes, prepare_exec_graph
+from rlxir.compiler.compile import ArenaTooLarge, CompileOptions, compile, plan_arena_bytes, prepare_exec_graph
 from rlxir.planning import validate_plan
-from rlxir.target import available_targets, get_target
+from rlxir.targets.target import available_targets, get_target
 from rlxir.testing.strategies import bindings_for, graphs
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -29,7 +29,7 @@ def test_examples_compile_and_probe_agree(example, target):
     assert result.plan.unshared_bytes >= result.arena_bytes or result.plan.planner == "bump"
     rlxir.verify(result.graph)
     assert [stage.spec for stage in result.stages] == [entry.text() for entry in
-                                                       rlxir.pipeline.parse_pipeline(get_target(target).pipeline)]
+                                                       rlxir.pass_machinery.pipeline.parse_pipeline(get_target(target).pipeline)]
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
@@ -82,7 +82,7 @@ def test_unbound_symbol_is_named():
 
 def test_defaults_bind_symbols():
     graph = rlxir.parse("graph g(B, S=3) {\n  input %x : f32[B, S]\n  %y = exp(%x)\n  output %y\n}").main
-    assert prepare_exec_graph(graph, "cpu", {"B": 2}).bindings == {"B": 2, "S": 3}
+    assert prepare_exec_graph(graph, get_target("cpu"), {"B": 2}).bindings == {"B": 2, "S": 3}
 
 
 def test_a_derived_target_plans_with_its_own_planner(scoped_target):
@@ -99,7 +99,7 @@ def test_a_derived_target_plans_with_its_own_planner(scoped_target):
 def test_options_override_the_planner_and_validation_runs():
     graph = rlxir.parse_file(EXAMPLES / "mlp.rlx").main
     result = compile(graph, "cuda", {"B": 4}, CompileOptions(planner="best", time_budget=0.5))
-    buffers, _ = rlxir.lifetimes.graph_buffers(result.graph, "f32", "lir")
+    buffers, _ = rlxir.compiler.lifetimes.graph_buffers(result.graph, "f32", "lir")
     validate_plan(buffers, {b.name: b.offset for b in result.plan.buffers}, 16, result.arena_bytes)
     assert result.plan.planner == "best"
 

@@ -15,7 +15,7 @@ from rlxir.cli.main import main
 from rlxir.dtypes import DType
 from rlxir.executor.check import TOLERANCES, output_precisions
 from rlxir.interpreter import random_feeds, random_fill
-from rlxir.target import available_targets
+from rlxir.targets.target import available_targets
 
 EXAMPLES = sorted(Path(__file__).resolve().parents[1].joinpath("examples").glob("*.rlx"))
 SMALL = {"B": 1, "S": 4, "N": 2}

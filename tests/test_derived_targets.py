@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 import rlxir
-from rlxir.compiler import ArenaTooLarge, compile
+from rlxir.compiler.compile import ArenaTooLarge, compile
 from rlxir.dtypes import DType
-from rlxir.pass_base import PassError
-from rlxir.target import ALL_DTYPES, available_targets, get_target
+from rlxir.pass_machinery.pass_base import PassError
+from rlxir.targets.target import ALL_DTYPES, available_targets, get_target
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 GPT2 = {"B": 2, "S": 16}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rlxir.devices import Capacity, ProbeMiss, Sources, parse_bytes, probe_capacity
+from rlxir.targets.devices import Capacity, ProbeMiss, Sources, parse_bytes, probe_capacity
 
 DATA = Path(__file__).parent / "data" / "probes"
 MIB = 1 << 20
@@ -111,8 +111,8 @@ def test_parse_bytes_rejects_nonsense():
 
 def test_a_probed_cuda_capacity_leaves_room_for_the_runtime():
     """The arena may not have the bytes a running process's CUDA context holds; --vram is as given."""
-    from rlxir.fit import RUNTIME_RESERVE, arena_budget
-    from rlxir.target import get_target
+    from rlxir.compiler.budget import RUNTIME_RESERVE, arena_budget
+    from rlxir.targets.target import get_target
 
     sources = recorded(commands={"nvidia-smi": (DATA / "nvidia_smi_h200.txt").read_text()})
     probed = probe_capacity("nvml", sources)

@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 import rlxir
 from rlxir.errors import RlxError
-from rlxir.fit import Budget, Trial, arena_budget, fit_batch, plan_bound, search_batches
-from rlxir.target import get_target
-from rlxir.workers import can_fork
+from rlxir.compiler.budget import Budget, arena_budget
+from rlxir.compiler.fit import Trial, fit_batch, plan_bound, search_batches
+from rlxir.targets.target import get_target
+from rlxir.compiler.workers import can_fork
 
 GIB = 1 << 30
 
@@ -88,11 +89,11 @@ def test_headroom_out_of_range_is_refused():
 
 def test_fit_on_a_real_graph_plans_through_compile():
     graph = rlxir.parse_file(Path(__file__).resolve().parents[1] / "examples" / "gpt2_block.rlx").main
-    per_batch = rlxir.compiler.compile(graph, "cuda", {"B": 4, "S": 64}).arena_bytes
+    per_batch = rlxir.compiler.compile.compile(graph, "cuda", {"B": 4, "S": 64}).arena_bytes
     result = fit_batch("cuda", 32, 1.0, lambda batch: graph.bind({"B": batch}), bindings={"S": 64},
                        vram=per_batch + 36 * (1 << 20))
     assert result.batch >= 4
-    assert all(trial.arena_bytes == rlxir.compiler.plan_arena_bytes(graph, "cuda", {"B": trial.batch, "S": 64})
+    assert all(trial.arena_bytes == rlxir.compiler.compile.plan_arena_bytes(graph, "cuda", {"B": trial.batch, "S": 64})
                for trial in result.tried[:2])
 
 
@@ -217,3 +218,34 @@ def test_every_example_fits_the_same_batch_in_workers_on_every_target(path):
             (serial.batch, serial.arena_bytes, serial.reason), target
         assert serial.batch >= 11 and set(serial.tried) <= set(parallel.tried)
         assert parallel.rounds < serial.rounds == len(serial.tried), target
+
+
+def _target_lookups(call) -> list[str]:
+    """Where `get_target` runs during `call()`, as "file:line of the caller"."""
+    import sys
+
+    from rlxir.targets import target as target_module
+
+    code, seen = target_module.get_target.__code__, []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code is code:
+            caller = frame.f_back
+            seen.append(f"{Path(caller.f_code.co_filename).name}:{caller.f_lineno}")
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_a_target_is_looked_up_once_per_public_call():
+    """The public functions resolve a target name at the boundary; the passes, the planner
+    and the budget below them get the `Target` itself."""
+    graph = rlxir.parse_file(Path(__file__).resolve().parents[1] / "examples" / "mlp.rlx").main
+    fit = _target_lookups(lambda: fit_batch("rocm", 16, 0.6, lambda batch: graph.bind({"B": batch}), vram=8 * GIB))
+    assert len(fit) == 1 and fit[0].startswith("fit.py:"), fit
+    compiled = _target_lookups(lambda: rlxir.compile(graph, "rocm", {"B": 2}))
+    assert len(compiled) == 1 and compiled[0].startswith("compile.py:"), compiled

@@ -13,9 +13,10 @@ import pytest
 import rlxir
 import rlxir.backends
 import rlxir.grammar
-import rlxir.graph
+import rlxir.ir.graph
 import rlxir.passes
-from rlxir.graph import GraphError, ValueDiGraph
+from rlxir.ir.graph import GraphError
+from rlxir.ir.graph_reading import ValueDiGraph
 
 TEXT = """graph g {
   input %x : f32[4]
@@ -27,11 +28,11 @@ TEXT = """graph g {
 """
 
 PRIVATE_NETWORKX = {"_node", "_succ", "_pred", "_adj"}
-GRAPH_MODULE = Path(rlxir.graph.__file__).resolve()
+GRAPH_MODULE = Path(rlxir.ir.graph.__file__).resolve()
 
 
 def storage_reaches(source: str, path: Path) -> list[str]:
-    """Where `source` names networkx's private storage, or (outside rlxir/graph.py) a
+    """Where `source` names networkx's private storage, or (outside rlxir/ir/graph.py) a
     graph's `.nx`, as ``path:line: what`` strings."""
     found = []
     for node in ast.walk(ast.parse(source)):
@@ -64,7 +65,7 @@ def test_no_module_reaches_graph_storage_or_networkx_private_attributes():
     files = package_files()
     assert GRAPH_MODULE in files and any(path.parent.name == "passes" for path in files)
     found = [hit for path in files for hit in storage_reaches(path.read_text(encoding="utf-8"), path)]
-    assert found == [], "use Graph's methods outside rlxir/graph.py:\n" + "\n".join(found)
+    assert found == [], "use Graph's methods outside rlxir/ir/graph.py:\n" + "\n".join(found)
 
 
 def test_the_networkx_graph_is_a_dag_that_networkx_algorithms_read():

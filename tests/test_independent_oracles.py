@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rlxir
-from rlxir.fit import Budget, plan_bound
+from rlxir.compiler.budget import Budget
+from rlxir.compiler.fit import plan_bound
 from rlxir.planning import Buffer, PlanError, aligned_size, get_planner, validate_plan
 from rlxir.planning.bounds import lower_bound
 

@@ -7,8 +7,8 @@ import io
 import pytest
 
 import rlxir
-from rlxir.instruments import DumpStages, PrintIR, Reproducer, TimePasses, VerifyEach
-from rlxir.pipeline import PassFailure, run_pipeline
+from rlxir.pass_machinery.instruments import DumpStages, PrintIR, Reproducer, TimePasses, VerifyEach
+from rlxir.pass_machinery.pipeline import PassFailure, run_pipeline
 
 from inline_passes import register_test_pass
 

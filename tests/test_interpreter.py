@@ -13,9 +13,9 @@ from rlxir import AttrSpec, OpDef, RlxError, UnboundSymbolError, interpret, pars
 from rlxir.interpreter import random_feeds
 from rlxir.ops import registry as registry_module
 from rlxir.ops.core import unary_rule
-from rlxir.pass_base import PassContext
-from rlxir.pipeline import run_pipeline
-from rlxir.target import available_targets, get_target
+from rlxir.pass_machinery.pass_base import PassContext
+from rlxir.pass_machinery.pipeline import run_pipeline
+from rlxir.targets.target import available_targets, get_target
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SMALL_SIZES = {"B": 2, "S": 8}

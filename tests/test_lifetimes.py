@@ -6,7 +6,7 @@ import pytest
 
 import rlxir
 from rlxir.errors import RlxError
-from rlxir.lifetimes import graph_buffers
+from rlxir.compiler.lifetimes import graph_buffers
 
 LIR = """\
 graph g {

@@ -14,7 +14,7 @@ from pathlib import Path
 import attrs
 
 import rlxir
-from rlxir.pass_base import Pass, PassContext
+from rlxir.pass_machinery.pass_base import Pass, PassContext
 
 ROOT = Path(__file__).resolve().parents[1]
 LINTED = ("rlxir", "passes", "backends", "tests", "bench")

@@ -10,8 +10,8 @@ import pytest
 
 import rlxir
 from rlxir.errors import RlxError
-from rlxir.fit import fit_batch
-from rlxir.training import TrainingResult, plan_training_arena_bytes
+from rlxir.compiler.fit import fit_batch
+from rlxir.autodiff.training import TrainingResult, plan_training_arena_bytes
 
 torch = pytest.importorskip("torch")
 from rlxir.importers.torch import import_torch  # noqa: E402  (needs torch)
@@ -57,7 +57,7 @@ def test_compile_module_is_compile_on_the_imported_graph():
 
 def test_compile_module_training_sizes_the_optimizer():
     result = rlxir.compile_module(ClassifierLoss(), EXAMPLE, target="cpu", training=True, optimizer="adam", lr=0.01)
-    assert isinstance(result, TrainingResult) and result.optimizer == rlxir.optimizers.Optimizer("adam", lr=0.01)
+    assert isinstance(result, TrainingResult) and result.optimizer == rlxir.autodiff.optimizers.Optimizer("adam", lr=0.01)
     assert sum(result.breakdown.values()) == result.arena_bytes
     state = sum(size for name, size in _param_sizes(result).items() if name.startswith("opt."))
     assert state >= 2 * result.weight_bytes  # Adam's m and v

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from rlxir.cli.main import build_parser
-from rlxir.pipeline import PipelineError, parse_pipeline
-from rlxir.target import get_target
+from rlxir.pass_machinery.pipeline import PipelineError, parse_pipeline
+from rlxir.targets.target import get_target
 
 TESTS = Path(__file__).resolve().parent
 SKIPPING_AN_RLXIR_IMPORT = re.compile(r"importorskip\(\s*[\"']rlxir")

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import rlxir
-from rlxir.arena_breakdown import PARTS
+from rlxir.autodiff.arena_breakdown import PARTS
 from rlxir.cli import main
 from rlxir.errors import RlxError
-from rlxir.optimizers import Optimizer, add_optimizer_update, optimizer_from
-from rlxir.training import plan_training, training_graph
+from rlxir.autodiff.optimizers import Optimizer, add_optimizer_update, optimizer_from
+from rlxir.autodiff.training import plan_training, training_graph
 
 TINY = """\
 graph tiny(B) {
@@ -213,7 +213,7 @@ def test_an_update_in_place_runs_and_matches_on_other_targets(target, tmp_path, 
 
 
 def test_an_update_read_after_it_is_written_is_not_made_in_place():
-    from rlxir.training import update_in_place
+    from rlxir.autodiff.training import update_in_place
 
     graph = rlxir.parse("""graph g {
   param %p : f32[4]

@@ -43,12 +43,18 @@ def test_passes_and_backends_install_under_rlxir(wheel_names):
     assert top_levels == {"rlxir"}
 
 
+def test_every_module_of_the_package_ships(wheel_names):
+    root = Path(__file__).resolve().parents[1]
+    modules = {path.relative_to(root).as_posix() for path in (root / "rlxir").rglob("*.py")}
+    assert modules <= wheel_names, sorted(modules - wheel_names)
+
+
 def test_grammar_ships_as_package_data(wheel_names):
     assert "rlxir/grammar/rlx.lark" in wheel_names
 
 
 def test_plan_page_template_ships_as_package_data(wheel_names):
-    assert {"rlxir/plan_page.html", "rlxir/plan_page.js"} <= wheel_names
+    assert {"rlxir/cli/plan_page.html", "rlxir/cli/plan_page.js"} <= wheel_names
 
 
 def test_console_script_is_declared(wheel_names):

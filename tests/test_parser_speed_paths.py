@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import rlxir.parser as parser_module
+import rlxir.ir.parser as parser_module
 from rlxir import IRTypeError, ParseError, VerifyError, parse, print_graph
 
 SPREAD = """\

@@ -10,8 +10,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from rlxir import pass_base
-from rlxir.pass_base import Pass, available_passes, get_pass, load_plugin, register_pass
+from rlxir.pass_machinery import pass_base
+from rlxir.pass_machinery.pass_base import Pass, available_passes, get_pass, load_plugin, register_pass
 from rlxir.errors import RlxError
 
 ROOT = Path(__file__).resolve().parents[1]

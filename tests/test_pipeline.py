@@ -6,8 +6,8 @@ import attrs
 import pytest
 
 import rlxir
-from rlxir.pass_base import Pass, option, register_pass
-from rlxir.pipeline import Pipeline, PipelineError, parse_pipeline, run_pipeline
+from rlxir.pass_machinery.pass_base import Pass, option, register_pass
+from rlxir.pass_machinery.pipeline import Pipeline, PipelineError, parse_pipeline, run_pipeline
 
 from inline_passes import register_test_pass
 
@@ -90,7 +90,7 @@ def test_ordering_requirements_name_both_passes():
 
 def test_run_pipeline_leaves_the_input_alone_and_records_stats():
     graph = rlxir.parse("graph g { input %x : f32[2]\n %a = exp(%x)\n %b = exp(%x)\n %c = add(%a, %b)\n output %c }").main
-    ctx = rlxir.pass_base.PassContext()
+    ctx = rlxir.pass_machinery.pass_base.PassContext()
     result = run_pipeline(graph, "cse,dce", ctx=ctx)
     assert len(graph) == 4 and len(result) == 3
     assert [(stat.spec, stat.nodes_before, stat.nodes_after, stat.changed) for stat in ctx.stats] == [

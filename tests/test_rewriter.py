@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import rlxir
-from rlxir.rewriter import Rule, RewriteDidNotConverge, rewrite_greedy, rewrite_once
+from rlxir.pass_machinery.rewriter import Rule, RewriteDidNotConverge, rewrite_greedy, rewrite_once
 
 TEXT = """\
 graph g {

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 import rlxir
-from rlxir.compiler import ArenaTooLarge, CompileOptions, prepare_exec_graph
+from rlxir.compiler.compile import ArenaTooLarge, CompileOptions, prepare_exec_graph
+from rlxir.targets.target import get_target
 from rlxir.interpreter import interpret, random_feeds
-from rlxir.fit import fit_batch
+from rlxir.compiler.fit import fit_batch
 from rlxir.planning import aligned_size
-from rlxir.training import plan_training, plan_training_arena_bytes, training_graph
+from rlxir.autodiff.training import plan_training, plan_training_arena_bytes, training_graph
 
 MAMBA_LM = rlxir.parse_file(Path(__file__).resolve().parents[1] / "examples" / "mamba_lm.rlx").main
 SMALL = {"B": 1, "S": 8}
@@ -110,7 +111,7 @@ def test_every_target_pipeline_computes_the_same_gradients():
     feeds = random_feeds(backward)
     expected = interpret(backward, *feeds)
     for target in ("cpu", "cuda", "rocm", "metal", "gpu"):
-        executed = prepare_exec_graph(backward, target).graph
+        executed = prepare_exec_graph(backward, get_target(target)).graph
         actual = interpret(executed, *feeds)
         for mine, theirs in zip(backward.outputs, executed.outputs):
             scale = np.abs(expected[mine]).max()

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from rlxir.workers import WORKER_FAILED, Workers, available_cores, can_fork, map_in_order
+from rlxir.compiler.workers import WORKER_FAILED, Workers, available_cores, can_fork, map_in_order
 
 needs_fork = pytest.mark.skipif(not can_fork(), reason="worker processes are forked")
 

@@ -47,7 +47,7 @@ def onnx_model_path(name: str) -> Path:
 
 def import_onnx_model(name: str) -> str:
     from rlxir.importers.onnx import import_onnx
-    from rlxir.printer import print_graph
+    from rlxir.ir.printer import print_graph
 
     return print_graph(import_onnx(onnx_model_path(name), name=name).graph)
 
@@ -58,7 +58,7 @@ def import_transformer(name: str) -> str:
 
     from rlxir.importers.hf import causal_lm
     from rlxir.importers.torch import import_torch
-    from rlxir.printer import print_graph
+    from rlxir.ir.printer import print_graph
 
     family, config, length = TRANSFORMERS[name]
     with FakeTensorMode(allow_non_fake_inputs=True):

@@ -14,11 +14,11 @@ from rlxir.cli.host_memory import HostMemoryError, check_interpreter_memory
 from rlxir.cli.output_files import atomic_output
 from rlxir.cli.reports import human_bytes
 from rlxir.cli.target_options import cli_target
-from rlxir.compiler import FitReport
-from rlxir.devices import format_bytes
+from rlxir.compiler.compile import FitReport
+from rlxir.targets.devices import format_bytes
 from rlxir.errors import RlxError
-from rlxir.target import Target, available_targets
-from rlxir.workers import available_cores, map_in_order
+from rlxir.targets.target import Target, available_targets
+from rlxir.compiler.workers import available_cores, map_in_order
 
 Row = tuple[dict, FitReport]  # a row's JSON fields, and the verdict they were made from
 
@@ -96,8 +96,8 @@ def compare_targets(args: argparse.Namespace, make_row: Callable[[Target], Row],
 
 
 def write_plan_page(path: str, entries: list[dict]) -> None:
-    """Write the plans `entries` (`rlxir.plan_page.plan_page_entry`) as one HTML page, atomically."""
-    from rlxir.plan_page import render_plan_page
+    """Write the plans `entries` (`rlxir.cli.plan_page.plan_page_entry`) as one HTML page, atomically."""
+    from rlxir.cli.plan_page import render_plan_page
 
     with atomic_output(path) as handle:
         handle.write(render_plan_page(entries))

@@ -16,9 +16,9 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from rlxir.devices import format_bytes
+from rlxir.targets.devices import format_bytes
 from rlxir.errors import RlxError, UnboundSymbolError
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.interpreter import bind_for_run, live_peak
 
 MEMINFO = Path("/proc/meminfo")

@@ -13,8 +13,8 @@ from rlxir.cli.options import BATCH_SYMBOL, add_command, checked_name, positive_
 from rlxir.cli.output_files import (STANDARD_INPUT, add_output_option, atomic_output, checked_directory_files,
                                     checked_output_file, output_directory, print_or_write)
 from rlxir.errors import RlxError
-from rlxir.params import NPY_MAGIC
-from rlxir.printer import print_graph
+from rlxir.compiler.params import NPY_MAGIC
+from rlxir.ir.printer import print_graph
 
 
 def register(subparsers) -> None:

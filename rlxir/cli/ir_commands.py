@@ -8,11 +8,11 @@ from collections import Counter
 
 from rlxir.cli.options import add_command, add_input_options, bind_graphs, bindings_from, load_module, selected_graphs
 from rlxir.cli.output_files import add_output_option, checked_output_file, print_or_write
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.ops import registered_ops
-from rlxir.printer import print_graph
+from rlxir.ir.printer import print_graph
 from rlxir.symbolic import Expr
-from rlxir.verifier import verify
+from rlxir.ir.verifier import verify
 
 
 def register(subparsers) -> None:

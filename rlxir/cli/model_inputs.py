@@ -21,11 +21,11 @@ from pathlib import Path
 
 from rlxir.cli import import_cache, progress
 from rlxir.errors import Location, RlxError, SourceText
-from rlxir.graph import Module
-from rlxir.parser import parse, parse_file
-from rlxir.printer import print_graph
-from rlxir.syntax_errors import decode_source
-from rlxir.verifier import verify
+from rlxir.ir.graph import Module
+from rlxir.ir.parser import parse, parse_file
+from rlxir.ir.printer import print_graph
+from rlxir.ir.syntax_errors import decode_source
+from rlxir.ir.verifier import verify
 
 RLX, ONNX, PT2, CONFIG = "rlx", "onnx", "pt2", "config"
 SEQUENCE_SYMBOL = "S"  # a config's sequence symbol; -D S=4096 binds it

@@ -10,7 +10,7 @@ import re
 from rlxir.cli import progress
 from rlxir.dtypes import DTYPE_NAMES
 from rlxir.errors import RlxError
-from rlxir.graph import Graph, Module
+from rlxir.ir.graph import Graph, Module
 from rlxir.cli.model_inputs import load_model_module, load_model_weights
 
 

@@ -10,10 +10,10 @@ from rlxir.cli import progress
 from rlxir.cli.options import add_command, add_input_options, load_graph
 from rlxir.cli.output_files import add_output_option, checked_output_file, output_directory, print_or_write
 from rlxir.errors import RlxError
-from rlxir.instruments import DumpStages, PrintIR, Reproducer, TimePasses, VerifyEach
-from rlxir.pass_base import PassContext, available_passes, entry_point_problems, load_plugin, option_text_name
-from rlxir.pipeline import Pipeline, parse_pipeline
-from rlxir.printer import print_graph
+from rlxir.pass_machinery.instruments import DumpStages, PrintIR, Reproducer, TimePasses, VerifyEach
+from rlxir.pass_machinery.pass_base import PassContext, available_passes, entry_point_problems, load_plugin, option_text_name
+from rlxir.pass_machinery.pipeline import Pipeline, parse_pipeline
+from rlxir.ir.printer import print_graph
 
 
 def register(subparsers) -> None:
@@ -103,7 +103,7 @@ def _check_opt_outputs(args: argparse.Namespace) -> None:
 def _target(name: str | None):
     if not name:
         return None
-    from rlxir.target import get_target
+    from rlxir.targets.target import get_target
 
     return get_target(name)
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from rlxir.instruments import Instrument
+from rlxir.pass_machinery.instruments import Instrument
 
 PASS_LINES_AFTER_SECONDS = 1.0
 _prefix = [""]  # what every line starts with while `prefixed` holds (one item: the current prefix)

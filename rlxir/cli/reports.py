@@ -1,6 +1,6 @@
 """Pieces of the compile reports (`compile` and `compile --training`) and their exit status.
 
-The verdict itself is `rlxir.compiler.FitReport`; this module only writes it down.
+The verdict itself is `rlxir.compiler.compile.FitReport`; this module only writes it down.
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import argparse
 import json
 import sys
 
-from rlxir.compiler import FitReport
-from rlxir.devices import format_bytes
-from rlxir.graph import Graph
-from rlxir.memory_plan import MemoryPlan
-from rlxir.printer import print_graph
-from rlxir.target import Target
+from rlxir.compiler.compile import FitReport
+from rlxir.targets.devices import format_bytes
+from rlxir.ir.graph import Graph
+from rlxir.compiler.memory_plan import MemoryPlan
+from rlxir.ir.printer import print_graph
+from rlxir.targets.target import Target
 
 
 def human_bytes(count: int | None) -> str:

@@ -17,10 +17,10 @@ from rlxir.cli.options import add_command, add_input_options, load_graph, model_
 from rlxir.cli.output_files import atomic_output, checked_directory_files, output_directory
 from rlxir.cli.target_options import add_optimizer_options, compile_options, optimizer_from_args, target_names
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.interpreter import interpret
-from rlxir.params import load_params, read_npy
-from rlxir.verifier import verify
+from rlxir.compiler.params import load_params, read_npy
+from rlxir.ir.verifier import verify
 
 
 def register(subparsers) -> None:
@@ -121,11 +121,11 @@ def report_unfed_params(args: argparse.Namespace, graph: Graph, params: dict) ->
 
 def run_in_target_arena(args: argparse.Namespace, graph: Graph, inputs: dict, params: dict) -> int:
     """`rlxir run --target`: compile, run in the planned arena, check, report."""
-    from rlxir.compiler import compile as compile_graph
+    from rlxir.compiler.compile import compile as compile_graph
     from rlxir.executor import check_execution, reference_run, run_in_arena
     from rlxir.executor.runner import compiled_step
-    from rlxir.target import get_target
-    from rlxir.training import compile_training, training_graph
+    from rlxir.targets.target import get_target
+    from rlxir.autodiff.training import compile_training, training_graph
 
     optimizer = optimizer_from_args(args)
     if args.training:
@@ -222,7 +222,7 @@ def mismatch_error(target: str, check) -> RlxError:
 
 def arena_report(run, check) -> str:
     """The run in words: arena, side buffers, memory outside them, kernels, storage, check."""
-    from rlxir.devices import format_bytes
+    from rlxir.targets.devices import format_bytes
 
     share = run.outside_peak_bytes / run.arena_bytes if run.arena_bytes else 0.0
     lines = [

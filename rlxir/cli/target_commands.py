@@ -1,6 +1,6 @@
 """`rlxir compile`, `fit`, `compare`, `targets`, `plan` and `plan-csv`.
 
-compile, fit and compare share one code path per target (rlxir.compiler): what `fit`
+compile, fit and compare share one code path per target (rlxir.compiler.compile): what `fit`
 reports for a batch is exactly what `compile` plans at that batch.
 """
 
@@ -25,14 +25,14 @@ from rlxir.cli.target_options import (add_budget_options, add_compile_options, a
                                       optimizer_from_args, target_names)
 from rlxir.cli.training_commands import (print_breakdown, run_training_compare, run_training_compile,
                                          training_arena_builder, training_breakdown_at)
-from rlxir.compiler import FitReport, plan_compile
-from rlxir.devices import format_bytes
+from rlxir.compiler.compile import FitReport, plan_compile
+from rlxir.targets.devices import format_bytes
 from rlxir.errors import Location, RlxError
-from rlxir.fit import fit_batch
-from rlxir.plan_page import plan_page_entry
+from rlxir.compiler.fit import fit_batch
+from rlxir.cli.plan_page import plan_page_entry
 from rlxir.planning import DEFAULT_TIME_BUDGET, PLANNERS
-from rlxir.target import available_targets
-from rlxir.workers import available_cores
+from rlxir.targets.target import available_targets
+from rlxir.compiler.workers import available_cores
 
 DEFAULT_MAX_BATCH = 1024  # fit's search bound when --max-batch is not given: about 20 plans
 
@@ -289,7 +289,7 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.html:
         write_plan_page(args.html, [plan_page_entry(plan, compiled.graph, target.name)])
     if args.plot:
-        from rlxir.plan_plot import draw_plan
+        from rlxir.compiler.plan_plot import draw_plan
 
         with atomic_output(args.plot, binary=True) as handle:
             draw_plan(plan, handle, f"{graph.name} on {target.name}: {plan.planner}, efficiency {plan.efficiency:.1%}",
@@ -307,7 +307,7 @@ def run_plan(args: argparse.Namespace) -> int:
 
 def checked_plot_path(path: str) -> None:
     """--plot PATH: a writable file whose extension names an image format matplotlib writes."""
-    from rlxir.plan_plot import plot_formats
+    from rlxir.compiler.plan_plot import plot_formats
 
     checked_output_file(path, "--plot")
     suffix = path.rpartition(".")[2].lower() if "." in path.rpartition("/")[2] else ""

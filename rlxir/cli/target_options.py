@@ -2,7 +2,7 @@
 insertions, the device budget and `--training`, and the values they make.
 
 Defaults are the library's own (`DEFAULT_HEADROOM`, `DEFAULT_TIME_BUDGET`, the target
-registry), so help text and behaviour cannot drift from what `rlxir.fit` and the planners do.
+registry), so help text and behaviour cannot drift from what `rlxir.compiler.budget`, `rlxir.compiler.fit` and the planners do.
 """
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ import argparse
 
 from rlxir.cli import progress
 from rlxir.cli.options import UsageError, positive_int, time_budget
-from rlxir.compiler import CompileOptions
-from rlxir.devices import parse_bytes
+from rlxir.compiler.compile import CompileOptions
+from rlxir.targets.devices import parse_bytes
 from rlxir.errors import RlxError
-from rlxir.fit import DEFAULT_HEADROOM, Budget, arena_budget
-from rlxir.optimizers import DEFAULT_OPTIMIZER, DEFAULT_WEIGHT_DECAY, OPTIMIZERS, Optimizer, optimizer_from
-from rlxir.pass_base import load_plugin
-from rlxir.pipeline import parse_pipeline
+from rlxir.compiler.budget import DEFAULT_HEADROOM, Budget, arena_budget
+from rlxir.autodiff.optimizers import DEFAULT_OPTIMIZER, DEFAULT_WEIGHT_DECAY, OPTIMIZERS, Optimizer, optimizer_from
+from rlxir.pass_machinery.pass_base import load_plugin
+from rlxir.pass_machinery.pipeline import parse_pipeline
 from rlxir.planning import DEFAULT_TIME_BUDGET, PLANNERS
-from rlxir.target import Target, available_targets, get_target
+from rlxir.targets.target import Target, available_targets, get_target
 
 
 def target_names() -> str:
@@ -86,7 +86,7 @@ def add_training_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_optimizer_options(parser: argparse.ArgumentParser) -> None:
-    """--optimizer and its hyper-parameters (PyTorch's defaults, `rlxir.optimizers`)."""
+    """--optimizer and its hyper-parameters (PyTorch's defaults, `rlxir.autodiff.optimizers`)."""
     group = parser.add_argument_group("optimizer", "with --training: the update the step ends with, as core ops; "
                                                    "its state (momentum, Adam's m and v, an f32 master copy of "
                                                    "f16/bf16 weights) is sized with the step")

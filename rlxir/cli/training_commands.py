@@ -3,8 +3,8 @@
 `grad` writes the backward graph of a loss (rlxir.grad) as an .rlx file. With
 `--training`, compile/fit/compare size the training step — the backward graph and the
 optimizer's update (`--optimizer`, AdamW by default) planned with its weights at the forward
-plan's offsets (rlxir.training) — through one code path,
-`rlxir.training.plan_training`, so what `fit` reports for a batch is what
+plan's offsets (rlxir.autodiff.training) — through one code path,
+`rlxir.autodiff.training.plan_training`, so what `fit` reports for a batch is what
 `compile --training` plans at that batch.
 """
 
@@ -13,16 +13,16 @@ from __future__ import annotations
 import argparse
 import time
 
-from rlxir.autodiff import grad
+from rlxir.autodiff.backward import grad
 from rlxir.cli import progress, reports
 from rlxir.cli.comparison import PLAN_PAGE_KEY, SharedReference, compare_targets, row_fields, with_execution
 from rlxir.cli.options import add_command, add_input_options, bindings_from, load_graph, read_graph
 from rlxir.cli.output_files import add_output_option, checked_output_file, print_or_write
 from rlxir.cli.target_options import budget_from, cli_target, compile_options, optimizer_from_args
-from rlxir.compiler import FitReport
-from rlxir.plan_page import plan_page_entry
-from rlxir.printer import print_graph
-from rlxir.training import TrainingResult, plan_training, plan_training_arena_bytes, training_graph
+from rlxir.compiler.compile import FitReport
+from rlxir.cli.plan_page import plan_page_entry
+from rlxir.ir.printer import print_graph
+from rlxir.autodiff.training import TrainingResult, plan_training, plan_training_arena_bytes, training_graph
 
 
 def register(subparsers) -> None:
@@ -112,7 +112,7 @@ def step_contents(result: TrainingResult) -> str:
 
 
 def print_breakdown(breakdown: dict, indent: str = "  ") -> None:
-    """The arena by part (rlxir.arena_breakdown), each with its share of the arena."""
+    """The arena by part (rlxir.autodiff.arena_breakdown), each with its share of the arena."""
     total = sum(breakdown.values()) or 1
     for part, label in BREAKDOWN_LABELS.items():
         print(f"{indent}{label:<16}{reports.human_bytes(breakdown[part])}  ({breakdown[part] / total:.1%})")

@@ -17,8 +17,8 @@ from rlxir.executor.runner import ArenaRun, run_in_arena
 from rlxir.executor.storage import StorageLoss
 
 if TYPE_CHECKING:
-    from rlxir.compiler import CompileResult
-    from rlxir.training import TrainingResult
+    from rlxir.compiler.compile import CompileResult
+    from rlxir.autodiff.training import TrainingResult
 
 
 def execute(result: CompileResult | TrainingResult, inputs: Mapping | None = None, params: Mapping | None = None,

@@ -1,7 +1,7 @@
 """One arena as the plan lays it out: a byte array, a slot per value, poison for the dead.
 
 `ArenaLayout` reads a compiled graph and its `MemoryPlan`: every buffer's offset and size,
-every view's root and byte offset (the plan's own view rule, `rlxir.lifetimes.view_roots`),
+every view's root and byte offset (the plan's own view rule, `rlxir.compiler.lifetimes.view_roots`),
 and each value's storage type (`rlxir.executor.storage`). It refuses a layout that cannot
 be run as planned (a view past its root, a slot past the arena, a value larger than its
 buffer, two buffers live at once on the same bytes) with an `ExecutionError` naming the
@@ -19,8 +19,8 @@ import attrs
 import numpy as np
 
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
-from rlxir.lifetimes import view_roots
+from rlxir.ir.graph import Graph
+from rlxir.compiler.lifetimes import view_roots
 from rlxir.planning import PlanError, validate_plan
 from rlxir.executor.storage import storage_dtype
 
@@ -94,7 +94,7 @@ def allocate(xp, nbytes: int, what: str):
         return xp.empty(nbytes, dtype=np.uint8)
     except MemoryError:
         pass  # raised below, outside the handler, so the error does not chain CuPy's
-    from rlxir.devices import format_bytes
+    from rlxir.targets.devices import format_bytes
 
     where = "in host memory"
     if xp is not np:

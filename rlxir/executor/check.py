@@ -2,7 +2,7 @@
 
 `check_execution(graph, result)` makes the feeds once from the original graph (the same
 arrays go to both runs), runs `rlxir.interpret` on the original graph (for a training
-result, on its training step `rlxir.training.training_graph(graph, optimizer=...)`: the
+result, on its training step `rlxir.autodiff.training.training_graph(graph, optimizer=...)`: the
 loss and the gradients, or with an optimizer the loss and the updated weights and state) and
 `run_in_arena` on the compiled one, and compares the outputs position by position within
 the tolerance of each output's precision: the least precise float dtype among the values
@@ -24,15 +24,15 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.executor.runner import ArenaRun, compiled_step, run_in_arena
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.interpreter import interpret, random_feeds
-from rlxir.optimizers import DEFAULT_OPTIMIZER
+from rlxir.autodiff.optimizers import DEFAULT_OPTIMIZER
 
 if TYPE_CHECKING:
-    from rlxir.compiler import CompileResult
-    from rlxir.optimizers import Optimizer
-    from rlxir.target import Target
-    from rlxir.training import TrainingResult
+    from rlxir.compiler.compile import CompileResult
+    from rlxir.autodiff.optimizers import Optimizer
+    from rlxir.targets.target import Target
+    from rlxir.autodiff.training import TrainingResult
 
 TOLERANCES = {
     DType.f64: (1e-9, 1e-12), DType.f32: (1e-4, 1e-5), DType.c64: (1e-4, 1e-5),
@@ -162,7 +162,7 @@ class ExecutionCheck:
 
 def grad_of(graph: Graph, optimizer: Optimizer | str | None = None) -> Graph:
     """The training step of `graph`: its gradients, and `optimizer`'s update when given."""
-    from rlxir.training import training_graph
+    from rlxir.autodiff.training import training_graph
 
     return training_graph(graph, optimizer=optimizer)
 

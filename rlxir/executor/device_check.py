@@ -33,13 +33,13 @@ from collections.abc import Mapping
 import attrs
 import numpy as np
 
-from rlxir.devices import format_bytes
+from rlxir.targets.devices import format_bytes
 from rlxir.errors import RlxError
 from rlxir.executor.check import (ExecutionCheck, compare_output, needs_sensitivity, output_precisions,
                                   perturbed_feeds, with_sensitivity)
 from rlxir.executor.kernels import KERNELS, run_reference
 from rlxir.executor.runner import _as_dtype, array_module, compiled_step, run_in_arena
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.interpreter import (_release_plan, bind_for_run, const_array, interpret, live_peak, random_feeds)
 from rlxir.symbolic import Expr
 

@@ -1,4 +1,4 @@
-"""Kernels of the backward ops (`rlxir.autodiff_ops`) for any array module (see `kernels`).
+"""Kernels of the backward ops (`rlxir.autodiff.backward_ops`) for any array module (see `kernels`).
 
 - `conv2d_grad_input` / `conv2d_grad_weight` are the references themselves, run on the
   run's array module.
@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from rlxir.autodiff_ops import conv2d_grad_input, conv2d_grad_weight
+from rlxir.autodiff.backward_ops import conv2d_grad_input, conv2d_grad_weight
 
 
 def _conv2d_grad_input(xp, args, attrs, out, workspace=None):

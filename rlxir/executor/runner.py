@@ -33,12 +33,12 @@ from rlxir.executor.kernels import KERNELS, Kernel, finish_dtype, run_reference
 from rlxir.executor.meters import DeviceMeter, HostMeter
 from rlxir.executor.storage import StorageLoss, decode, encode_into, is_direct
 from rlxir.executor.tiling import TILE, operand_tile, tiles, whole_from
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.interpreter import _checked_feeds, const_array, random_fill
-from rlxir.training import TrainingResult
+from rlxir.autodiff.training import TrainingResult
 
 if TYPE_CHECKING:
-    from rlxir.compiler import CompileResult
+    from rlxir.compiler.compile import CompileResult
 
 DEVICES = ("cpu", "gpu")
 Array = Any

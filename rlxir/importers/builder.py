@@ -23,7 +23,7 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.types import TensorType
 
 LITERAL_LIMIT = 64
@@ -221,7 +221,7 @@ class GraphBuilder:
 
     def finish(self, outputs: Iterable[str], inputs: Mapping[str, str],
                foreign_outputs: Mapping[str, str]) -> ImportedGraph:
-        from rlxir.verifier import verify
+        from rlxir.ir.verifier import verify
 
         self.graph.set_outputs(list(outputs))
         verify(self.graph)

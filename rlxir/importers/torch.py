@@ -47,13 +47,14 @@ import torch.fx
 from rlxir.dtypes import DType
 from rlxir.errors import Location, RlxError, SourceText
 # each converter module registers its converters in torch_registry.CONVERTERS when imported
-from rlxir.importers import (torch_bessel, torch_bessel_jy, torch_chebyshev, torch_complex, torch_fft,  # noqa: F401
-                             torch_index, torch_layout, torch_linalg, torch_linalg_eig, torch_linalg_ldl, torch_linalg_orth,
-                             torch_linalg_solve, torch_math, torch_misc_fractional_pool, torch_misc_histogram,
+from rlxir.importers import (torch_bessel, torch_bessel_jy, torch_chebyshev, torch_complex,  # noqa: F401
+                             torch_elementwise, torch_fft, torch_index, torch_layout, torch_linalg, torch_linalg_eig,
+                             torch_linalg_ldl, torch_linalg_orth, torch_linalg_solve, torch_math,
+                             torch_misc_fractional_pool, torch_misc_histogram,
                              torch_misc_loss, torch_misc_memory, torch_misc_mode, torch_misc_pool_backward,
                              torch_misc_random, torch_misc_resample, torch_misc_scalars, torch_nextafter,
-                             torch_nn, torch_norm, torch_ops, torch_polynomials, torch_scatter, torch_spatial,
-                             torch_special, torch_zeta)
+                             torch_nn, torch_norm, torch_ops, torch_polynomials, torch_pool3d, torch_scatter,
+                             torch_spatial, torch_special, torch_zeta)
 from rlxir.importers.builder import GraphBuilder, ImportedGraph, UnsupportedModel
 from rlxir.importers.torch_registry import CONVERTERS, NEVER_FOLD, Static, op_key, torch_dtype
 from rlxir.symbolic import Expr, floordiv, format_dim

@@ -298,7 +298,7 @@ REFUSED = {
         ("aten.rand", "aten.randn", "aten.randperm", "aten.randint", "aten.rand_like", "aten.randn_like",
          "aten.randint_like", "aten.bernoulli", "aten.normal", "aten.uniform", "aten.exponential",
          "aten.multinomial", "aten.poisson"),
-    "it is a backward op (rlxir derives backward graphs itself, rlxir.autodiff)":
+    "it is a backward op (rlxir derives backward graphs itself, rlxir.autodiff.backward)":
         ("aten._adaptive_avg_pool2d_backward", "aten.avg_pool2d_backward", "aten.convolution_backward",
          "aten.embedding_dense_backward", "aten.native_group_norm_backward", "aten.native_layer_norm_backward"),
 }

@@ -534,37 +534,6 @@ def handle_arange(ctx, node, args, kwargs):
     return steps if start == 0 else op(ctx, "add", [steps, ctx.builder.scalar(start, dtype)], hint=node.name)
 
 
-@converter("aten.cumsum")
-def handle_cumsum(ctx, node, args, kwargs):
-    x = operand(ctx, args[0], result_dtype(node), node.name)
-    if not shape_of(ctx, x):  # a 0-d tensor's running sum is itself
-        return x
-    return op(ctx, "cumsum", [x], {"axis": args[1]}, hint=node.name)
-
-
-@converter("aten.diff")
-def handle_diff(ctx, node, args, kwargs):
-    """x[1:] - x[:-1] along `dim`, n times (`ne` for bools, as torch), after joining
-    `prepend` and `append` to x along that dim."""
-    n = args[1] if len(args) > 1 else kwargs.get("n", 1)
-    dim = args[2] if len(args) > 2 else kwargs.get("dim", -1)
-    prepend, append = (args[i] if len(args) > i else kwargs.get(key) for i, key in ((3, "prepend"), (4, "append")))
-    dtype = result_dtype(node)
-    result = operand(ctx, args[0], dtype, node.name)
-    axis = normalize_axis(dim, len(shape_of(ctx, result)))
-    parts = [operand(ctx, prepend, dtype, node.name)] if prepend is not None else []
-    parts += [result] + ([operand(ctx, append, dtype, node.name)] if append is not None else [])
-    if len(parts) > 1:
-        result = op(ctx, "concat", parts, {"axis": axis}, hint=f"{node.name}.joined")
-    for _ in range(n):
-        length = static_dim(shape_of(ctx, result)[axis], "a diff") - 1
-        later = slice_axis(ctx, result, axis, 1, length, f"{node.name}.later")
-        earlier = slice_axis(ctx, result, axis, 0, length, f"{node.name}.earlier")
-        kind = "ne" if ctx.builder.type(result).dtype == DType.bool else "sub"
-        result = op(ctx, kind, [later, earlier], hint=node.name)
-    return result
-
-
 @converter("aten.gather")
 def handle_gather(ctx, node, args, kwargs):
     """torch.gather(x, dim, index) is the IR's gather_elements along `dim`."""

@@ -5,7 +5,7 @@ Its ``chain`` attribute is a small program over the op's operands: steps separat
 (operand i of the fused op) or ``%j`` (the result of step j). The last step is the result.
 Example: ``"mul($0, $1); gelu(%0) {approximate = true}; add(%1, $2)"``.
 The text reads like the IR; it is read here, by a small reader of its own, so the op layer
-does not depend on the front end (rlxir/parser.py). Attribute values in a step are what an
+does not depend on the front end (rlxir/ir/parser.py). Attribute values in a step are what an
 elementwise op takes: numbers (``inf``/``nan`` included), booleans, strings, dtypes and lists.
 """
 

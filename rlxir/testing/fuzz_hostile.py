@@ -176,7 +176,7 @@ def run_initializers(data: bytes) -> CommandRun:
 # --- plugins ------------------------------------------------------------------------------
 PASS_TEMPLATE = '''
 import attrs
-from rlxir.pass_base import Pass, register_pass
+from rlxir.pass_machinery.pass_base import Pass, register_pass
 
 @register_pass
 @attrs.frozen

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping
 import attrs
 import numpy as np
 
-from rlxir.autodiff import grad
+from rlxir.autodiff.backward import grad
 from rlxir.dtypes import DType
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.interpreter import bind_for_run, interpret, random_feeds
 
 STEP = 1e-5

@@ -24,7 +24,7 @@ from rlxir.dtypes import DType
 from rlxir.types import TensorType
 
 if TYPE_CHECKING:
-    from rlxir.testing.strategies import _GraphDrawing
+    from rlxir.testing.drawing import GraphDrawing
 
 _UNARY_ANY = ("neg", "abs", "relu")
 _UNARY_FLOAT = _UNARY_ANY + ("exp", "tanh", "sigmoid", "silu", "gelu")
@@ -36,7 +36,7 @@ def _unary_ops(dtype: DType) -> tuple[str, ...]:
     return _UNARY_FLOAT if dtype.is_float else _UNARY_ANY
 
 
-def _either_order(b: _GraphDrawing, first: str, second: str) -> list[str]:
+def _either_order(b: GraphDrawing, first: str, second: str) -> list[str]:
     return [first, second] if b.draw(st.booleans()) else [second, first]
 
 
@@ -44,13 +44,13 @@ def _number(dtype: DType, value: int):
     return float(value) if dtype.is_float else value
 
 
-def _not_one(b: _GraphDrawing):
+def _not_one(b: GraphDrawing):
     dim = b.dim()
     return 2 if dim == 1 else dim
 
 
 # --- cse, dce, const-fold -------------------------------------------------------------------
-def duplicate(b: _GraphDrawing) -> str:
+def duplicate(b: GraphDrawing) -> str:
     """An op or const drawn again, with the same operands (swapped, for a commutative op)
     and attributes: what `cse` merges."""
     graph = b.graph
@@ -64,12 +64,12 @@ def duplicate(b: _GraphDrawing) -> str:
     return b.add(graph.op(original), operands, dict(graph.attrs(original)))
 
 
-def dead(b: _GraphDrawing) -> None:
+def dead(b: GraphDrawing) -> None:
     """An op that nothing reads, hidden from later ops and the outputs: what `dce` removes."""
     b.hide(b.build(b.draw(st.sampled_from(b.config.ops))))
 
 
-def const_expression(b: _GraphDrawing) -> str:
+def const_expression(b: GraphDrawing) -> str:
     """One or two elementwise ops whose operands are all consts, on small static shapes:
     what `const-fold` evaluates."""
     dtype = b.dtype()
@@ -90,7 +90,7 @@ _IDENTITIES = ("add-zero", "sub-zero", "mul-one", "mul-zero", "div-one", "neg-ne
                "transpose-identity", "transpose-transpose", "full-slice", "single-concat")
 
 
-def identity(b: _GraphDrawing) -> str:
+def identity(b: GraphDrawing) -> str:
     """An op that gives back its operand (x + 0, x * 1, x / 1, neg(neg x), a reshape, cast
     or expand to the operand's own type, composed transposes, a whole-axis slice, a
     one-operand concat) or x * 0: what `simplify` rewrites. Three times in four one more
@@ -103,7 +103,7 @@ def identity(b: _GraphDrawing) -> str:
     return b.add(b.draw(st.sampled_from(_unary_ops(b.type(result).dtype))), [result])
 
 
-def _identity(b: _GraphDrawing, x: str) -> str:
+def _identity(b: GraphDrawing, x: str) -> str:
     type_ = b.type(x)
     form = b.draw(st.sampled_from(_IDENTITIES))
     if form in ("add-zero", "sub-zero", "mul-one", "mul-zero", "div-one"):
@@ -130,7 +130,7 @@ def _identity(b: _GraphDrawing, x: str) -> str:
     return b.add(op, [x], attributes)
 
 
-def _with_constant(b: _GraphDrawing, x: str, form: str) -> str:
+def _with_constant(b: GraphDrawing, x: str, form: str) -> str:
     """x op c, with c all zeros or all ones, a scalar or a splat of x's shape."""
     type_ = b.type(x)
     if form == "div-one" and not type_.dtype.is_float:
@@ -144,7 +144,7 @@ def _with_constant(b: _GraphDrawing, x: str, form: str) -> str:
     return b.add(op, _either_order(b, x, constant))
 
 
-def _transposes(b: _GraphDrawing, x: str, form: str) -> str:
+def _transposes(b: GraphDrawing, x: str, form: str) -> str:
     rank = b.type(x).rank
     if form == "transpose-identity":
         return b.add("transpose", [x], {"perm": list(range(rank))})
@@ -154,7 +154,7 @@ def _transposes(b: _GraphDrawing, x: str, form: str) -> str:
 
 
 # --- legalize-broadcast, backend-unfuse -----------------------------------------------------
-def broadcast(b: _GraphDrawing) -> str:
+def broadcast(b: GraphDrawing) -> str:
     """A binary op whose operand has a 1 where the result has another dim and is neither a
     scalar nor the result's trailing dims ([B, 1, N] against [B, S, N]): what
     `legalize-broadcast` and `backend-unfuse` expand."""
@@ -174,7 +174,7 @@ def broadcast(b: _GraphDrawing) -> str:
 
 
 # --- fuse -----------------------------------------------------------------------------------
-def bias_act(b: _GraphDrawing) -> str:
+def bias_act(b: GraphDrawing) -> str:
     """matmul, an add of an [N] bias, then exact gelu, silu or nothing: what `fuse` makes a
     `fused_matmul_bias_act`. One in four adds an [M, N] bias instead, and one activation
     in four is the tanh gelu, which the fused kernel does not have."""
@@ -193,7 +193,7 @@ def bias_act(b: _GraphDrawing) -> str:
     return b.add(activation.removesuffix("-tanh"), [total], {"approximate": True} if activation == "gelu-tanh" else {})
 
 
-def residual_norm(b: _GraphDrawing) -> str:
+def residual_norm(b: GraphDrawing) -> str:
     """add(x, residual) normalized over the last axis by layernorm or rmsnorm: what `fuse`
     makes a fused residual norm. One in four keeps the sum readable (a residual stream read
     again, which stays unfused)."""
@@ -209,7 +209,7 @@ def residual_norm(b: _GraphDrawing) -> str:
     return result
 
 
-def shared_input(b: _GraphDrawing) -> str:
+def shared_input(b: GraphDrawing) -> str:
     """Two or three matmuls of one value by [K, N] params, summed: what `fuse` turns into one
     matmul on the concatenated weights."""
     x = b.operand(min_rank=1)
@@ -222,7 +222,7 @@ def shared_input(b: _GraphDrawing) -> str:
     return total
 
 
-def swiglu(b: _GraphDrawing) -> str:
+def swiglu(b: GraphDrawing) -> str:
     """mul(silu(gate), up), in either order: a SwiGLU `fuse` makes a two-step region."""
     gate = b.operand(float_only=True)
     activated = b.add("silu", [gate])
@@ -230,7 +230,7 @@ def swiglu(b: _GraphDrawing) -> str:
     return b.add("mul", _either_order(b, activated, b.of_type(b.type(gate))))
 
 
-def elementwise_chain(b: _GraphDrawing) -> str:
+def elementwise_chain(b: GraphDrawing) -> str:
     """Two to four elementwise ops, each read only by the next: a region `fuse` makes one
     `fused_elementwise`."""
     value = b.operand()
@@ -247,14 +247,14 @@ def elementwise_chain(b: _GraphDrawing) -> str:
 
 
 # --- scan-unroll ----------------------------------------------------------------------------
-def scan(b: _GraphDrawing) -> str:
+def scan(b: GraphDrawing) -> str:
     """A selective_scan: `scan-unroll` unrolls it when its sequence length is static and
     short (draw static shapes for that)."""
     return b.build("selective_scan")
 
 
 # --- legalize-or-rewrite --------------------------------------------------------------------
-def unclaimed(b: _GraphDrawing) -> str:
+def unclaimed(b: GraphDrawing) -> str:
     """An op some targets do not run and `legalize-or-rewrite` rewrites: linear and batchnorm
     (no target runs them), attention (not rocm, gpu or vulkan), or a reduction, softmax
     or cumsum over an axis other than the last (every target but cpu)."""
@@ -272,7 +272,7 @@ def unclaimed(b: _GraphDrawing) -> str:
     return b.add(b.draw(st.sampled_from(reductions)), [x], {"axes": [axis], "keepdims": b.draw(st.booleans())})
 
 
-MOTIFS: dict[str, Callable[[_GraphDrawing], str | None]] = {
+MOTIFS: dict[str, Callable[[GraphDrawing], str | None]] = {
     "duplicate": duplicate, "dead": dead, "const_expression": const_expression, "identity": identity,
     "broadcast": broadcast, "bias_act": bias_act, "residual_norm": residual_norm, "shared_input": shared_input,
     "swiglu": swiglu, "elementwise_chain": elementwise_chain, "scan": scan, "unclaimed": unclaimed,

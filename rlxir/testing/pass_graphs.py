@@ -19,7 +19,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from rlxir.dtypes import DType
-from rlxir.graph import Graph
+from rlxir.ir.graph import Graph
 from rlxir.testing.motifs import FUSE_MOTIFS
 from rlxir.testing.strategies import FUSED, NORM, bindings_for, graphs
 

@@ -25,20 +25,19 @@ built-in pass.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 from hypothesis import strategies as st
 
 from rlxir.dtypes import DType
-from rlxir.fills import annotate_fills
-from rlxir.graph import Graph, Module
-from rlxir.ops import ShapeError, broadcast_shapes
-from rlxir.symbolic import Dim, Expr, add, exact_div, floordiv, mul
+from rlxir.ir.fills import annotate_fills
+from rlxir.ir.graph import Graph, Module
+from rlxir.symbolic import Dim, exact_div, floordiv, mul
+from rlxir.testing.drawing import DrawConfig, GraphDrawing, broadcasts
 from rlxir.testing.motifs import FLOAT_MOTIFS, MOTIFS
 from rlxir.types import TensorType
-from rlxir.verifier import verify
+from rlxir.ir.verifier import verify
 
 UNARY = ("neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "silu", "sin", "cos", "erf", "gelu")
 BINARY = ("add", "sub", "mul", "maximum", "minimum", "div", "pow")
@@ -62,20 +61,7 @@ _FLOAT_OPS = frozenset(
 _NON_FLOAT_OPS = frozenset(COMPARE + ("where", "gather"))
 _CHAIN_UNARY = ("neg", "abs", "relu", "exp", "tanh", "sigmoid", "silu", "gelu")
 _CHAIN_BINARY = ("add", "sub", "mul", "maximum", "minimum")
-_NAME_PREFIXES = ("v", "t", "h.", "x_", "")
 _GRAPH_NAMES = ("g", "main", "mlp", "block.0", "_f")
-
-
-@attrs.frozen
-class _Config:
-    dtypes: tuple
-    symbols: tuple
-    ops: tuple
-    max_rank: int
-    max_dim: int
-    leaves_first: bool | None
-    special_floats: bool
-    motifs: tuple = ()
 
 
 def graphs(
@@ -150,7 +136,7 @@ def bindings_for(graph: Graph, min_value: int = 1, max_value: int = 4) -> st.Sea
 
 
 # --- configuration ----------------------------------------------------------------------
-def _config(dtypes, symbols, ops, float_only, max_rank, max_dim, leaves_first, special_floats) -> _Config:
+def _config(dtypes, symbols, ops, float_only, max_rank, max_dim, leaves_first, special_floats) -> DrawConfig:
     dtypes = tuple(DType(dtype) if isinstance(dtype, str) else dtype for dtype in dtypes)
     numeric = tuple(dtype for dtype in dtypes if dtype is not DType.bool and (dtype.is_float or not float_only))
     if not numeric:
@@ -174,7 +160,7 @@ def _config(dtypes, symbols, ops, float_only, max_rank, max_dim, leaves_first, s
         raise ValueError(f"none of the ops {list(chosen)} can be drawn with dtypes {[d.value for d in numeric]}")
     if max_rank < 1 or max_dim < 1:
         raise ValueError("max_rank and max_dim must be at least 1")
-    return _Config(numeric, symbol_names, usable, max_rank, max_dim, leaves_first, special_floats)
+    return DrawConfig(numeric, symbol_names, usable, max_rank, max_dim, leaves_first, special_floats)
 
 
 def _motifs(motifs: Sequence[str], dtypes: tuple) -> tuple:
@@ -189,11 +175,11 @@ def _motifs(motifs: Sequence[str], dtypes: tuple) -> tuple:
 
 
 @st.composite
-def _graphs(draw, config: _Config, min_ops: int, max_ops: int, name: str | None) -> Graph:
+def _graphs(draw, config: DrawConfig, min_ops: int, max_ops: int, name: str | None) -> Graph:
     symbols = {symbol: draw(st.none() | st.integers(1, 4)) for symbol in config.symbols}
     graph = Graph(name or draw(st.sampled_from(_GRAPH_NAMES)), symbols)
     leaves_first = config.leaves_first if config.leaves_first is not None else draw(st.booleans())
-    builder = _GraphDrawing(draw, graph, config, leaves_first)
+    builder = GraphDrawing(draw, graph, config, leaves_first, _BUILDERS, MOTIFS)
     last = None
     for _ in range(draw(st.integers(min_ops, max_ops))):
         if config.motifs and draw(st.integers(0, 2)) == 0:
@@ -212,167 +198,14 @@ def _graphs(draw, config: _Config, min_ops: int, max_ops: int, name: str | None)
     return graph
 
 
-# --- drawing values ---------------------------------------------------------------------
-class _GraphDrawing:
-    """One graph under construction: its value pool and how new values are drawn."""
-
-    def __init__(self, draw, graph: Graph, config: _Config, leaves_first: bool):
-        self.draw = draw
-        self.graph = graph
-        self.config = config
-        self.leaves_first = leaves_first
-        self.prefix = draw(st.sampled_from(_NAME_PREFIXES))
-        self.counter = 0
-        self.first_op: str | None = None
-        self.hidden: set[str] = set()
-        """Values no later op and no output may read: dead on purpose, or read once by design."""
-        self.planted: list[str] = []
-        """Results of motifs, made outputs unless a later op reads them."""
-
-    # --- ops and motifs ----------------------------------------------------------------
-    def build(self, op: str) -> str:
-        """One `op` statement on values from the pool (or new leaves); returns its result."""
-        return _BUILDERS[op](self, op)
-
-    def plant(self, motif: str) -> str | None:
-        """One motif; returns its result, or None for one that leaves nothing to read."""
-        result = MOTIFS[motif](self)
-        if result is not None:
-            self.planted.append(result)
-        return result
-
-    def hide(self, *names: str) -> None:
-        self.hidden.update(names)
-
-    # --- names and nodes --------------------------------------------------------------
-    def fresh(self) -> str:
-        name = f"{self.prefix}{self.counter}"
-        self.counter += 1
-        return name
-
-    def add(self, op: str, operands: Sequence[str], attrs: dict | None = None) -> str:
-        name = self.graph.add_op(op, operands, attrs or {}, name=self.fresh())
-        self.first_op = self.first_op or name
-        return name
-
-    def leaf(self, type_: TensorType, kind: str | None = None, value=None) -> str:
-        """A new input, param or const of `type_` (a const holds `value` when given)."""
-        kind = kind or self.draw(st.sampled_from(("input", "param", "const")))
-        where = {"before": self.first_op} if self.leaves_first and self.first_op else {}
-        name = self.fresh()
-        if kind == "const":
-            if value is None:
-                value = self.draw(_const_value(type_, self.config.special_floats))
-            return self.graph.add_const(name, type_, value, **where)
-        if kind == "param":
-            return self.graph.add_param(name, type_, **where)
-        return self.graph.add_input(name, type_, **where)
-
-    def type(self, name: str) -> TensorType:
-        return self.graph.type(name)
-
-    # --- dims and shapes ---------------------------------------------------------------
-    def dim(self, static: bool = False) -> Dim:
-        if static or not self.config.symbols or self.draw(st.integers(0, 2)) == 0:
-            return self.draw(st.integers(1, self.config.max_dim))
-        symbol = Expr.symbol(self.draw(st.sampled_from(self.config.symbols)))
-        form = self.draw(st.integers(0, 5))
-        if form == 3:
-            return mul(symbol, 2)
-        if form == 4:
-            return add(symbol, 1)
-        if form == 5:
-            return floordiv(add(symbol, 1), 2)
-        return symbol
-
-    def shape(self, min_rank: int = 0, max_rank: int | None = None) -> tuple:
-        high = max(min_rank, self.config.max_rank if max_rank is None else max_rank)
-        rank = self.draw(st.integers(min_rank, high))
-        return tuple(self.dim() for _ in range(rank))
-
-    def dtype(self, float_only: bool = False) -> DType:
-        choices = [dtype for dtype in self.config.dtypes if dtype.is_float or not float_only]
-        return self.draw(st.sampled_from(choices))
-
-    # --- operands ----------------------------------------------------------------------
-    def values(self, accept: Callable[[TensorType], bool]) -> list[str]:
-        return [name for name in self.graph.schedule() if name not in self.hidden and accept(self.type(name))]
-
-    def pick(self, accept: Callable[[TensorType], bool], make: Callable[[], str]) -> str:
-        """An existing value whose type `accept`s, or (sometimes, or when none) `make()`."""
-        candidates = self.values(accept)
-        choice = self.draw(st.integers(0, 3)) if candidates else 0
-        if choice == 0:
-            return make()
-        if choice == 1:  # the most recent one, so graphs grow chains and not only fans
-            return candidates[-1]
-        return self.draw(st.sampled_from(candidates))
-
-    def operand(self, min_rank: int = 0, max_rank: int | None = None, float_only: bool = False,
-                extra: Callable[[TensorType], bool] | None = None) -> str:
-        """A data value (never a bool) of rank in [min_rank, max_rank]."""
-        high = self.config.max_rank if max_rank is None else max_rank
-
-        def accept(type_: TensorType) -> bool:
-            return (type_.dtype in self.config.dtypes and min_rank <= type_.rank <= max(high, min_rank)
-                    and (type_.dtype.is_float or not float_only) and (extra is None or extra(type_)))
-
-        return self.pick(accept, lambda: self.leaf(TensorType(self.dtype(float_only), self.shape(min_rank, high))))
-
-    def of_type(self, type_: TensorType, kind: str | None = None) -> str:
-        """An existing value of exactly `type_`, or a new leaf."""
-        return self.pick(lambda candidate: candidate == type_, lambda: self.leaf(type_, kind))
-
-    def partner(self, dtype: DType, *shapes: tuple) -> str:
-        """A value of `dtype` whose shape broadcasts with all of `shapes`."""
-        def accept(type_: TensorType) -> bool:
-            return type_.dtype is dtype and _broadcasts(type_.shape, *shapes)
-
-        joint = broadcast_shapes(*shapes)
-        return self.pick(accept, lambda: self.leaf(TensorType(dtype, self.broadcast_partner(joint))))
-
-    def broadcast_partner(self, shape: tuple) -> tuple:
-        """A shape that broadcasts with `shape`: a suffix of it, some dims 1, maybe more dims in front.
-        (It then also broadcasts with every shape whose broadcast `shape` is.)"""
-        keep = self.draw(st.integers(0, len(shape)))
-        suffix = [dim if self.draw(st.integers(0, 3)) else 1 for dim in shape[len(shape) - keep:]]
-        front = [self.dim() for _ in range(self.draw(st.integers(0, 1)))] if keep == len(shape) else []
-        return tuple(front + suffix)
-
-
-def _broadcasts(*shapes: tuple) -> bool:
-    try:
-        broadcast_shapes(*shapes)
-    except ShapeError:
-        return False
-    return True
-
-
-@st.composite
-def _const_value(draw, type_: TensorType, special_floats: bool):
-    dtype = type_.dtype
-    if dtype is DType.bool:
-        item = st.booleans()
-    elif dtype.is_integer:
-        low, high = (0, 9) if dtype.value.startswith("u") else (-9, 9)
-        item = st.integers(low, high)
-    else:
-        finite = (0.0, 1.0, -2.5, 0.125, 1e-5, 1024.0, 0.1)
-        item = st.sampled_from(finite + ((math.inf, -math.inf) if special_floats else ()))
-    numel = type_.numel
-    if isinstance(numel, int) and numel <= 6 and draw(st.booleans()):
-        return tuple(draw(st.lists(item, min_size=numel, max_size=numel)))
-    return draw(item)
-
-
 # --- one builder per op family ----------------------------------------------------------
-def _unary(b: _GraphDrawing, op: str) -> str:
+def _unary(b: GraphDrawing, op: str) -> str:
     x = b.operand(float_only=op in _FLOAT_OPS)
     attrs = {"approximate": b.draw(st.booleans())} if op == "gelu" else {}
     return b.add(op, [x], attrs)
 
 
-def _binary(b: _GraphDrawing, op: str) -> str:
+def _binary(b: GraphDrawing, op: str) -> str:
     x = b.operand(float_only=op in _FLOAT_OPS)
     type_ = b.type(x)
     other = b.partner(type_.dtype, type_.shape)
@@ -380,28 +213,28 @@ def _binary(b: _GraphDrawing, op: str) -> str:
     return b.add(op, operands)
 
 
-def _where(b: _GraphDrawing, op: str) -> str:
+def _where(b: GraphDrawing, op: str) -> str:
     x = b.operand()
     type_ = b.type(x)
     cond = b.pick(
-        lambda candidate: candidate.dtype is DType.bool and _broadcasts(candidate.shape, type_.shape),
+        lambda candidate: candidate.dtype is DType.bool and broadcasts(candidate.shape, type_.shape),
         lambda: b.leaf(TensorType(DType.bool, b.broadcast_partner(type_.shape)), "input"),
     )
     other = b.partner(type_.dtype, type_.shape, b.type(cond).shape)
     return b.add(op, [cond, x, other] if b.draw(st.booleans()) else [cond, other, x])
 
 
-def _cast(b: _GraphDrawing, op: str) -> str:
+def _cast(b: GraphDrawing, op: str) -> str:
     x = b.operand()
     return b.add(op, [x], {"to": b.dtype()})
 
 
-def _axis(b: _GraphDrawing, rank: int) -> int:
+def _axis(b: GraphDrawing, rank: int) -> int:
     axis = b.draw(st.integers(0, rank - 1))
     return axis - rank if b.draw(st.booleans()) else axis
 
 
-def _reduce(b: _GraphDrawing, op: str) -> str:
+def _reduce(b: GraphDrawing, op: str) -> str:
     x = b.operand(min_rank=1, float_only=op in _FLOAT_OPS)
     rank = b.type(x).rank
     axes = b.draw(st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True))
@@ -409,17 +242,17 @@ def _reduce(b: _GraphDrawing, op: str) -> str:
     return b.add(op, [x], {"axes": axes, "keepdims": b.draw(st.booleans())})
 
 
-def _softmax(b: _GraphDrawing, op: str) -> str:
+def _softmax(b: GraphDrawing, op: str) -> str:
     x = b.operand(min_rank=1, float_only=True)
     return b.add(op, [x], {"axis": _axis(b, b.type(x).rank)})
 
 
-def _cumsum(b: _GraphDrawing, op: str) -> str:
+def _cumsum(b: GraphDrawing, op: str) -> str:
     x = b.operand(min_rank=1)
     return b.add(op, [x], {"axis": _axis(b, b.type(x).rank), "exclusive": b.draw(st.booleans())})
 
 
-def _matmul(b: _GraphDrawing, op: str) -> str:
+def _matmul(b: GraphDrawing, op: str) -> str:
     a = b.operand(min_rank=1)
     a_type = b.type(a)
     transpose_a = a_type.rank >= 2 and b.draw(st.booleans())
@@ -440,7 +273,7 @@ def _matmul(b: _GraphDrawing, op: str) -> str:
     return b.add(op, [a, other], {"transpose_a": transpose_a, "transpose_b": transpose_b})
 
 
-def _linear(b: _GraphDrawing, op: str) -> str:
+def _linear(b: GraphDrawing, op: str) -> str:
     x = b.operand(min_rank=1, float_only=op in _FLOAT_OPS)
     x_type = b.type(x)
     columns = b.dim()
@@ -452,11 +285,11 @@ def _linear(b: _GraphDrawing, op: str) -> str:
     return b.add(op, operands, attrs)
 
 
-def _eps(b: _GraphDrawing) -> float:
+def _eps(b: GraphDrawing) -> float:
     return b.draw(st.sampled_from((1e-5, 1e-6, 1e-3)))
 
 
-def _norm(b: _GraphDrawing, op: str) -> str:
+def _norm(b: GraphDrawing, op: str) -> str:
     if op == "batchnorm":
         x = b.operand(min_rank=2, float_only=True)
         x_type = b.type(x)
@@ -471,7 +304,7 @@ def _norm(b: _GraphDrawing, op: str) -> str:
     return b.add(op, [x, *params], {"axis": axis, "eps": _eps(b)})
 
 
-def _residual_norm(b: _GraphDrawing, op: str) -> str:
+def _residual_norm(b: GraphDrawing, op: str) -> str:
     x = b.operand(min_rank=1, float_only=True)
     x_type = b.type(x)
     residual = b.of_type(x_type)
@@ -480,7 +313,7 @@ def _residual_norm(b: _GraphDrawing, op: str) -> str:
     return b.add(op, [x, residual, *params], {"eps": _eps(b)})
 
 
-def _fused_elementwise(b: _GraphDrawing, op: str) -> str:
+def _fused_elementwise(b: GraphDrawing, op: str) -> str:
     x = b.operand(float_only=True)
     x_type = b.type(x)
     operands = [x]
@@ -501,7 +334,7 @@ def _fused_elementwise(b: _GraphDrawing, op: str) -> str:
     return b.add(op, operands, {"chain": "; ".join(steps)})
 
 
-def _attention(b: _GraphDrawing, op: str) -> str:
+def _attention(b: GraphDrawing, op: str) -> str:
     q = b.operand(min_rank=4, max_rank=4, float_only=True)
     batch, heads, queries, depth = b.type(q).shape
     dtype = b.type(q).dtype
@@ -517,7 +350,7 @@ def _attention(b: _GraphDrawing, op: str) -> str:
     return b.add(op, operands, attrs)
 
 
-def _image(b: _GraphDrawing, float_only: bool) -> str:
+def _image(b: GraphDrawing, float_only: bool) -> str:
     """A rank-4 NCHW value with static spatial dims."""
     def static_spatial(type_: TensorType) -> bool:
         return isinstance(type_.shape[2], int) and isinstance(type_.shape[3], int)
@@ -530,14 +363,14 @@ def _image(b: _GraphDrawing, float_only: bool) -> str:
                   and static_spatial(t), make)
 
 
-def _window(b: _GraphDrawing, size: int, dilation: int = 1) -> tuple[int, int, int]:
+def _window(b: GraphDrawing, size: int, dilation: int = 1) -> tuple[int, int, int]:
     """(kernel, before, after) padding such that the window fits a dim of `size`."""
     before, after = b.draw(st.integers(0, 1)), b.draw(st.integers(0, 1))
     largest = (size + before + after - 1) // dilation + 1
     return b.draw(st.integers(1, max(1, min(3, largest)))), before, after
 
 
-def _conv2d(b: _GraphDrawing, op: str) -> str:
+def _conv2d(b: GraphDrawing, op: str) -> str:
     x = _image(b, float_only=False)
     batch, channels, height, width = b.type(x).shape
     dilation = (b.draw(st.integers(1, 2)), b.draw(st.integers(1, 2)))
@@ -557,7 +390,7 @@ def _conv2d(b: _GraphDrawing, op: str) -> str:
     return b.add(op, operands, attrs)
 
 
-def _pool(b: _GraphDrawing, op: str) -> str:
+def _pool(b: GraphDrawing, op: str) -> str:
     x = _image(b, float_only=op in _FLOAT_OPS)
     _, _, height, width = b.type(x).shape
     kernel_h, top, bottom = _window(b, height)
@@ -568,7 +401,7 @@ def _pool(b: _GraphDrawing, op: str) -> str:
     return b.add(op, [x], attrs)
 
 
-def _selective_scan(b: _GraphDrawing, op: str) -> str:
+def _selective_scan(b: GraphDrawing, op: str) -> str:
     x = b.operand(min_rank=3, max_rank=3, float_only=True)
     dtype = b.type(x).dtype
     batch, steps, hidden = b.type(x).shape
@@ -580,7 +413,7 @@ def _selective_scan(b: _GraphDrawing, op: str) -> str:
     return b.add(op, [x, delta, a, bm, c], {"state_size": state})
 
 
-def _reshape(b: _GraphDrawing, op: str) -> str:
+def _reshape(b: GraphDrawing, op: str) -> str:
     x = b.operand()
     shape = list(b.type(x).shape)
     move = b.draw(st.sampled_from(("merge", "split", "insert_one", "drop_one", "flatten")))
@@ -613,12 +446,12 @@ def _divisors(value: int) -> list[int]:
     return [factor for factor in range(2, value) if value % factor == 0]
 
 
-def _transpose(b: _GraphDrawing, op: str) -> str:
+def _transpose(b: GraphDrawing, op: str) -> str:
     x = b.operand()
     return b.add(op, [x], {"perm": b.draw(st.permutations(range(b.type(x).rank)))})
 
 
-def _expand(b: _GraphDrawing, op: str) -> str:
+def _expand(b: GraphDrawing, op: str) -> str:
     x = b.operand()
     shape = b.type(x).shape
     front = tuple(b.dim() for _ in range(b.draw(st.integers(0, 2))))
@@ -626,7 +459,7 @@ def _expand(b: _GraphDrawing, op: str) -> str:
     return b.add(op, [x], {"shape": list(front + grown)})
 
 
-def _concat(b: _GraphDrawing, op: str) -> str:
+def _concat(b: GraphDrawing, op: str) -> str:
     x = b.operand(min_rank=1)
     x_type = b.type(x)
     axis = _axis(b, x_type.rank)
@@ -638,7 +471,7 @@ def _concat(b: _GraphDrawing, op: str) -> str:
     return b.add(op, operands, {"axis": axis})
 
 
-def _slice(b: _GraphDrawing, op: str) -> str:
+def _slice(b: GraphDrawing, op: str) -> str:
     def has_static_dim(type_: TensorType) -> bool:
         return any(isinstance(dim, int) and dim >= 1 for dim in type_.shape)
 
@@ -652,7 +485,7 @@ def _slice(b: _GraphDrawing, op: str) -> str:
     return b.add(op, [x], {"axis": axis - len(shape) if b.draw(st.booleans()) else axis, "start": start, "len": length})
 
 
-def _gather(b: _GraphDrawing, op: str) -> str:
+def _gather(b: GraphDrawing, op: str) -> str:
     table = b.operand(min_rank=1)
     index_dtype = b.draw(st.sampled_from((DType.i32, DType.i64)))
     indices = b.pick(lambda type_: type_.dtype is index_dtype,
@@ -660,7 +493,7 @@ def _gather(b: _GraphDrawing, op: str) -> str:
     return b.add(op, [table, indices], {"axis": _axis(b, b.type(table).rank)})
 
 
-_BUILDERS: dict[str, Callable[[_GraphDrawing, str], str]] = {
+_BUILDERS: dict[str, Callable[[GraphDrawing, str], str]] = {
     **{op: _unary for op in UNARY}, **{op: _binary for op in BINARY + COMPARE}, **{op: _reduce for op in REDUCE},
     **{op: _norm for op in NORM}, **{op: _pool for op in ("max_pool2d", "avg_pool2d")},
     "cast": _cast, "where": _where, "softmax": _softmax, "cumsum": _cumsum, "matmul": _matmul, "linear": _linear,

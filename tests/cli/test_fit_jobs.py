@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlxir.cli import main
-from rlxir.workers import can_fork
+from rlxir.compiler.workers import can_fork
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT2_BLOCK = ROOT / "examples" / "gpt2_block.rlx"

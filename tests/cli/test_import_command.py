@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rlxir.cli import main
-from rlxir.parser import parse_file
+from rlxir.ir.parser import parse_file
 
 from in_process_cli import run
 

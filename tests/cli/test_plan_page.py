@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from in_process_cli import run
 
-from rlxir.graph import Graph
-from rlxir.memory_plan import plan_graph
-from rlxir.plan_page import plan_page_entry, render_plan_page
+from rlxir.ir.graph import Graph
+from rlxir.compiler.memory_plan import plan_graph
+from rlxir.cli.plan_page import plan_page_entry, render_plan_page
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT2_BLOCK = ROOT / "examples" / "gpt2_block.rlx"

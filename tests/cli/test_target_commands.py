@@ -12,10 +12,10 @@ import pytest
 from rlxir import parse_file
 from rlxir.cli import main
 from rlxir.cli.main import build_parser
-from rlxir.compiler import compile as compile_graph
-from rlxir.fit import DEFAULT_HEADROOM, arena_budget
+from rlxir.compiler.compile import compile as compile_graph
+from rlxir.compiler.budget import DEFAULT_HEADROOM, arena_budget
 from rlxir.planning import DEFAULT_TIME_BUDGET, BestPlanner
-from rlxir.target import available_targets, get_target, register_target, unregister_target
+from rlxir.targets.target import available_targets, get_target, register_target, unregister_target
 
 from in_process_cli import run
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import rlxir
-from rlxir.training import plan_training_arena_bytes
+from rlxir.autodiff.training import plan_training_arena_bytes
 
 from in_process_cli import run
 

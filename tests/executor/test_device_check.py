@@ -11,7 +11,7 @@ import rlxir
 from rlxir.executor.device_check import (DeviceCheckError, DeviceCheckPlan, check_on_device, device_interpret,
                                          plan_device_check, sample_rows)
 from rlxir.interpreter import bind_for_run, interpret, random_feeds
-from rlxir.training import compile_training, training_graph
+from rlxir.autodiff.training import compile_training, training_graph
 
 ROWS_GRAPH = """
 graph rows(B, S=4) {

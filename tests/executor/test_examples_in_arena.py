@@ -14,7 +14,7 @@ import pytest
 
 import rlxir
 from rlxir.testing.gradcheck import with_scalar_loss
-from rlxir.training import training_graph
+from rlxir.autodiff.training import training_graph
 
 TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.rlx"))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import rlxir
-from rlxir.autodiff_ops import gather_grad
+from rlxir.autodiff.backward_ops import gather_grad
 from rlxir.executor.kernels import KERNELS
 from rlxir.errors import RlxError
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlxir.autodiff_ops import conv2d_grad_input, conv2d_grad_weight, selective_scan_grads
+from rlxir.autodiff.backward_ops import conv2d_grad_input, conv2d_grad_weight, selective_scan_grads
 from rlxir.executor.grad_kernels import GRAD_KERNELS
 
 

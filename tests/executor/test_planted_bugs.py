@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import rlxir
-import rlxir.memory_plan
+import rlxir.compiler.memory_plan
 from rlxir.executor import ExecutionError
 from rlxir.executor.arena import ArenaLayout
-from rlxir.lifetimes import graph_buffers
+from rlxir.compiler.lifetimes import graph_buffers
 
 TEXT = """
 graph chain(B) {
@@ -58,7 +58,7 @@ def test_the_unchanged_plan_runs_and_matches(target):
 def test_a_lifetime_one_step_short_is_caught(target, monkeypatch):
     graph = chain()
     # %h is read by %a and, three steps later, by %c: one step less and it dies before %c reads it
-    monkeypatch.setattr(rlxir.memory_plan, "graph_buffers", shortened("h"))
+    monkeypatch.setattr(rlxir.compiler.memory_plan, "graph_buffers", shortened("h"))
     result = rlxir.compile(graph, target)  # the validator agrees with the wrong lifetimes
     check = rlxir.check_execution(graph, result)
     assert not check.matched

@@ -19,7 +19,7 @@ from rlxir.dtypes import DType
 from rlxir.executor.check import output_precisions
 from rlxir.executor.kernels import KERNELS
 from rlxir.ops.reference import round_to_bf16
-from rlxir.target import get_target
+from rlxir.targets.target import get_target
 
 TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")
 EXAMPLES = Path(__file__).parents[2] / "examples"

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import rlxir
 from rlxir.dtypes import DType
-from rlxir.pass_base import PassError
+from rlxir.pass_machinery.pass_base import PassError
 from rlxir.testing import strategies
 from rlxir.testing.rejection import rejecting_gathers_out_of_range
 

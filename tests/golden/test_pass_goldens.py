@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 
 import rlxir
-from rlxir.instruments import VerifyEach
+from rlxir.pass_machinery.instruments import VerifyEach
 from rlxir.interpreter import interpret, random_feeds
-from rlxir.pipeline import parse_pipeline, run_pipeline
+from rlxir.pass_machinery.pipeline import parse_pipeline, run_pipeline
 
 FOLDER = Path(__file__).parent / "passes"
 FILES = sorted(FOLDER.rglob("*.rlx"))
@@ -85,7 +85,7 @@ def _check_semantics(before: rlxir.Graph, after: rlxir.Graph, bindings: dict[str
 
 
 def test_every_builtin_pass_has_a_golden():
-    from rlxir.pass_base import available_passes
+    from rlxir.pass_machinery.pass_base import available_passes
 
     covered = {path.parent.name for path in FILES}
     builtin = {name for name, cls in available_passes().items() if cls.__module__.startswith("rlxir.passes.")}

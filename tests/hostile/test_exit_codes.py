@@ -31,7 +31,7 @@ def test_a_400_digit_vram_is_a_usage_error(cli, mlp):
 
 
 def test_vram_is_exact_for_long_digit_strings():
-    from rlxir.devices import parse_bytes
+    from rlxir.targets.devices import parse_bytes
 
     assert parse_bytes("18446744073709551615") == 2**64 - 1
     assert parse_bytes("1.5GiB") == 3 << 29

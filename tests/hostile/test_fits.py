@@ -9,17 +9,18 @@ import attrs
 import pytest
 
 import rlxir
-from rlxir.compiler import (ADDRESS_SPACE_64, ArenaTooLarge, FitReport, compile, exceeds_ceiling, fit_verdict,
+from rlxir.compiler.compile import (ADDRESS_SPACE_64, ArenaTooLarge, FitReport, compile, exceeds_ceiling, fit_verdict,
                             plan_compile)
-from rlxir.devices import ProbeMiss, format_bytes
-from rlxir.fit import arena_budget, fit_batch
-from rlxir.target import get_target
+from rlxir.targets.devices import ProbeMiss, format_bytes
+from rlxir.compiler.budget import arena_budget
+from rlxir.compiler.fit import fit_batch
+from rlxir.targets.target import get_target
 
 BIG = "graph big(N) {\n  input %x : f32[N]\n  %y = exp(%x) : f32[N]\n  output %y\n}\n"
 
 
 def test_compile_with_no_budget_says_unknown(cli, mlp, monkeypatch):
-    monkeypatch.setattr("rlxir.fit.device_capacity", _no_capacity)
+    monkeypatch.setattr("rlxir.compiler.budget.device_capacity", _no_capacity)
     code, out, _ = cli("compile", mlp, "--target", "cuda", "--batch", "4")
     assert code == 0 and "fits         unknown: no budget" in out and "fits         yes" not in out
     code, out, _ = cli("compile", mlp, "--target", "cuda", "--batch", "4", "--json")
@@ -28,14 +29,14 @@ def test_compile_with_no_budget_says_unknown(cli, mlp, monkeypatch):
 
 
 def test_compare_with_no_budget_agrees_with_compile(cli, mlp, monkeypatch):
-    monkeypatch.setattr("rlxir.fit.device_capacity", _no_capacity)
+    monkeypatch.setattr("rlxir.compiler.budget.device_capacity", _no_capacity)
     code, out, _ = cli("compare", mlp, "--batch", "4", "--targets", "cuda", "--json")
     row = json.loads(out)[0]
     assert code == 0 and row["fits"] == "unknown" and "no budget" in row["fits_reason"]
 
 
 def test_fit_with_no_budget_says_unknown(cli, mlp, monkeypatch):
-    monkeypatch.setattr("rlxir.fit.device_capacity", _no_capacity)
+    monkeypatch.setattr("rlxir.compiler.budget.device_capacity", _no_capacity)
     code, out, _ = cli("fit", mlp, "--target", "cuda", "--max-batch", "8", "--json")
     assert code == 0 and json.loads(out)["fits"] == "unknown"
 
@@ -81,7 +82,7 @@ def _no_capacity(target, sources=None):
 
 
 def test_fit_with_no_budget_says_unknown_in_words(cli, mlp, monkeypatch):
-    monkeypatch.setattr("rlxir.fit.device_capacity", _no_capacity)
+    monkeypatch.setattr("rlxir.compiler.budget.device_capacity", _no_capacity)
     code, out, _ = cli("fit", mlp, "--target", "cuda", "--max-batch", "8")
     assert code == 0 and "fits unknown: no budget to fit against" in out and "largest batch that fits" not in out
 

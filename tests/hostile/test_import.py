@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlxir.parser import parse_file
+from rlxir.ir.parser import parse_file
 from rlxir.testing.fuzz import write_input
 
 onnx = pytest.importorskip("onnx")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rlxir import pass_base
+from rlxir.pass_machinery import pass_base
 from rlxir.cli import progress
 
 
@@ -19,7 +19,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 PASS_HEADER = """\
 import attrs
-from rlxir.pass_base import Pass, register_pass
+from rlxir.pass_machinery.pass_base import Pass, register_pass
 """
 
 # The smallest graph every target compiles (no symbols to bind).
@@ -126,10 +126,10 @@ def test_a_pass_that_changes_an_output_type_is_refused_everywhere(cli, plugin, s
 
 
 def test_the_compiler_itself_refuses_an_interface_change(plugin, small):
-    from rlxir.compiler import compile as compile_graph
-    from rlxir.parser import parse
-    from rlxir.pass_base import PassError
-    from rlxir.target import get_target
+    from rlxir.compiler.compile import compile as compile_graph
+    from rlxir.ir.parser import parse
+    from rlxir.pass_machinery.pass_base import PassError
+    from rlxir.targets.target import get_target
 
     pass_base.load_plugin(plugin("retype_for_api", RETYPE_OUTPUT))
     cpu = get_target("cpu")

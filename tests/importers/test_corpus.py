@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("onnx")
-from rlxir.compiler import compile  # noqa: E402
+from rlxir.compiler.compile import compile  # noqa: E402
 from rlxir.importers.onnx import import_onnx  # noqa: E402
 from rlxir.interpreter import interpret  # noqa: E402
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import rlxir
-from rlxir.compiler import ArenaTooLarge, compile
+from rlxir.compiler.compile import ArenaTooLarge, compile
 
 FOLDER = Path(__file__).resolve().parents[2] / "examples" / "imported"
 FILES = sorted(FOLDER.glob("*.rlx"))

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper  # noqa: E402
 from onnx_models import run_onnxruntime  # noqa: E402
 from test_onnx_import_ops import check, make_model, ops_of, weights  # noqa: E402
 
-from rlxir.compiler import compile  # noqa: E402
+from rlxir.compiler.compile import compile  # noqa: E402
 from rlxir.importers import UnsupportedModel  # noqa: E402
 from rlxir.importers.onnx import import_onnx  # noqa: E402
 from rlxir.interpreter import interpret  # noqa: E402

@@ -296,7 +296,7 @@ def test_names_are_sanitized_unique_and_deterministic():
     model = make_model(nodes, [("in/put:0", F, [2])], [("0out", F, None)])
     first, second = import_onnx(model), import_onnx(model)
     assert first.graph.schedule() == ["in.put.0", "layer.0.Relu_output_0", "layer.0.Relu_output_0.1", "v0out"]
-    from rlxir.printer import print_graph
+    from rlxir.ir.printer import print_graph
 
     assert print_graph(first.graph) == print_graph(second.graph)
 

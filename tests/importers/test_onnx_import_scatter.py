@@ -10,7 +10,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 from test_onnx_import_ops import check, make_model, ops_of  # noqa: E402
 
-from rlxir.compiler import compile  # noqa: E402
+from rlxir.compiler.compile import compile  # noqa: E402
 from rlxir.importers import UnsupportedModel  # noqa: E402
 from rlxir.importers.onnx import import_onnx  # noqa: E402
 

@@ -9,7 +9,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx_models import LIGHT_MODELS, compare_with_onnxruntime, light_model_path, with_random_weights  # noqa: E402
 
-from rlxir.compiler import compile  # noqa: E402
+from rlxir.compiler.compile import compile  # noqa: E402
 from rlxir.importers.onnx import import_onnx  # noqa: E402
 
 TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")

@@ -14,7 +14,7 @@ onnx = pytest.importorskip("onnx")
 from onnx_models import compare_with_onnxruntime  # noqa: E402
 from test_onnx_import_scatter import TARGETS  # noqa: E402
 
-from rlxir.compiler import compile  # noqa: E402
+from rlxir.compiler.compile import compile  # noqa: E402
 from rlxir.importers.onnx import import_onnx  # noqa: E402
 
 

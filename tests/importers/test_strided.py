@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlxir.compiler import compile
+from rlxir.compiler.compile import compile
 from rlxir.errors import RlxError
 from rlxir.importers import UnsupportedModel
 from rlxir.symbolic import parse_dim

@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rlxir.compiler import compile  # noqa: E402
+from rlxir.compiler.compile import compile  # noqa: E402
 from rlxir.importers import UnsupportedModel  # noqa: E402
 from rlxir.importers.torch import import_torch  # noqa: E402
 from rlxir.interpreter import interpret  # noqa: E402

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rlxir import RlxError, interpret, parse
-from rlxir.compiler import compile
+from rlxir.compiler.compile import compile
 
 SOURCE = """
 graph indexing(B) {

@@ -67,7 +67,7 @@ INFERRED = [
     ("fused_residual_rmsnorm", ["f32[B, S, 8]", "f32[B, S, 8]", "f32[8]"], "", "f32[B, S, 8]"),
     ("fused_elementwise", ["f32[B, 4]", "f32[4]"], 'chain = "mul($0, $1); gelu(%0) {approximate = true}"',
      "f32[B, 4]"),
-    # the gradient kernels rlxir.grad emits (rlxir.autodiff_ops)
+    # the gradient kernels rlxir.grad emits (rlxir.autodiff.backward_ops)
     ("gather_grad", ["f32[B, S, 768]", "i64[B, S]"], "shape = [50257, 768]", "f32[50257, 768]"),
     ("conv2d_grad_input", ["f32[B, 64, 112, 112]", "f32[64, 3, 7, 7]"],
      "input_shape = [B, 3, 224, 224], stride = [2, 2], padding = [3, 3, 3, 3]", "f32[B, 3, 224, 224]"),

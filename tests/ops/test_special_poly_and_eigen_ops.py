@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from rlxir import RlxError, interpret, parse, print_graph
-from rlxir.autodiff import grad
-from rlxir.compiler import compile
+from rlxir.autodiff.backward import grad
+from rlxir.compiler.compile import compile
 from rlxir.ops import check_attributes, get_op
 from rlxir.ops.special_poly import DEGREE_LIMIT
 

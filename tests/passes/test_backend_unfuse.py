@@ -1,8 +1,8 @@
 """backend-unfuse: idempotence, options, and the scan_kernel annotation."""
 
 import rlxir
-from rlxir.instruments import VerifyEach
-from rlxir.pipeline import parse_pipeline, run_pipeline
+from rlxir.pass_machinery.instruments import VerifyEach
+from rlxir.pass_machinery.pipeline import parse_pipeline, run_pipeline
 
 GRAPH = """graph g(B, S) {
   input %x : f32[B, S, 4]

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import rlxir
-from rlxir.instruments import VerifyEach
+from rlxir.pass_machinery.instruments import VerifyEach
 from rlxir.interpreter import interpret
-from rlxir.pipeline import PipelineError, parse_pipeline, run_pipeline
+from rlxir.pass_machinery.pipeline import PipelineError, parse_pipeline, run_pipeline
 
 
 def fold(text: str, spec: str = "const-fold") -> rlxir.Graph:

@@ -5,9 +5,9 @@ import pytest
 
 import rlxir
 from rlxir.dtypes import DType
-from rlxir.instruments import VerifyEach
+from rlxir.pass_machinery.instruments import VerifyEach
 from rlxir.interpreter import interpret, random_feeds
-from rlxir.pipeline import run_pipeline
+from rlxir.pass_machinery.pipeline import run_pipeline
 
 GRAPH = """graph g(B) {
   input %x : f16[B, 4]

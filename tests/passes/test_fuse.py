@@ -10,9 +10,9 @@ import rlxir
 from rlxir.dtypes import DType
 from rlxir.ops.chain import parse_chain
 from rlxir.ops.decompositions import unfuse_all
-from rlxir.pass_base import PassContext, make_pass
-from rlxir.pipeline import PipelineError, parse_pipeline, run_pipeline
-from rlxir.target import get_target
+from rlxir.pass_machinery.pass_base import PassContext, make_pass
+from rlxir.pass_machinery.pipeline import PipelineError, parse_pipeline, run_pipeline
+from rlxir.targets.target import get_target
 from rlxir.types import TensorType
 
 from same_outputs import assert_same_outputs

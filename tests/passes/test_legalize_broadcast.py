@@ -3,9 +3,9 @@
 import pytest
 
 import rlxir
-from rlxir.instruments import VerifyEach
+from rlxir.pass_machinery.instruments import VerifyEach
 from rlxir.passes.legalize_broadcast import runs_without_expand
-from rlxir.pipeline import run_pipeline
+from rlxir.pass_machinery.pipeline import run_pipeline
 from rlxir.symbolic import Expr
 
 B = Expr.symbol("B")

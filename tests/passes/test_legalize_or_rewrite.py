@@ -6,9 +6,9 @@ import attrs
 import pytest
 
 import rlxir
-from rlxir.pass_base import PassContext, PassError, make_pass
-from rlxir.pipeline import run_pipeline
-from rlxir.target import get_target
+from rlxir.pass_machinery.pass_base import PassContext, PassError, make_pass
+from rlxir.pass_machinery.pipeline import run_pipeline
+from rlxir.targets.target import get_target
 
 from same_outputs import assert_same_outputs
 
@@ -158,7 +158,7 @@ def test_a_shared_value_changed_since_is_made_again():
 
 
 def test_rocm_compiles_the_same_graph_with_and_without_sharing():
-    from rlxir.compiler import CompileOptions, plan_exec_graph, prepare_exec_graph
+    from rlxir.compiler.compile import CompileOptions, plan_exec_graph, prepare_exec_graph
 
     graph = rlxir.parse(LAYERS).main
     rocm = get_target("rocm")

@@ -9,9 +9,9 @@ import pytest
 
 import rlxir
 from rlxir.errors import UnboundSymbolError
-from rlxir.pass_base import PassContext, PassError, make_pass
-from rlxir.pipeline import run_pipeline
-from rlxir.target import available_targets
+from rlxir.pass_machinery.pass_base import PassContext, PassError, make_pass
+from rlxir.pass_machinery.pipeline import run_pipeline
+from rlxir.targets.target import available_targets
 
 from same_outputs import assert_same_outputs
 

@@ -3,8 +3,8 @@
 import pytest
 
 import rlxir
-from rlxir.instruments import VerifyEach
-from rlxir.pipeline import parse_pipeline, run_pipeline
+from rlxir.pass_machinery.instruments import VerifyEach
+from rlxir.pass_machinery.pipeline import parse_pipeline, run_pipeline
 
 
 def scan_graph(steps) -> str:

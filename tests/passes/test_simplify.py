@@ -1,8 +1,8 @@
 """simplify: claims, idempotence, and rewrites at the graph's interface."""
 
 import rlxir
-from rlxir.instruments import VerifyEach
-from rlxir.pipeline import run_pipeline
+from rlxir.pass_machinery.instruments import VerifyEach
+from rlxir.pass_machinery.pipeline import run_pipeline
 
 
 def simplify(text: str) -> rlxir.Graph:

@@ -3,11 +3,11 @@
 import pytest
 
 import rlxir
-from rlxir.instruments import VerifyEach
+from rlxir.pass_machinery.instruments import VerifyEach
 from rlxir.ops import AttrSpec, OpDef, register_op
 from rlxir.ops.core import unary_rule
-from rlxir.pass_base import PassContext, PassError, make_pass
-from rlxir.pipeline import PipelineError, parse_pipeline, run_pipeline
+from rlxir.pass_machinery.pass_base import PassContext, PassError, make_pass
+from rlxir.pass_machinery.pipeline import PipelineError, parse_pipeline, run_pipeline
 
 SCAN = """graph g(B, S) {
   input %x : f32[B, S, 4]

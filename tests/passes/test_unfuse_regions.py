@@ -1,8 +1,8 @@
 """unfuse-regions: regions only, steps as written, claims."""
 
 import rlxir
-from rlxir.instruments import VerifyEach
-from rlxir.pipeline import run_pipeline
+from rlxir.pass_machinery.instruments import VerifyEach
+from rlxir.pass_machinery.pipeline import run_pipeline
 
 
 def run(text: str) -> rlxir.Graph:

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 import rlxir
 from rlxir.cli.main import main
 from rlxir.dtypes import DType
-from rlxir.instruments import VerifyEach
-from rlxir.interface import Interface
-from rlxir.pass_base import PassContext, PassError, available_passes
-from rlxir.pipeline import Pipeline
-from rlxir.target import available_targets, get_target
+from rlxir.pass_machinery.instruments import VerifyEach
+from rlxir.ir.interface import Interface
+from rlxir.pass_machinery.pass_base import PassContext, PassError, available_passes
+from rlxir.pass_machinery.pipeline import Pipeline
+from rlxir.targets.target import available_targets, get_target
 from rlxir.testing.strategies import graphs
 
 EXAMPLES = sorted(Path(__file__).resolve().parents[2].joinpath("examples").glob("*.rlx"))

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from rlxir.pass_base import PassContext, available_passes
-from rlxir.pipeline import run_pipeline
-from rlxir.printer import print_graph
-from rlxir.target import get_target
+from rlxir.pass_machinery.pass_base import PassContext, available_passes
+from rlxir.pass_machinery.pipeline import run_pipeline
+from rlxir.ir.printer import print_graph
+from rlxir.targets.target import get_target
 from rlxir.testing.pass_graphs import PASS_GRAPHS, pass_graphs
 
 DRAWS = 24

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from rlxir.errors import RlxError
 from rlxir.interpreter import interpret, random_feeds
-from rlxir.pass_base import PassContext
-from rlxir.pipeline import parse_pipeline, run_pipeline
-from rlxir.target import get_target
+from rlxir.pass_machinery.pass_base import PassContext
+from rlxir.pass_machinery.pipeline import parse_pipeline, run_pipeline
+from rlxir.targets.target import get_target
 from rlxir.testing.pass_graphs import pass_graphs
-from rlxir.verifier import verify
+from rlxir.ir.verifier import verify
 
 TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError
-from rlxir.graph import Graph
-from rlxir.instruments import VerifyEach
+from rlxir.ir.graph import Graph
+from rlxir.pass_machinery.instruments import VerifyEach
 from rlxir.interpreter import interpret, random_feeds
-from rlxir.pipeline import run_pipeline
+from rlxir.pass_machinery.pipeline import run_pipeline
 from rlxir.testing.pass_graphs import pass_graphs
 from rlxir.testing.strategies import bindings_for
 
@@ -156,6 +156,6 @@ def widened_everywhere(graph: Graph) -> Graph:
 
 
 def rlxir_text(graph: Graph) -> str:
-    from rlxir.printer import print_graph
+    from rlxir.ir.printer import print_graph
 
     return print_graph(graph)

@@ -23,10 +23,12 @@ from hypothesis import strategies as st
 
 import rlxir.errors
 import rlxir.ops.chain
-import rlxir.parser
-import rlxir.printer
+import rlxir.ir.graph_builder
+import rlxir.ir.parser
+import rlxir.ir.statements
+import rlxir.ir.printer
 import rlxir.symbolic
-import rlxir.syntax_errors
+import rlxir.ir.syntax_errors
 from rlxir import AttrSpec, RlxError, parse, print_graph, print_module, register_annotation, verify
 from rlxir.testing.strategies import graphs
 
@@ -191,7 +193,7 @@ _EVALUATING_METHODS = {"literal_eval", "loads", "load", "import_module", "system
 
 
 def test_the_parser_has_no_call_that_could_evaluate_input():
-    for module in (rlxir.parser, rlxir.syntax_errors, rlxir.symbolic, rlxir.errors, rlxir.printer, rlxir.ops.chain):
+    for module in (rlxir.ir.parser, rlxir.ir.statements, rlxir.ir.graph_builder, rlxir.ir.syntax_errors, rlxir.symbolic, rlxir.errors, rlxir.ir.printer, rlxir.ops.chain):
         calls = [node.func for node in ast.walk(ast.parse(inspect.getsource(module))) if isinstance(node, ast.Call)]
         names = {call.id for call in calls if isinstance(call, ast.Name)}
         methods = {call.attr for call in calls if isinstance(call, ast.Attribute)}

@@ -1,0 +1,550 @@
+"""The graph: SSA values in one `networkx.DiGraph`, with an explicit schedule.
+
+Node key = value name (without ``%``). Node data holds ``op`` (an op name, or ``input`` /
+``param`` / ``const``), ``operands`` (an ordered tuple; repeats allowed, which edges alone
+cannot express), ``attrs`` (only values that differ from the op's defaults), ``type``,
+``loc`` (source location) and ``provenance`` (the original values a node derives from).
+An edge ``a -> b`` exists exactly when ``a`` is an operand of ``b``; every mutation goes
+through this class so edges, operands and the schedule stay consistent.
+
+Queries live in `rlxir.ir.graph_reading.GraphReading`, which `Graph` extends with building,
+rewriting and the whole-graph operations (copy, bind, equals).
+
+The schedule is the execution order: parse order for parsed graphs; new nodes go where a
+pass puts them (`before=` / `after=`), and untouched nodes keep their relative order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, cast
+
+from rlxir.errors import IRTypeError, Location, RlxError, VerifyError
+from rlxir.gcpause import fewer_collections
+from rlxir.ir.graph_reading import SCHEDULE_END, GraphError, GraphReading, ValueDiGraph
+from rlxir.ops import LEAF_KINDS, OpDef, check_attributes, get_op
+from rlxir.ops.registry import annotation_version
+from rlxir.symbolic import Expr, format_dim, substitute
+from rlxir.types import TensorType
+
+
+class Graph(GraphReading):
+    """One SSA graph. See the module docstring for the data model."""
+
+    def __init__(self, name: str = "main", symbols: Mapping[str, int | None] | None = None):
+        self.name = name
+        self.symbols: dict[str, int | None] = dict(symbols or {})
+        self.nx = ValueDiGraph()
+        self.outputs: list[str] = []
+        self.output_loc: Location | None = None
+        self.loc: Location | None = None
+        self._next: dict[str, str] = {SCHEDULE_END: SCHEDULE_END}
+        self._prev: dict[str, str] = {SCHEDULE_END: SCHEDULE_END}
+        self._order: list[str] | None = []
+        self._label: dict[str, int] = {SCHEDULE_END: 0}
+        self._last_inserted: str | None = None
+        self._fresh: dict[str, int] = {}
+        self._bind_nx()
+
+    # --- storage ------------------------------------------------------------------------
+    # The values live in the dicts of `self.nx` (a `ValueDiGraph`): reads and the hot
+    # mutations (add a node, add or drop an edge) are plain dict operations on them. Built
+    # through networkx's `add_node`/`add_edge` (which check their arguments and clear the
+    # cache on every call) a graph takes about twice as long, and its views add a call to
+    # every read. This section is the only code that writes those dicts; everything else
+    # uses the methods below, or `graph.nx` to hand the graph to networkx.
+    def _bind_nx(self) -> None:
+        self._nodes = self.nx.node_dict
+        self._successors = self.nx.succ_dict
+        self._predecessors = self.nx.pred_dict
+
+    def _store_node(self, name: str, data: dict) -> None:
+        self._nodes[name] = data
+        self._successors[name] = {}
+        self._predecessors[name] = {}
+        self._changed()
+
+    def _link(self, source: str, target: str) -> None:
+        if target not in self._successors[source]:
+            edge: dict = {}
+            self._successors[source][target] = edge
+            self._predecessors[target][source] = edge
+
+    def _unlink_edge(self, source: str, target: str) -> None:
+        del self._successors[source][target]
+        del self._predecessors[target][source]
+
+    def _drop_node(self, name: str) -> None:
+        for source in self._predecessors.pop(name):
+            del self._successors[source][name]
+        for target in self._successors.pop(name):
+            del self._predecessors[target][name]
+        del self._nodes[name]
+        self._changed()
+
+    def _changed(self) -> None:
+        # networkx caches conversions for its dispatch backends on the graph; changes made
+        # outside its methods clear that cache by hand (`G.__networkx_cache__.clear()` in
+        # the documentation of `networkx.config.cache_converted_graphs`).
+        cache = getattr(self.nx, "__networkx_cache__", None)
+        if cache:
+            cache.clear()
+
+    # --- building -----------------------------------------------------------------------
+    def fresh_name(self, hint: str = "t") -> str:
+        """A value name not yet in the graph, derived from `hint`."""
+        if hint not in self._nodes:
+            return hint
+        counter = self._fresh.get(hint, 0)
+        while True:
+            counter += 1
+            candidate = f"{hint}.{counter}"
+            if candidate not in self._nodes:
+                self._fresh[hint] = counter
+                return candidate
+
+    def _insert(self, name: str, before: str | None, after: str | None) -> None:
+        if before is not None and after is not None:
+            raise GraphError("give before= or after=, not both")
+        anchor_next = SCHEDULE_END
+        if before is not None:
+            self.data(before)
+            anchor_next = before
+        elif after is not None:
+            self.data(after)
+            anchor_next = self._next[after]
+        anchor_prev = self._prev[anchor_next]
+        self._next[anchor_prev] = name
+        self._prev[name] = anchor_prev
+        self._next[name] = anchor_next
+        self._prev[anchor_next] = name
+        self._label[name] = self._label_between(anchor_prev, anchor_next)
+        self._last_inserted = name
+        if self._order is not None and anchor_next == SCHEDULE_END:
+            self._order.append(name)
+        else:
+            self._order = None
+
+    # Schedule labels: integers increasing along the schedule, spaced apart so a node
+    # inserted between two others takes the midpoint; when a gap is used up, every node
+    # is relabelled (rare). They make "which comes first" O(1) without renumbering.
+    # A node inserted right after the previously inserted one (a decomposition adding its
+    # nodes before its anchor, a chain of after= inserts) takes a small step instead of
+    # the midpoint: halving would use the gap up every ~32 inserts, and relabelling the
+    # whole schedule that often makes big unrolls quadratic.
+    _SPACING = 1 << 32
+    _SEQUENTIAL_SHIFT = 12
+
+    def _label_between(self, before: str, after: str) -> int:
+        label = self._label
+        if after == SCHEDULE_END:
+            return (label[before] if before != SCHEDULE_END else 0) + self._SPACING
+        low = label[before] if before != SCHEDULE_END else label[after] - 2 * self._SPACING
+        gap = label[after] - low
+        if gap >= 2:
+            sequential = before != SCHEDULE_END and before == self._last_inserted
+            return low + (max(gap >> self._SEQUENTIAL_SHIFT, 1) if sequential else gap // 2)
+        self._relabel()
+        return self._label_between(before, after)
+
+    def _relabel(self) -> None:
+        cursor, value, nxt = self._next[SCHEDULE_END], 0, self._next
+        while cursor != SCHEDULE_END:
+            value += self._SPACING
+            self._label[cursor] = value
+            cursor = nxt[cursor]
+
+    def _unlink(self, name: str) -> None:
+        before, after = self._prev.pop(name), self._next.pop(name)
+        self._next[before] = after
+        self._prev[after] = before
+        del self._label[name]
+        self._order = None
+
+    def _add_node(self, name: str, op: str, operands: tuple[str, ...], attrs: dict, type_: TensorType,
+                  loc: Location | None, provenance: tuple, before: str | None, after: str | None) -> str:
+        if name in self._nodes:
+            raise GraphError(f"value %{name} is already defined", loc)
+        self._store_node(name, {"op": op, "operands": operands, "attrs": attrs, "type": type_, "loc": loc,
+                                "provenance": provenance})
+        for operand in operands:
+            self._link(operand, name)
+        self._insert(name, before, after)
+        return name
+
+    def add_input(self, name: str, type_: TensorType, loc: Location | None = None, attrs: Mapping | None = None,
+                  **where: str | None) -> str:
+        """An input; `attrs` holds its fill facts (`rlxir.ir.fills`), if any."""
+        return self._add_node(name, "input", (), dict(attrs or {}), type_, loc, (name,), where.get("before"),
+                              where.get("after"))
+
+    def add_param(self, name: str, type_: TensorType, loc: Location | None = None, attrs: Mapping | None = None,
+                  **where: str | None) -> str:
+        """A param; `attrs` holds its fill facts (`rlxir.ir.fills`), if any."""
+        return self._add_node(name, "param", (), dict(attrs or {}), type_, loc, (name,), where.get("before"),
+                              where.get("after"))
+
+    def add_const(self, name: str | None, type_: TensorType, value: Any, loc: Location | None = None,
+                  provenance: tuple = (), **where: str | None) -> str:
+        """A literal: `value` is a scalar splat or a flat row-major tuple of `numel` items."""
+        name = name or self.fresh_name("c")
+        value = tuple(value) if isinstance(value, (list, tuple)) else value
+        return self._add_node(name, "const", (), {"value": value}, type_, loc, provenance or (name,),
+                              where.get("before"), where.get("after"))
+
+    def infer_type(self, op: str, operands: Iterable[str], attrs: Mapping[str, Any] | None = None) -> TensorType:
+        """The result type `op` would have on these operands (raises on bad input)."""
+        opdef = get_op(op)
+        if opdef is None:
+            raise IRTypeError(f"unknown op {op!r}")
+        operands = tuple(operands)
+        if not opdef.accepts_arity(len(operands)):
+            raise IRTypeError(f"{op} takes {opdef.arity_text()}, got {len(operands)}")
+        _, full = check_attributes(opdef, attrs or {})
+        return opdef.shape_rule(tuple(self.type(operand) for operand in operands), full)
+
+    def add_op(self, op: str, operands: Iterable[str], attrs: Mapping[str, Any] | None = None, *,
+               type: TensorType | None = None, name: str | None = None, before: str | None = None,
+               after: str | None = None, loc: Location | None = None, provenance: tuple | None = None,
+               origin: str | None = None) -> str:
+        """Add ``%name = op(operands) {attrs}`` and return its name.
+
+        The result type is inferred; a given `type` must equal it. `origin` names the value
+        this one is rewritten from: its location and provenance are inherited (a node with
+        neither `origin` nor `provenance` is its own provenance, as inputs are). New nodes go
+        at the end of the schedule unless `before`/`after` names an anchor.
+        Raises `IRTypeError` (unknown op, arity, attributes, shapes) or `GraphError`.
+        """
+        opdef = get_op(op)
+        if opdef is None:
+            raise IRTypeError(f"unknown op {op!r}", loc, expected="a registered op (see `rlxir ops`)")
+        operands = tuple(operands)
+        nodes = self._nodes
+        for operand in operands:
+            if operand not in nodes:
+                raise GraphError(f"operand %{operand} of {op} is not defined", loc)
+        if not opdef.accepts_arity(len(operands)):
+            raise IRTypeError(f"{op} takes {opdef.arity_text()}, got {len(operands)}", loc)
+        nodes = self._nodes
+        canonical, inferred = infer_result(opdef, tuple(nodes[operand]["type"] for operand in operands), attrs)
+        if type is not None and type != inferred:
+            raise IRTypeError(f"result type {type} differs from the inferred {inferred}", loc, expected=str(inferred))
+        if origin is not None:
+            origin_data = self.data(origin)
+            loc = loc or origin_data["loc"]
+            provenance = provenance or origin_data["provenance"] or (origin,)
+        # New values are named after the value they are rewritten from (%h -> %h.1), so
+        # rewritten IR stays readable; otherwise after their op.
+        name = name or self.fresh_name(origin if origin is not None else op)
+        return self._add_node(name, op, operands, canonical, inferred, loc, tuple(provenance or (name,)), before, after)
+
+    # --- rewriting ----------------------------------------------------------------------
+    def set_operands(self, name: str, operands: Iterable[str]) -> None:
+        """Change a node's operands (edges follow). The caller re-checks types if needed."""
+        data = self.data(name)
+        operands = tuple(operands)
+        for operand in operands:
+            if operand not in self._nodes:
+                raise GraphError(f"operand %{operand} is not defined")
+        for old in set(data["operands"]) - set(operands):
+            self._unlink_edge(old, name)
+        for new in operands:
+            self._link(new, name)
+        data["operands"] = operands
+        self._changed()
+
+    def set_attrs(self, name: str, attrs: Mapping[str, Any]) -> None:
+        """Replace a node's attributes (validated against its op's schema)."""
+        data = self.data(name)
+        opdef = get_op(data["op"])
+        data["attrs"] = check_attributes(opdef, attrs)[0] if opdef else dict(attrs)
+
+    def set_type(self, name: str, type_: TensorType) -> None:
+        self.data(name)["type"] = type_
+
+    def replace_all_uses(self, old: str, new: str) -> int:
+        """Make every reader of `old` (and the outputs) read `new`; returns uses changed."""
+        if old == new:
+            return 0
+        self.data(new)
+        changed = 0
+        for user in list(self._successors[old]):
+            operands = self.operands(user)
+            changed += operands.count(old)
+            self.set_operands(user, tuple(new if operand == old else operand for operand in operands))
+        if old in self.outputs:
+            changed += self.outputs.count(old)
+            self.outputs = [new if value == old else value for value in self.outputs]
+        return changed
+
+    def rename(self, old: str, new: str) -> None:
+        """Call value `old` `new` from now on: its readers, the outputs and the schedule
+        follow (its place in the schedule and its provenance stay)."""
+        if new in self._nodes:
+            raise GraphError(f"cannot rename %{old} to %{new}: %{new} is already defined")
+        data = self.data(old)
+        users = list(self._successors[old])
+        operands = data["operands"]
+        for operand in set(operands):
+            self._unlink_edge(operand, old)
+        for user in users:
+            self._unlink_edge(old, user)
+        del self._nodes[old], self._successors[old], self._predecessors[old]
+        self._store_node(new, data)
+        for operand in operands:
+            self._link(operand, new)
+        for user in users:
+            user_data = self._nodes[user]
+            user_data["operands"] = tuple(new if operand == old else operand for operand in user_data["operands"])
+            self._link(new, user)
+        self._rename_in_schedule(old, new)
+        self.outputs = [new if value == old else value for value in self.outputs]
+        self._rename_view_roots(old, new)
+
+    def _rename_view_roots(self, old: str, new: str) -> None:
+        # Lowered views name their root buffer in an attribute, which may be any ancestor.
+        for data in self._nodes.values():
+            if data["attrs"].get("view_of") == "%" + old:
+                data["attrs"] = {**data["attrs"], "view_of": "%" + new}
+
+    def _rename_in_schedule(self, old: str, new: str) -> None:
+        before, after = self._prev.pop(old), self._next.pop(old)
+        self._next[before], self._prev[after] = new, new
+        self._prev[new], self._next[new] = before, after
+        self._label[new] = self._label.pop(old)
+        if self._last_inserted == old:
+            self._last_inserted = new
+        self._order = None
+
+    def erase(self, name: str) -> None:
+        """Remove a value nobody reads (raises `GraphError` when it still has users)."""
+        if self._successors[name] or name in self.outputs:
+            readers = ", ".join("%" + user for user in self.users(name)) or "the graph outputs"
+            raise GraphError(f"cannot erase %{name}: still read by {readers}")
+        self._drop_node(name)
+        self._unlink(name)
+
+    def move_before(self, name: str, anchor: str) -> None:
+        self._unlink(name)
+        self._insert(name, anchor, None)
+
+    def move_after(self, name: str, anchor: str) -> None:
+        self._unlink(name)
+        self._insert(name, None, anchor)
+
+    def set_outputs(self, outputs: Iterable[str]) -> None:
+        outputs = list(outputs)
+        for value in outputs:
+            self.data(value)
+        self.outputs = outputs
+
+    # --- whole-graph operations ---------------------------------------------------------
+    def copy(self) -> Graph:
+        clone = Graph(self.name, self.symbols)
+        clone.loc, clone.output_loc = self.loc, self.output_loc
+        for name in self.schedule():
+            data = self._nodes[name]
+            clone.nx.add_node(name, **{**data, "attrs": dict(data["attrs"])})
+        clone.nx.add_edges_from(self.nx.edges)
+        clone._next, clone._prev = dict(self._next), dict(self._prev)
+        clone._label = dict(self._label)
+        clone._order = None
+        clone.outputs = list(self.outputs)
+        clone._fresh = dict(self._fresh)
+        return clone
+
+    def bound_symbols(self, bindings: Mapping[str, int] | None = None) -> dict[str, int]:
+        """Header defaults overridden by `bindings` (only symbols the graph declares)."""
+        values = {symbol: default for symbol, default in self.symbols.items() if default is not None}
+        values.update({symbol: value for symbol, value in (bindings or {}).items() if symbol in self.symbols})
+        return values
+
+    def bind(self, bindings: Mapping[str, int] | None = None, **symbols: int) -> Graph:
+        """A specialised copy with the given symbols replaced by integers.
+
+        Every node's type is inferred again, so checks that need numbers (slice bounds,
+        reshape counts) run now; a failure is located at the node. Unknown symbols are an error.
+        """
+        values = {**(bindings or {}), **symbols}
+        unknown = sorted(set(values) - set(self.symbols))
+        if unknown:
+            declared = ", ".join(self.symbols) or "none"
+            raise RlxError(f"graph {self.name} has no symbol {', '.join(unknown)}", self.loc,
+                           expected=f"one of its symbols: {declared}")
+        for symbol, value in values.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise RlxError(f"symbol {symbol} must be bound to a non-negative integer, got {value!r}")
+        remaining = {symbol: default for symbol, default in self.symbols.items() if symbol not in values}
+        result = Graph(self.name, remaining)
+        result.loc, result.output_loc = self.loc, self.output_loc
+        bound_types: dict = {}
+        with fewer_collections():
+            for name in self.schedule():
+                _rebuild_node(result, name, self._nodes[name], values, bound_types)
+        result.outputs = list(self.outputs)
+        return result
+
+    def equals(self, other: Graph) -> bool:
+        """Structural equality: name, symbols, schedule, every node's op, operands,
+        attributes and type, and the outputs (locations and provenance are not compared)."""
+        if (self.name, self.symbols, self.outputs) != (other.name, other.symbols, other.outputs):
+            return False
+        if self.schedule() != other.schedule():
+            return False
+        keys = ("op", "operands", "type")
+        for name in self.schedule():
+            mine, theirs = self._nodes[name], other._nodes[name]
+            if any(mine[key] != theirs[key] for key in keys) or not _same_attrs(mine["attrs"], theirs["attrs"]):
+                return False
+        return True
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.name}: {len(self)} values>"
+
+
+_INFERRED: dict = {}
+_INFERRED_LIMIT = 200_000
+
+
+def infer_result(opdef: OpDef, operand_types: tuple, attrs: Mapping[str, Any] | None) -> tuple[dict, TensorType]:
+    """(canonical attributes, result type) of an op application, memoised.
+
+    Big graphs repeat the same (op, operand types, attributes) many times over (every
+    layer of a stack), so inference is cached on exactly those inputs. Rules are pure
+    functions of them, and the key holds the `OpDef` itself and the annotation registry's
+    version, so re-registering an op or an annotation never serves a stale answer.
+    Errors are not cached.
+    """
+    try:
+        key = (opdef, annotation_version(), operand_types,
+               tuple((name, _typed(value)) for name, value in attrs.items()) if attrs else ())
+        hit = _INFERRED.get(key)
+    except TypeError:  # an unhashable attribute value: infer without the cache
+        key, hit = None, None
+    if hit is not None:
+        return dict(hit[0]), hit[1]
+    canonical, full = check_attributes(opdef, attrs or {})
+    inferred = opdef.shape_rule(operand_types, full)
+    if key is not None:
+        if len(_INFERRED) >= _INFERRED_LIMIT:
+            _INFERRED.clear()
+        _INFERRED[key] = (canonical, inferred)
+    return dict(canonical), inferred
+
+
+def _typed(value: object) -> object:
+    """`value` as a cache key that keeps apart what Python calls equal: ``True == 1 == 1.0``
+    (a bool given for an int attribute must not hit the int's entry) and ``-0.0 == 0.0``."""
+    if isinstance(value, tuple):
+        return tuple(_typed(item) for item in value)
+    if isinstance(value, float):
+        return float, value.hex()
+    return type(value), value
+
+
+def _bind_attr(value: Any, values: Mapping[str, int]) -> Any:
+    if isinstance(value, Expr):
+        return substitute(value, values)
+    if isinstance(value, tuple) and any(isinstance(item, Expr) for item in value):
+        return tuple(substitute(item, values) if isinstance(item, Expr) else item for item in value)
+    return value
+
+
+def _same_attrs(left: dict, right: dict) -> bool:
+    """Attribute equality where NaN equals NaN (a NaN literal must survive a round trip)."""
+    return left.keys() == right.keys() and all(_same_value(left[key], right[key]) for key in left)
+
+
+def _same_value(left: object, right: object) -> bool:
+    if isinstance(left, tuple) and isinstance(right, tuple):
+        return len(left) == len(right) and all(_same_value(a, b) for a, b in zip(left, right))
+    if isinstance(left, float) and isinstance(right, float) and left != left and right != right:
+        return True
+    return type(left) is type(right) and left == right
+
+
+def _rebuild_node(result: Graph, name: str, data: dict, values: Mapping[str, int], bound_types: dict) -> None:
+    """Add `name` to `result` with its symbols bound and its type inferred again."""
+    type_ = _bound_type(name, data, values, bound_types)
+    op = data["op"]
+    if op in LEAF_KINDS:
+        attrs = data["attrs"] if op == "const" else {key: _bind_attr(value, values) for key, value in data["attrs"].items()}
+        result._add_node(name, op, (), dict(attrs), type_, data["loc"], data["provenance"], None, None)
+    else:
+        attrs = {key: _bind_attr(value, values) for key, value in data["attrs"].items()}
+        operand_types = tuple(result._nodes[operand]["type"] for operand in data["operands"])
+        try:
+            canonical, type_ = infer_result(cast(OpDef, get_op(op)), operand_types, attrs)  # its op is registered
+        except RlxError as error:
+            raise error.with_location(data["loc"]) from None
+        except ZeroDivisionError:
+            raise RlxError(f"binding makes a dim of %{name} divide by zero", data["loc"],
+                           "symbol values that keep every divisor non-zero") from None
+        result._add_node(name, op, data["operands"], canonical, type_, data["loc"], data["provenance"], None, None)
+    # Each distinct (written, bound) pair is checked once; the memo keys pairs beside types.
+    if type_ is not data["type"] and (data["type"], type_) not in bound_types:
+        _check_dims_not_negative(name, data["type"], type_, values, data["loc"])
+        bound_types[data["type"], type_] = type_
+
+
+def _bound_type(name: str, data: dict, values: Mapping[str, int], bound_types: dict) -> TensorType:
+    """`data`'s type with `values` bound (memoised per type: types repeat across layers)."""
+    symbolic = data["type"]
+    bound = bound_types.get(symbolic)
+    if bound is None:
+        try:
+            bound = bound_types[symbolic] = symbolic.bind(values)
+        except ZeroDivisionError:
+            given = ", ".join(f"{symbol}={value}" for symbol, value in values.items())
+            raise RlxError(f"with {given}, a dim of %{name} ({symbolic}) divides by zero", data["loc"],
+                           "symbol values that keep every divisor non-zero") from None
+    return bound
+
+
+def _check_dims_not_negative(name: str, symbolic: TensorType, bound: TensorType, values: Mapping[str, int],
+                             loc: Location | None) -> None:
+    """A symbol value can make a dim such as ``S - 4`` negative; no tensor has such a shape."""
+    for written, dim in zip(symbolic.shape, bound.shape):
+        if isinstance(dim, int) and dim < 0:
+            given = ", ".join(f"{symbol}={value}" for symbol, value in values.items())
+            raise RlxError(f"with {given}, dim {format_dim(written)} of %{name} is {dim}", loc,
+                           expected="symbol values that leave every dim non-negative")
+
+
+class Module:
+    """The graphs of one file, in file order; `main` is the first."""
+
+    def __init__(self, graphs: Iterable[Graph] = (), filename: str = "<string>"):
+        self.graphs: dict[str, Graph] = {}
+        self.filename = filename
+        for graph in graphs:
+            self.add(graph)
+
+    def add(self, graph: Graph) -> None:
+        if graph.name in self.graphs:
+            raise VerifyError(f"graph {graph.name} is defined twice", graph.loc)
+        self.graphs[graph.name] = graph
+
+    @property
+    def main(self) -> Graph:
+        if not self.graphs:
+            raise RlxError(f"{self.filename} holds no graph", expected="graph NAME(...) { ... }")
+        return next(iter(self.graphs.values()))
+
+    def __getitem__(self, name: str) -> Graph:
+        try:
+            return self.graphs[name]
+        except KeyError:
+            names = ", ".join(self.graphs) or "none"
+            raise RlxError(f"no graph named {name!r} in {self.filename}", expected=f"one of: {names}") from None
+
+    def __iter__(self) -> Iterator[Graph]:
+        return iter(self.graphs.values())
+
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    def equals(self, other: Module) -> bool:
+        return list(self.graphs) == list(other.graphs) and all(
+            graph.equals(other.graphs[name]) for name, graph in self.graphs.items()
+        )

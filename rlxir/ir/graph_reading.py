@@ -1,0 +1,215 @@
+"""The reading half of `rlxir.ir.graph.Graph`: the storage it keeps its values in
+(`ValueDiGraph`, the schedule's links) and every query on it — a value's op, operands,
+attributes, type and users, the schedule, the values of a kind. Nothing here changes a
+graph; `Graph` adds building, rewriting and the whole-graph operations on top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, KeysView, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import networkx as nx
+
+from rlxir.errors import Location, RlxError
+from rlxir.ops import LEAF_KINDS, OpDef, check_attributes, get_op
+from rlxir.types import TensorType
+
+
+class GraphError(RlxError):
+    """Misuse of the graph API by a pass (erasing a used value, unknown names, ...)."""
+
+
+class ValueDiGraph(nx.DiGraph):
+    """The networkx graph a `Graph` keeps its values in: a plain `DiGraph` that also names
+    the dicts its nodes and edges are stored in, so that `Graph` can write them directly.
+
+    networkx builds a graph's storage through factory hooks that a subclass may replace
+    (the "Subclasses" part of `networkx.DiGraph`'s documentation). This class's hooks keep
+    the dicts they make: `node_dict` (value name -> data dict), `succ_dict` and `pred_dict`
+    (value name -> {neighbour: edge data dict}); which outer dict holds successors is
+    learnt with one public `add_edge`, not from the order networkx makes them in. Views,
+    algorithms and `copy()` are networkx's own, so the graph can be handed to any of them.
+    """
+
+    def __init__(self, incoming_graph_data: Any = None, **attr: Any) -> None:
+        self._made_adjacency: list[dict] = []
+        super().__init__(incoming_graph_data, **attr)
+        made = self._made_adjacency
+        del self._made_adjacency
+        if len(made) != 2 or not hasattr(self, "node_dict"):
+            raise RuntimeError("this networkx version does not build a DiGraph's storage through "
+                               "node_dict_factory and adjlist_outer_dict_factory")
+        source, target = object(), object()
+        self.add_edge(source, target)
+        self.succ_dict, self.pred_dict = made if target in made[0].get(source, ()) else made[::-1]
+        if source not in self.node_dict or source not in self.pred_dict[target]:
+            raise RuntimeError("this networkx version keeps a DiGraph's edges outside its factory-made dicts")
+        self.remove_nodes_from((source, target))
+
+    def node_dict_factory(self) -> dict:
+        self.node_dict: dict = {}
+        return self.node_dict
+
+    def adjlist_outer_dict_factory(self) -> dict:
+        adjacency: dict = {}
+        self._made_adjacency.append(adjacency)
+        return adjacency
+
+
+SCHEDULE_END = ""  # sentinel of the circular schedule list (never a value name)
+
+
+class GraphReading:
+    """Queries on one SSA graph; `Graph` holds the state and the changes (see
+    `rlxir.ir.graph` for the data model)."""
+
+    name: str
+    nx: ValueDiGraph
+    outputs: list[str]
+    _nodes: dict[str, dict]
+    _successors: dict[str, dict[str, dict]]
+    _predecessors: dict[str, dict[str, dict]]
+    _next: dict[str, str]
+    _label: dict[str, int]
+    _order: list[str] | None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._nodes
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.schedule())
+
+    def data(self, name: str) -> dict:
+        """The node's data dict (read it; change it only through the methods below)."""
+        try:
+            return self._nodes[name]
+        except KeyError:
+            raise GraphError(f"no value %{name} in graph {self.name}") from None
+
+    def op(self, name: str) -> str:
+        return self.data(name)["op"]
+
+    def opdef(self, name: str) -> OpDef | None:
+        return get_op(self.data(name)["op"])
+
+    def operands(self, name: str) -> tuple[str, ...]:
+        try:
+            return self._nodes[name]["operands"]
+        except KeyError:
+            raise GraphError(f"no value %{name} in graph {self.name}") from None
+
+    def attrs(self, name: str) -> dict:
+        """Attributes as stored (defaults omitted)."""
+        return self.data(name)["attrs"]
+
+    def attr(self, name: str, key: str, default: Any = None) -> Any:
+        """An attribute's value with the op's schema default filled in."""
+        data = self.data(name)
+        if key in data["attrs"]:
+            return data["attrs"][key]
+        opdef = get_op(data["op"])
+        spec = opdef.attributes.get(key) if opdef else None
+        if spec is not None and not spec.required:
+            return spec.default
+        return default
+
+    def full_attrs(self, name: str) -> dict:
+        data = self.data(name)
+        opdef = get_op(data["op"])
+        if opdef is None:
+            return dict(data["attrs"])
+        return check_attributes(opdef, data["attrs"])[1]
+
+    def type(self, name: str) -> TensorType:
+        return self.data(name)["type"]
+
+    def location(self, name: str) -> Location | None:
+        """Where value `name` is defined. (`graph.loc` is the graph header's location.)"""
+        return self.data(name)["loc"]
+
+    def provenance(self, name: str) -> tuple[str, ...]:
+        return self.data(name)["provenance"]
+
+    def kind(self, name: str) -> str:
+        """``input``, ``param``, ``const`` or ``op``."""
+        op = self.data(name)["op"]
+        return op if op in LEAF_KINDS else "op"
+
+    def users(self, name: str) -> list[str]:
+        """The values that read `name`, in schedule order (O(k log k) for k users)."""
+        try:
+            users = list(self._successors[name])
+        except KeyError:
+            raise GraphError(f"no value %{name} in graph {self.name}") from None
+        if len(users) > 1:
+            users.sort(key=self._label.__getitem__)
+        return users
+
+    def edge_sources(self, name: str) -> KeysView[str]:
+        """The values with an edge into `name`, as a set-like view (the verifier checks it
+        equals the set of its operands)."""
+        return self._predecessors[name].keys()
+
+    def edge_targets(self, name: str) -> KeysView[str]:
+        """The values with an edge from `name` (its users, each once), as a set-like view in
+        the order their edges were added: O(1), where `users` sorts by schedule."""
+        try:
+            return self._successors[name].keys()
+        except KeyError:
+            raise GraphError(f"no value %{name} in graph {self.name}") from None
+
+    def user_count(self, name: str) -> int:
+        """How many distinct values read `name` (its out-degree; `use_count` also counts
+        repeated reads and graph outputs)."""
+        try:
+            return len(self._successors[name])
+        except KeyError:
+            raise GraphError(f"no value %{name} in graph {self.name}") from None
+
+    def data_by_name(self) -> Mapping[str, dict]:
+        """Every value's data dict by name, as a read-only mapping (for walks over the whole
+        graph; its keys are exactly the values stored, whatever the schedule says)."""
+        return MappingProxyType(self._nodes)
+
+    def comes_before(self, first: str, second: str) -> bool:
+        """Whether `first` is earlier than `second` in the schedule (O(1))."""
+        return self._label[first] < self._label[second]
+
+    def use_count(self, name: str) -> int:
+        """Reads of `name` by ops (repeats counted) plus graph outputs."""
+        count = sum(self._nodes[user]["operands"].count(name) for user in self._successors[name])
+        return count + self.outputs.count(name)
+
+    def schedule(self) -> list[str]:
+        """Value names in execution order (a fresh list)."""
+        if self._order is None:
+            order, cursor, nxt = [], self._next[SCHEDULE_END], self._next
+            while cursor != SCHEDULE_END:
+                order.append(cursor)
+                cursor = nxt[cursor]
+            self._order = order
+        return list(self._order)
+
+    def positions(self) -> dict[str, int]:
+        """Schedule position of every value."""
+        return {name: index for index, name in enumerate(self.schedule())}
+
+    def values_of_kind(self, kind: str) -> list[str]:
+        return [name for name in self.schedule() if self.kind(name) == kind]
+
+    def inputs(self) -> list[str]:
+        return self.values_of_kind("input")
+
+    def params(self) -> list[str]:
+        return self.values_of_kind("param")
+
+    def consts(self) -> list[str]:
+        return self.values_of_kind("const")
+
+    def ops(self) -> list[str]:
+        return self.values_of_kind("op")

@@ -1,0 +1,116 @@
+"""Parse `.rlx` text into a `Module` of `Graph`s.
+
+Lark's LALR parser runs with the grammar in ``grammar/rlx.lark`` and ``strict=True``; the
+transformer (`rlxir.ir.statements`) is applied inside the parser, so each statement is
+added to its graph (through `rlxir.ir.graph_builder`) the moment it is reduced and no
+parse tree is ever built. Every error is an `RlxError` located
+at the offending token (or the exact character inside a coarse TYPE/ARGS token).
+Nothing here evaluates input as code.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+from importlib import resources
+from pathlib import Path
+
+import lark
+from lark import Lark
+from lark.exceptions import UnexpectedInput
+
+from rlxir.errors import ParseError, RlxError, SourceText
+from rlxir.gcpause import fewer_collections
+from rlxir.ir.graph import Module
+from rlxir.ir.graph_builder import GraphBuilder
+from rlxir.ir.statements import StatementTransformer
+from rlxir.ir.syntax_errors import decode_source, end_of, syntax_error
+
+_LOCK = threading.RLock()
+_PARSER: Lark | None = None
+_GAP = r"(?:[ \t\r\n]|#[^\n]*\n)*"
+_CALLBACKS = StatementTransformer()
+
+
+def grammar_text() -> str:
+    return resources.files("rlxir.grammar").joinpath("rlx.lark").read_text(encoding="utf-8")
+
+
+def _lark() -> Lark:
+    global _PARSER
+    if _PARSER is None:
+        parser = Lark(grammar_text(), parser="lalr", strict=True, start=["start", "attr_block"],
+                      transformer=_CALLBACKS, maybe_placeholders=True, cache=_grammar_cache_path())
+        _CALLBACKS.parts = _parts_pattern(parser)
+        _PARSER = parser
+    return _PARSER
+
+
+def _grammar_cache_path() -> str | bool:
+    """Where Lark keeps the analysed grammar between processes (building the LALR tables
+    takes about 0.2 s, loading them a few ms): the user's own cache directory, never a
+    shared temporary one, since Lark's cache is a pickle. Lark keys the file on the
+    grammar's hash and rebuilds it when stale or unreadable; False when there is no
+    writable place for it."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "rlxir")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return False
+    if not os.access(folder, os.W_OK):
+        return False
+    return os.path.join(folder, f"grammar-lark{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}.cache")
+
+
+def _parts_pattern(parser: Lark) -> re.Pattern:
+    """The STMT terminal with a named group per part, built from the grammar's own
+    terminals so that it splits exactly what the lexer matched."""
+    def regexp(name: str) -> str:
+        return parser.get_terminal(name).pattern.to_regexp()
+
+    gap = _GAP  # the grammar's GAP, which Lark keeps only inside STMT
+    return re.compile(f"(?P<DEF>{regexp('DEF')}){gap}(?P<ARGS>{regexp('ARGS')})"
+                      f"(?:{gap}(?P<ATTRS>{regexp('ATTRS')}))?(?:{gap}(?P<TYPE>{regexp('TYPE')}))?")
+
+
+def _parse_with(builder: GraphBuilder, text: str, start: str):
+    """Run the LALR parser on `text` from rule `start`, with `builder` receiving callbacks."""
+    with _LOCK:
+        previous = _CALLBACKS.builder
+        _CALLBACKS.builder = builder
+        try:
+            return _lark().parse(text, start=start)
+        finally:
+            _CALLBACKS.builder = previous
+
+
+def parse(text: str, filename: str = "<string>") -> Module:
+    """Parse rlx text into a `Module`; raises a located `RlxError` on any bad input."""
+    source = SourceText(filename, text)
+    try:
+        with fewer_collections():  # roughly halves the parse time of big files
+            module = _parse_with(GraphBuilder(source, _parse_with), text, "start")
+    except UnexpectedInput as error:
+        raise syntax_error(error, source) from None
+    if not module.graphs:
+        raise ParseError("no graph in this file", end_of(source), "graph NAME(SYMBOLS) { ... }")
+    return module
+
+
+def parse_file(path: str | Path) -> Module:
+    """Parse a `.rlx` file. An unreadable file is an `RlxError`, not an OSError."""
+    if str(path) == "-":  # standard input, as in `rlxir check - < model.rlx`
+        if sys.stdin is None:
+            raise RlxError("cannot read standard input: it is closed", expected="rlxir COMMAND - < model.rlx")
+        return parse(decode_source(sys.stdin.buffer.read(), "<stdin>"), "<stdin>")
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise RlxError(f"cannot read {path}: {error.strerror or error}") from None
+    return parse(decode_source(data, str(path)), str(path))
+
+
