@@ -75,15 +75,17 @@ def run_process(code: str, path: str) -> tuple[float, int, int, str]:
 def library_seconds(path: str) -> float:
     """parse + rocm pipeline + plan of the file's graph in this process, after the imports."""
     import rlxir
-    from rlxir.compiler import CompileOptions, plan_exec_graph, prepare_exec_graph
+    from rlxir.compiler.compile import CompileOptions, plan_exec_graph, prepare_exec_graph
+    from rlxir.targets.target import get_target
 
     text = Path(path).read_text()
     rlxir.parse("graph warm { input %x : f32[] output %x }")
     options = CompileOptions(validate=False)
     start = time.process_time()
     graph = rlxir.parse(text, path).main
-    exec_graph = prepare_exec_graph(graph, "rocm", BINDINGS, options)
-    plan_exec_graph(exec_graph, "rocm", options)
+    rocm = get_target("rocm")
+    exec_graph = prepare_exec_graph(graph, rocm, BINDINGS, options)
+    plan_exec_graph(exec_graph, rocm, options)
     return time.process_time() - start
 
 

@@ -67,3 +67,40 @@ def test_rename_moves_readers_outputs_schedule_and_view_roots():
     rlxir.verify(graph)
     with pytest.raises(rlxir.GraphError, match="already defined"):
         graph.rename("a", "x")
+
+
+def test_view_roots_follow_a_chain_of_renames_made_without_them():
+    """`keep_output_names` renames many values with views=False, then updates the views in
+    one scan: a name freed and taken again in between must still land on the right value."""
+    graph = rlxir.parse("graph g {\n  input %x : f32[4]\n  %a = relu(%x)\n  %b = exp(%a)\n"
+                        "  %va = reshape(%a) {shape = [2, 2], view_of = \"%a\"}\n"
+                        "  %vb = reshape(%b) {shape = [2, 2], view_of = \"%b\"}\n  output %va, %vb\n}\n").main
+    renames = [("a", "a.old"), ("b", "a")]  # %a's name goes to %b's value
+    for old, new in renames:
+        graph.rename(old, new, views=False)
+    assert graph.attrs("va")["view_of"] == "%a"  # not followed yet
+    graph.rename_view_roots(renames)
+    assert graph.attrs("va")["view_of"] == "%a.old" and graph.attrs("vb")["view_of"] == "%a"
+    rlxir.verify(graph)
+
+
+def test_the_output_list_counts_its_members_through_every_change():
+    import pickle
+
+    from rlxir.ir.outputs import OutputList
+
+    graph = rlxir.parse("graph g {\n  input %x : f32[4]\n  %a = relu(%x)\n  %b = exp(%a)\n  output %a, %b, %a\n}\n").main
+    outputs = graph.outputs
+    assert isinstance(outputs, OutputList) and outputs == ["a", "b", "a"] and outputs.count("a") == 2
+    outputs[0] = "x"
+    outputs.append("b")
+    outputs[1:3] = ["x"]
+    assert outputs == ["x", "x", "b"] and outputs.count("a") == 0 and "a" not in outputs and outputs.count("x") == 2
+    del outputs[0]
+    outputs.insert(0, "a")
+    assert outputs.pop() == "b" and outputs.count("b") == 0 and outputs == ["a", "x"]
+    assert outputs.replace("x", "b") == 1 and outputs == ["a", "b"] and "x" not in outputs
+    copied = pickle.loads(pickle.dumps(outputs))
+    assert copied == ["a", "b"] and copied.count("b") == 1 and isinstance(copied, OutputList)
+    graph.outputs = ["b", "b"]  # a plain list assigned is counted too
+    assert graph.outputs.count("b") == 2 and "a" not in graph.outputs

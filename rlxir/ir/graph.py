@@ -35,7 +35,7 @@ class Graph(GraphReading):
         self.name = name
         self.symbols: dict[str, int | None] = dict(symbols or {})
         self.nx = ValueDiGraph()
-        self.outputs: list[str] = []
+        self.outputs = []
         self.output_loc: Location | None = None
         self.loc: Location | None = None
         self._next: dict[str, str] = {SCHEDULE_END: SCHEDULE_END}
@@ -272,14 +272,14 @@ class Graph(GraphReading):
             operands = self.operands(user)
             changed += operands.count(old)
             self.set_operands(user, tuple(new if operand == old else operand for operand in operands))
-        if old in self.outputs:
-            changed += self.outputs.count(old)
-            self.outputs = [new if value == old else value for value in self.outputs]
+        changed += self.outputs.replace(old, new)
         return changed
 
-    def rename(self, old: str, new: str) -> None:
+    def rename(self, old: str, new: str, *, views: bool = True) -> None:
         """Call value `old` `new` from now on: its readers, the outputs and the schedule
-        follow (its place in the schedule and its provenance stay)."""
+        follow (its place in the schedule and its provenance stay). Lowered views that name
+        `old` as their root follow too, by a scan of the graph; a caller renaming many values
+        passes ``views=False`` and calls `rename_view_roots` once with all of them."""
         if new in self._nodes:
             raise GraphError(f"cannot rename %{old} to %{new}: %{new} is already defined")
         data = self.data(old)
@@ -298,14 +298,23 @@ class Graph(GraphReading):
             user_data["operands"] = tuple(new if operand == old else operand for operand in user_data["operands"])
             self._link(new, user)
         self._rename_in_schedule(old, new)
-        self.outputs = [new if value == old else value for value in self.outputs]
-        self._rename_view_roots(old, new)
+        self.outputs.replace(old, new)
+        if views:
+            self.rename_view_roots([(old, new)])
 
-    def _rename_view_roots(self, old: str, new: str) -> None:
-        # Lowered views name their root buffer in an attribute, which may be any ancestor.
+    def rename_view_roots(self, renames: Iterable[tuple[str, str]]) -> None:
+        """Make lowered views (`view_of`, which may name any ancestor) follow `renames`, the
+        (old, new) pairs of `rename` calls in the order they were made, in one scan."""
+        origin: dict[str, str] = {}  # a name now -> the name its value had before the renames
+        for old, new in renames:
+            origin[new] = origin.pop(old, old)
+        final = {"%" + before: "%" + now for now, before in origin.items() if now != before}
+        if not final:
+            return
         for data in self._nodes.values():
-            if data["attrs"].get("view_of") == "%" + old:
-                data["attrs"] = {**data["attrs"], "view_of": "%" + new}
+            root = data["attrs"].get("view_of")
+            if root in final:
+                data["attrs"] = {**data["attrs"], "view_of": final[root]}
 
     def _rename_in_schedule(self, old: str, new: str) -> None:
         before, after = self._prev.pop(old), self._next.pop(old)

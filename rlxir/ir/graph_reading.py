@@ -6,13 +6,14 @@ graph; `Graph` adds building, rewriting and the whole-graph operations on top.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, KeysView, Mapping
+from collections.abc import Iterable, Iterator, KeysView, Mapping
 from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
 
 from rlxir.errors import Location, RlxError
+from rlxir.ir.outputs import OutputList
 from rlxir.ops import LEAF_KINDS, OpDef, check_attributes, get_op
 from rlxir.types import TensorType
 
@@ -67,13 +68,22 @@ class GraphReading:
 
     name: str
     nx: ValueDiGraph
-    outputs: list[str]
+    _outputs: OutputList
     _nodes: dict[str, dict]
     _successors: dict[str, dict[str, dict]]
     _predecessors: dict[str, dict[str, dict]]
     _next: dict[str, str]
     _label: dict[str, int]
     _order: list[str] | None
+
+    @property
+    def outputs(self) -> OutputList:
+        """The output values in order (a list; membership and counts cost O(1))."""
+        return self._outputs
+
+    @outputs.setter
+    def outputs(self, names: Iterable[str]) -> None:
+        self._outputs = names if isinstance(names, OutputList) else OutputList(names)
 
     def __contains__(self, name: str) -> bool:
         return name in self._nodes

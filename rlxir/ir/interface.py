@@ -72,6 +72,12 @@ def keep_output_names(graph: Graph, names: list[str]) -> bool:
     if len(names) != len(graph.outputs):
         return False  # a pass dropped or added outputs: not repairable, `VerifyEach` reports it
     changed = False
+    renamed: list[tuple[str, str]] = []  # lowered views follow them once, at the end
+
+    def rename(old: str, new: str) -> None:
+        graph.rename(old, new, views=False)
+        renamed.append((old, new))
+
     for position, name in enumerate(names):
         current = graph.outputs[position]
         if current == name:
@@ -79,23 +85,25 @@ def keep_output_names(graph: Graph, names: list[str]) -> bool:
         if name in graph and graph.kind(name) in ("input", "param"):
             continue  # never rename the interface's own leaves
         if name in graph:
-            graph.rename(name, graph.fresh_name(name))
+            rename(name, graph.fresh_name(name))
         # An output name may be listed twice; every position it held moves together.
-        held = {index for index, value in enumerate(graph.outputs) if value == current}
+        held = ({position} if graph.outputs.count(current) == 1 else
+                {index for index, value in enumerate(graph.outputs) if value == current})
         ours = {index for index in held if names[index] == name}
         if held == ours and graph.kind(current) in RENAMABLE_KINDS:
-            graph.rename(current, name)
+            rename(current, name)
         else:
             alias = _same_shape_reshape(graph, current)
             if alias is None:
                 alias = graph.add_op("reshape", [current], {"shape": graph.type(current).shape}, name=name,
                                      after=current, origin=current)
             else:
-                graph.rename(alias, name)
+                rename(alias, name)
                 alias = name
             for index in ours:
                 graph.outputs[index] = alias
         changed = True
+    graph.rename_view_roots(renamed)
     return changed
 
 
