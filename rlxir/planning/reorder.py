@@ -3,7 +3,9 @@
 A *dive* places every buffer canonically (as `CanonicalSearch` does, without a capacity
 or pruning): at each step the unplaced buffer with the lowest minimum offset (the highest
 top among the placed buffers it overlaps) goes there, ties broken by a priority order.
-Any packing is a dive of some order, so the order is searched instead of the offsets.
+That is the search's first descent, which never backtracks; on MiniMalloc's challenging
+K every plan the search found within its budget was such a descent, so here the order is
+searched instead of the offsets.
 
 `reorder_dives` starts from one order and repeats: move one buffer to a random earlier
 place in the order (four times in five one that sticks out above the lower bound in the
@@ -12,8 +14,8 @@ score is (arena, buffers whose top is above the lower bound, bytes above it summ
 them): the last two tell apart the many orders that give the same arena and lead the
 search down the plateau towards plans with fewer and lower buffers above the bound.
 
-A dive costs O(n) NumPy calls over n-element arrays (about 1.3 ms at n = 454 on an idle
-machine), so a few seconds try a few thousand orders. Only for instances small enough for the search's
+A dive costs O(n) NumPy calls over n-element arrays (1.3 ms of CPU at n = 454), so a few
+seconds try a few thousand orders. Only for instances small enough for the search's
 overlap lists (see `BestPlanner`).
 """
 
