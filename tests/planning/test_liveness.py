@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rlxir.planning import Buffer, PlanError, get_planner, validate_plan
+from rlxir.planning import Buffer, LivenessPlanner, PlanError, get_planner, validate_plan
+from rlxir.planning.problem import Problem
+from rlxir.planning.sweep import peak_sweep_best_fit
 
 
 def plan(buffers, alignment=1):
@@ -119,10 +121,6 @@ def test_sizes_beyond_int64_stay_exact():
 
 
 def test_a_pass_from_the_peak_that_reaches_the_bound_is_returned_as_it_is():
-    from rlxir.planning import LivenessPlanner
-    from rlxir.planning.problem import Problem
-    from rlxir.planning.sweep import peak_sweep_best_fit
-
     # A chain of short buffers beside one that lives throughout: the peak pass packs it
     # at the bound (each new buffer takes the gap the one before last left), so the
     # by-size placement is skipped on large enough lists.
