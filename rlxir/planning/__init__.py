@@ -5,7 +5,8 @@ steps, size in bytes, optionally an imposed offset) in one arena and returns a
 `PlanResult`. Planners are found by name (`get_planner`, `PLANNERS`):
 
 - ``bump``: no reuse, every buffer at the cursor in the given order (RLX ROCm/CUDA);
-- ``liveness``: greedy by size with best fit over free gaps;
+- ``liveness``: greedy by size with best fit over free gaps (on large lists, a pass from
+  the peak instead where it reaches the lower bound);
 - ``best``: never worse than ``liveness``, searching for better within a time budget.
 
 `lower_bound` gives the peak of live bytes (no arena can be smaller) and `validate_plan`

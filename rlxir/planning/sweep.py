@@ -9,6 +9,12 @@ insertion: O(n log n) comparisons in all, however many buffers are live at once.
 It sees only the buffers live at a start, not those that start later, so it packs less
 tightly than `place_in_order` (on synth100k 1.02x the lower bound against 1.0000x); it is
 several times cheaper, which makes it the plan `best` always has in hand.
+
+`peak_sweep_best_fit` runs the same pass outward from the peak slot: the buffers live
+there are stacked first (longest-lived at the bottom), then one pass goes forward in time
+from the peak and one backward, each from that stack. The peak itself then has no holes,
+and the holes a pass leaves grow only with the distance from it: on the idealloc
+instances 1.0000-1.037x the lower bound against 1.003-1.26x for the schedule-order pass.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rlxir.planning.bounds import peak_slot
 from rlxir.planning.problem import Problem
 
 # Events between two looks at the clock.
@@ -57,15 +64,84 @@ def sweep_best_fit(
     return offsets
 
 
-def _events(problem: Problem) -> list[int]:
-    """Event ``i < n`` places buffer i, event ``n + i`` frees it: by slot, frees first,
-    then placements largest first (ties: longest lifetime, input order)."""
+def peak_sweep_best_fit(problem: Problem, deadline: float = math.inf) -> list[int] | None:
+    """Offsets (one per buffer, input order) of the best-fit pass run outward from the
+    peak slot (see the module docstring); None if the clock passes `deadline` first.
+
+    `problem` must have no imposed offsets. At the peak the buffers are stacked most
+    slots first (ties: largest, input order); the forward pass then frees and places like
+    `sweep_best_fit` (ties: input order) over the later slots, the backward pass over the
+    earlier ones with time mirrored (a buffer is placed at its last slot and freed before
+    its first).
+    """
     n = len(problem)
-    slots = np.concatenate([problem.slot_hi, problem.slot_lo])
-    is_start = np.concatenate([np.zeros(n, np.int64), np.ones(n, np.int64)])
-    size_keys = np.concatenate([np.zeros(n, np.int64), -problem.size_keys])
-    life_keys = np.concatenate([np.zeros(n, np.int64), -problem.lifetime_keys()])
-    event_ids = np.concatenate([np.arange(n, 2 * n), np.arange(n)])
+    offsets = [0] * n
+    if n == 0:
+        return offsets
+    sizes = problem.sizes
+    lo, hi = problem.slot_lo, problem.slot_hi
+    peak = peak_slot(problem)
+    at_peak = np.flatnonzero((lo <= peak) & (peak < hi))
+    slots_live = hi - lo
+    stacked = at_peak[np.lexsort((at_peak, -problem.size_keys[at_peak], -slots_live[at_peak]))]
+    stack = _FreeList(sum(sizes))
+    for index in stacked.tolist():
+        if sizes[index]:
+            offsets[index] = stack.take(sizes[index])
+    mirror = problem.slot_count
+    halves = (
+        (np.flatnonzero(lo > peak), lo, hi),
+        (np.flatnonzero(hi <= peak), mirror - hi, mirror - lo),  # time mirrored
+    )
+    for placed, first_slot, end_slot in halves:
+        events = _events(problem, first_slot, end_slot, placed, at_peak)
+        if not _run(events, n, offsets, sizes, stack.copy(), deadline):
+            return None
+    return offsets
+
+
+def _run(events: list[int], n: int, offsets: list[int], sizes: list[int], free: _FreeList, deadline: float) -> bool:
+    """Apply `events` (see `_events`) to `free`, writing offsets; False past `deadline`."""
+    for first in range(0, len(events), CHECK_EVERY):
+        if time.perf_counter() > deadline:
+            return False
+        for event in events[first : first + CHECK_EVERY]:
+            if event >= n:
+                index = event - n
+                if sizes[index]:
+                    free.release(offsets[index], sizes[index])
+            elif sizes[event]:
+                offsets[event] = free.take(sizes[event])
+    return True
+
+
+def _events(
+    problem: Problem,
+    slot_lo: np.ndarray | None = None,
+    slot_hi: np.ndarray | None = None,
+    placed: np.ndarray | None = None,
+    held: np.ndarray | None = None,
+) -> list[int]:
+    """Event ``i < n`` places buffer i, event ``n + i`` frees it: by slot, frees first,
+    then placements largest first (ties: longest lifetime, input order).
+
+    By default every buffer is placed and freed over the problem's own slots. Otherwise
+    the buffers `placed` are placed and freed and the buffers `held` (already placed) only
+    freed, over the slot ranges ``[slot_lo, slot_hi)``, and placement ties go by input
+    order alone (the lifetime tie-break costs the peak pass 7 % on pangu_2.6B).
+    """
+    n = len(problem)
+    slot_lo = problem.slot_lo if slot_lo is None else slot_lo
+    slot_hi = problem.slot_hi if slot_hi is None else slot_hi
+    placed = np.arange(n) if placed is None else placed
+    freed = placed if held is None else np.concatenate([held, placed])
+    zeros = np.zeros(len(freed), np.int64)
+    slots = np.concatenate([slot_hi[freed], slot_lo[placed]])
+    is_start = np.concatenate([zeros, np.ones(len(placed), np.int64)])
+    size_keys = np.concatenate([zeros, -problem.size_keys[placed]])
+    lifetimes = -problem.lifetime_keys()[placed] if held is None else np.zeros(len(placed), np.int64)
+    life_keys = np.concatenate([zeros, lifetimes])
+    event_ids = np.concatenate([freed + n, placed])
     order = np.lexsort((event_ids, life_keys, size_keys, is_start, slots))
     return event_ids[order].tolist()
 
@@ -93,6 +169,15 @@ class _FreeList:
         self.top = 0
         self.highest = 0
         self.span = 1 << total_bytes.bit_length()  # above every address the pass can use
+
+    def copy(self) -> _FreeList:
+        """An independent free list in the same state."""
+        twin = _FreeList(0)
+        twin.keys = list(self.keys)
+        twin.by_start = dict(self.by_start)
+        twin.by_end = dict(self.by_end)
+        twin.top, twin.highest, twin.span = self.top, self.highest, self.span
+        return twin
 
     def take(self, size: int) -> int:
         keys = self.keys

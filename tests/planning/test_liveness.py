@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rlxir.planning import Buffer, PlanError, get_planner, validate_plan
+from rlxir.planning import Buffer, LivenessPlanner, PlanError, get_planner, validate_plan
+from rlxir.planning.problem import Problem
+from rlxir.planning.sweep import peak_sweep_best_fit
 
 
 def plan(buffers, alignment=1):
@@ -116,3 +118,18 @@ def test_sizes_beyond_int64_stay_exact():
     result = plan(buffers)
     assert result.offsets == {"a": 0, "b": huge, "c": 0}
     assert result.arena_bytes == 2 * huge
+
+
+def test_a_pass_from_the_peak_that_reaches_the_bound_is_returned_as_it_is():
+    # A chain of short buffers beside one that lives throughout: the peak pass packs it
+    # at the bound (each new buffer takes the gap the one before last left), so the
+    # by-size placement is skipped on large enough lists.
+    buffers = [Buffer("all", 0, 400, 64)] + [Buffer(f"b{i}", i, i + 2, 32) for i in range(398)]
+    problem = Problem.build(buffers, 1)
+    peak = peak_sweep_best_fit(problem)
+    result = LivenessPlanner(peak_pass_from=len(buffers)).plan(buffers)
+    validate_plan(buffers, result.offsets, 1, result.arena_bytes)
+    assert result.arena_bytes == result.lower_bound_bytes
+    assert [result.offsets[b.name] for b in buffers] == peak
+    by_size = LivenessPlanner(peak_pass_from=len(buffers) + 1).plan(buffers)
+    assert by_size.arena_bytes >= result.arena_bytes

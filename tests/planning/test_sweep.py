@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from rlxir.planning import Buffer, lower_bound, validate_plan
 from rlxir.planning.problem import Problem
-from rlxir.planning.sweep import sweep_best_fit
+from rlxir.planning.sweep import peak_sweep_best_fit, sweep_best_fit
 
 from .strategies import ALIGNMENTS, buffer_lists
 
@@ -56,3 +56,30 @@ def test_a_passed_deadline_still_gives_a_valid_plan(buffers, checks):
     offsets = sweep_best_fit(problem, deadline=time.perf_counter() - checks)
     validate_plan(buffers, offsets, 1, arena(problem, offsets))
     assert arena(problem, offsets) == sum(problem.sizes)
+
+
+def test_the_peak_pass_stacks_the_peak_and_places_outward_from_it():
+    buffers = [
+        Buffer("early", 0, 2, 6),  # before the peak: placed by the backward pass
+        Buffer("long", 0, 4, 2),  # live at the peak (slot [2, 3)), most slots: at the bottom
+        Buffer("peak_a", 2, 3, 4),  # fewest slots: on top of the stack
+        Buffer("peak_b", 2, 4, 4),
+        Buffer("late", 3, 4, 4),  # after the peak: where peak_a was
+    ]
+    problem = Problem.build(buffers, 1)
+    offsets = peak_sweep_best_fit(problem)
+    assert offsets == [2, 0, 6, 2, 6]
+    assert arena(problem, offsets) == lower_bound(buffers)
+
+
+@settings(max_examples=80, deadline=None)
+@given(buffer_lists(max_buffers=40), ALIGNMENTS)
+def test_the_peak_pass_gives_a_valid_plan(buffers, alignment):
+    problem = Problem.build(buffers, alignment)
+    offsets = peak_sweep_best_fit(problem)
+    validate_plan(buffers, offsets, alignment, arena(problem, offsets))
+
+
+def test_the_peak_pass_gives_up_past_its_deadline():
+    buffers = [Buffer(f"b{i}", i, i + 3, 8 + i) for i in range(20)]
+    assert peak_sweep_best_fit(Problem.build(buffers, 1), deadline=time.perf_counter() - 1) is None
