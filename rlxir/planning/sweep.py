@@ -54,13 +54,7 @@ def sweep_best_fit(
         if time.perf_counter() > deadline:
             _stack_the_rest(offsets, sizes, events[first:], n, free.highest)
             break
-        for event in events[first : first + CHECK_EVERY]:
-            if event >= n:
-                index = event - n
-                if sizes[index]:
-                    free.release(offsets[index], sizes[index])
-            elif sizes[event]:
-                offsets[event] = free.take(sizes[event])
+        _apply(events[first : first + CHECK_EVERY], n, offsets, sizes, free)
     return offsets
 
 
@@ -105,14 +99,19 @@ def _run(events: list[int], n: int, offsets: list[int], sizes: list[int], free: 
     for first in range(0, len(events), CHECK_EVERY):
         if time.perf_counter() > deadline:
             return False
-        for event in events[first : first + CHECK_EVERY]:
-            if event >= n:
-                index = event - n
-                if sizes[index]:
-                    free.release(offsets[index], sizes[index])
-            elif sizes[event]:
-                offsets[event] = free.take(sizes[event])
+        _apply(events[first : first + CHECK_EVERY], n, offsets, sizes, free)
     return True
+
+
+def _apply(events: list[int], n: int, offsets: list[int], sizes: list[int], free: _FreeList) -> None:
+    """Place (event ``i < n``) or free (event ``n + i``) each buffer of `events` in turn."""
+    for event in events:
+        if event >= n:
+            index = event - n
+            if sizes[index]:
+                free.release(offsets[index], sizes[index])
+        elif sizes[event]:
+            offsets[event] = free.take(sizes[event])
 
 
 def _events(
