@@ -21,7 +21,8 @@ from typing import Any, cast
 
 from rlxir.errors import IRTypeError, Location, RlxError, VerifyError
 from rlxir.gcpause import fewer_collections
-from rlxir.ir.graph_reading import NO_EDGE_DATA, SCHEDULE_END, GraphError, GraphReading, ValueDiGraph, ValueNode
+from rlxir.ir.graph_reading import (NO_ATTRS, NO_EDGE_DATA, SCHEDULE_END, GraphError, GraphReading, SharedAttrs,
+                                    ValueDiGraph, ValueNode)
 from rlxir.ops import LEAF_KINDS, OpDef, check_attributes, get_op
 from rlxir.ops.registry import annotation_version
 from rlxir.symbolic import Expr, format_dim, substitute
@@ -411,7 +412,8 @@ _INFERRED_LIMIT = 200_000
 
 
 def infer_result(opdef: OpDef, operand_types: tuple, attrs: Mapping[str, Any] | None) -> tuple[dict, TensorType]:
-    """(canonical attributes, result type) of an op application, memoised.
+    """(canonical attributes, result type) of an op application, memoised. The attributes
+    are a `SharedAttrs`: equal applications get the same read-only object.
 
     Big graphs repeat the same (op, operand types, attributes) many times over (every
     layer of a stack), so inference is cached on exactly those inputs. Rules are pure
@@ -426,14 +428,15 @@ def infer_result(opdef: OpDef, operand_types: tuple, attrs: Mapping[str, Any] | 
     except TypeError:  # an unhashable attribute value: infer without the cache
         key, hit = None, None
     if hit is not None:
-        return dict(hit[0]), hit[1]
+        return hit
     canonical, full = check_attributes(opdef, attrs or {})
     inferred = opdef.shape_rule(operand_types, full)
+    shared = SharedAttrs(canonical) if canonical else NO_ATTRS
     if key is not None:
         if len(_INFERRED) >= _INFERRED_LIMIT:
             _INFERRED.clear()
-        _INFERRED[key] = (canonical, inferred)
-    return dict(canonical), inferred
+        _INFERRED[key] = (shared, inferred)
+    return shared, inferred
 
 
 def _typed(value: object) -> object:

@@ -83,6 +83,30 @@ class ValueNode(MutableMapping):
         return f"ValueNode({self.copy()!r})"
 
 
+class SharedAttrs(dict):
+    """An op node's attributes as inference canonicalised them, one object shared by every
+    node with the same op, operand types and attributes (the layers of a stack repeat them
+    thousands of times), so it refuses changes: `Graph.set_attrs` or assigning
+    ``data.attrs`` replaces a node's attributes instead. ``copy()`` gives a plain dict."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a node's attributes are shared with other nodes: replace them (Graph.set_attrs), "
+                        "do not change them in place")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _refuse
+
+    def copy(self) -> dict:
+        return dict(self)
+
+    def __reduce__(self) -> tuple:
+        return SharedAttrs, (dict(self),)
+
+
+NO_ATTRS = SharedAttrs()
+
+
 class NoEdgeData(Mapping):
     """The data of every edge: edges in rlxir carry nothing (operands are in the nodes), so
     one shared, empty, read-only mapping serves them all instead of a dict per edge. Writes
