@@ -1,10 +1,12 @@
 """The graph: SSA values in one `networkx.DiGraph`, with an explicit schedule.
 
-Node key = value name (without ``%``). Node data holds ``op`` (an op name, or ``input`` /
+Node key = value name (without ``%``). Node data is a `ValueNode` record (networkx sees a
+mapping of its six keys) holding ``op`` (an op name, or ``input`` /
 ``param`` / ``const``), ``operands`` (an ordered tuple; repeats allowed, which edges alone
 cannot express), ``attrs`` (only values that differ from the op's defaults), ``type``,
 ``loc`` (source location) and ``provenance`` (the original values a node derives from).
-An edge ``a -> b`` exists exactly when ``a`` is an operand of ``b``; every mutation goes
+An edge ``a -> b`` exists exactly when ``a`` is an operand of ``b`` (edges carry no data: all
+share `NO_EDGE_DATA`); every mutation goes
 through this class so edges, operands and the schedule stay consistent.
 
 Queries live in `rlxir.ir.graph_reading.GraphReading`, which `Graph` extends with building,
@@ -45,6 +47,7 @@ class Graph(GraphReading):
         self._label: dict[str, int] = {SCHEDULE_END: 0}
         self._last_inserted: str | None = None
         self._fresh: dict[str, int] = {}
+        self._leaves: dict[str, None] = {}
         self._bind_nx()
 
     # --- storage ------------------------------------------------------------------------
@@ -63,6 +66,8 @@ class Graph(GraphReading):
         self._nodes[name] = data
         self._successors[name] = {}
         self._predecessors[name] = {}
+        if data.op in LEAF_KINDS:
+            self._leaves[name] = None
         self._changed()
 
     def _link(self, source: str, target: str) -> None:
@@ -80,6 +85,7 @@ class Graph(GraphReading):
         for target in self._successors.pop(name):
             del self._predecessors[target][name]
         del self._nodes[name]
+        self._leaves.pop(name, None)
         self._changed()
 
     def _changed(self) -> None:
@@ -291,6 +297,7 @@ class Graph(GraphReading):
         for user in users:
             self._unlink_edge(old, user)
         del self._nodes[old], self._successors[old], self._predecessors[old]
+        self._leaves.pop(old, None)
         self._store_node(new, data)
         for operand in operands:
             self._link(operand, new)
