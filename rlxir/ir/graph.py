@@ -352,8 +352,8 @@ class Graph(GraphReading):
         clone.loc, clone.output_loc = self.loc, self.output_loc
         for name in self.schedule():
             data = self._nodes[name]
-            clone._store_node(name, ValueNode(data.op, data.operands, dict(data.attrs), data.type, data.loc,
-                                              data.provenance))
+            attrs = data.attrs if type(data.attrs) is SharedAttrs else dict(data.attrs)  # read-only ones stay shared
+            clone._store_node(name, ValueNode(data.op, data.operands, attrs, data.type, data.loc, data.provenance))
         for source, targets in self._successors.items():
             for target in targets:
                 clone._link(source, target)
