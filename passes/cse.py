@@ -10,15 +10,15 @@ from rlxir.pass_machinery.pass_base import Pass, PassContext, register_pass
 
 def _key(graph: Graph, node: str):
     data = graph.data(node)
-    if data["op"] == "const":
-        value = data["attrs"]["value"]
-        return ("const", data["type"], value if not isinstance(value, float) or value == value else "nan")
-    attrs_key = tuple(sorted((key, repr(value)) for key, value in data["attrs"].items()))
-    operands = data["operands"]
+    if data.op == "const":
+        value = data.attrs["value"]
+        return ("const", data.type, value if not isinstance(value, float) or value == value else "nan")
+    attrs_key = tuple(sorted((key, repr(value)) for key, value in data.attrs.items()))
+    operands = data.operands
     opdef = graph.opdef(node)
     if opdef is not None and opdef.has("commutative"):
         operands = tuple(sorted(operands))
-    return (data["op"], operands, attrs_key, data["type"])
+    return (data.op, operands, attrs_key, data.type)
 
 
 @register_pass

@@ -33,12 +33,12 @@ def _has_low_precision(graph: Graph) -> bool:
     One read of every node's dict: the common all-f32 graph costs no more than that."""
     low_names = tuple(dtype.value for dtype in DType if dtype.is_low_precision)
     for data in graph.data_by_name().values():
-        if data["type"].dtype.is_low_precision:
+        if data.type.dtype.is_low_precision:
             return True
-        op = data["op"]
-        if op == "cast" and data["attrs"]["to"].is_low_precision:
+        op = data.op
+        if op == "cast" and data.attrs["to"].is_low_precision:
             return True
-        if op == "fused_elementwise" and any(name in data["attrs"]["chain"] for name in low_names):
+        if op == "fused_elementwise" and any(name in data.attrs["chain"] for name in low_names):
             return True
     return False
 

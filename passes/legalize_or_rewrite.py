@@ -39,7 +39,7 @@ def off_last_axis(graph: Graph, node: str) -> bool:
 def offence(target: Target, graph: Graph, node: str) -> str | None:
     """Why `target` cannot run `node` as it stands, or None when it can."""
     data = graph.data(node)
-    op, dtype = data["op"], data["type"].dtype
+    op, dtype = data.op, data.type.dtype
     reasons = []
     if op not in LEAF_KINDS and not target.claims(op):
         reasons.append(f"not in the {target.name} op set")

@@ -16,7 +16,7 @@ import rlxir.grammar
 import rlxir.ir.graph
 import rlxir.passes
 from rlxir.ir.graph import GraphError
-from rlxir.ir.graph_reading import ValueDiGraph
+from rlxir.ir.graph_reading import NO_EDGE_DATA, ValueDiGraph, ValueNode
 
 TEXT = """graph g {
   input %x : f32[4]
@@ -130,3 +130,72 @@ def test_data_by_name_is_every_stored_value_and_read_only():
     assert data.keys() == set(graph.schedule()) and data["a"] is graph.data("a")
     with pytest.raises(TypeError):
         data["z"] = {}  # type: ignore[index]
+
+
+def test_node_data_is_a_slotted_record_that_reads_as_a_mapping():
+    graph = rlxir.parse(TEXT).main
+    data = graph.nx.nodes["b"]
+    assert isinstance(data, ValueNode) and not hasattr(data, "__dict__")
+    assert data["op"] == data.op == "add" and data.get("operands") == ("a", "x") and "type" in data
+    assert list(data) == ["op", "operands", "attrs", "type", "loc", "provenance"]
+    assert dict(data.items()) == data.copy() and type(data.copy()) is dict
+    data["provenance"] = ("q",)
+    assert graph.provenance("b") == ("q",)
+    with pytest.raises(KeyError, match="holds only"):
+        data["color"] = "red"
+    with pytest.raises(KeyError):
+        data["color"]
+    with pytest.raises(TypeError):
+        del data["op"]
+    assert nx.DiGraph(graph.nx).nodes["b"]["op"] == "add"  # networkx copies it as a mapping
+
+
+def test_edges_share_one_read_only_empty_data():
+    graph = rlxir.parse(TEXT).main
+    assert all(data is NO_EDGE_DATA for _, _, data in graph.nx.edges(data=True))
+    graph.add_op("neg", ["x"])
+    graph.nx.add_edge("c", "b")  # no data: accepted
+    assert graph.nx.edges["c", "b"] is NO_EDGE_DATA and graph.nx.copy().edges["a", "b"] == {}
+    with pytest.raises(GraphError, match="edges carry no data"):
+        graph.nx.add_edge("x", "c", weight=2)
+    with pytest.raises(GraphError, match="edges carry no data"):
+        nx.set_edge_attributes(graph.nx, 1, "weight")
+    assert pickle.loads(pickle.dumps(graph)).nx.edges["a", "b"] is NO_EDGE_DATA
+
+
+def test_op_attributes_are_shared_and_read_only():
+    text = """graph g {
+  input %x : f32[4, 6]
+  %a = slice(%x) {axis = 1, start = 0, len = 3} : f32[4, 3]
+  %b = slice(%x) {axis = 1, start = 0, len = 3} : f32[4, 3]
+  output %a, %b
+}
+"""
+    graph = rlxir.parse(text).main
+    assert graph.attrs("a") is graph.attrs("b")
+    with pytest.raises(TypeError, match="shared"):
+        graph.attrs("a")["start"] = 1
+    graph.set_attrs("a", {"axis": 1, "start": 1, "len": 3})
+    assert graph.attrs("a")["start"] == 1 and graph.attrs("b")["start"] == 0
+    clone = pickle.loads(pickle.dumps(graph))
+    assert clone.equals(graph) and clone.attrs("b") == {"axis": 1, "start": 0, "len": 3}
+
+
+def test_parsed_operands_share_the_defining_string():
+    graph = rlxir.parse(TEXT).main
+    defined = {name: name for name in graph.nx.nodes}
+    names = {id(name) for name in defined}
+    assert all(id(operand) in names for node in graph.schedule() for operand in graph.operands(node))
+    assert graph.op("b") is rlxir.get_op("add").name
+
+
+def test_leaves_follow_renames_erasures_and_moves():
+    graph = rlxir.parse(TEXT).main
+    graph.add_param("p", graph.type("x"), before="a")
+    graph.add_input("y", graph.type("x"))
+    assert graph.inputs() == ["x", "y"] and graph.params() == ["p"]
+    graph.move_before("y", "x")
+    graph.rename("p", "w")
+    assert graph.inputs() == ["y", "x"] and graph.params() == ["w"]
+    graph.erase("y")
+    assert graph.inputs() == ["x"] and graph.copy().params() == ["w"] and graph.ops() == ["a", "b", "c"]

@@ -64,15 +64,15 @@ def view_roots(graph: Graph, view_rule: str = "lir") -> dict[str, tuple[str, int
     nodes = graph.data_by_name()
     for name in graph.schedule():
         data = nodes[name]
-        over = data["attrs"].get("in_place_of")
+        over = data.attrs.get("in_place_of")
         if isinstance(over, str) and over.startswith("%"):
             roots[name] = (over[1:], 0)
         elif view_rule == "lir":
-            view_of = data["attrs"].get("view_of")
+            view_of = data.attrs.get("view_of")
             if isinstance(view_of, str) and view_of.startswith("%"):
-                roots[name] = (view_of[1:], int(data["attrs"].get("view_offset", 0)))
-        elif data["op"] in ("reshape", "cast"):
-            operand = data["operands"][0]
+                roots[name] = (view_of[1:], int(data.attrs.get("view_offset", 0)))
+        elif data.op in ("reshape", "cast"):
+            operand = data.operands[0]
             roots[name] = roots.get(operand, (operand, 0))
     return roots
 
@@ -92,7 +92,7 @@ def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str =
     nodes = graph.data_by_name()
     last_read: dict[str, int] = {}
     for step, name in enumerate(schedule):
-        for operand in nodes[name]["operands"]:
+        for operand in nodes[name].operands:
             last_read[roots.get(operand, operand)] = step
     for output in graph.outputs:
         last_read[roots.get(output, output)] = end
@@ -104,8 +104,8 @@ def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str =
         if name in roots:
             continue
         data = nodes[name]
-        kind = data["op"] if data["op"] in LEAF_KINDS else "op"
-        type_ = data["type"]
+        kind = data.op if data.op in LEAF_KINDS else "op"
+        type_ = data.type
         if type_ not in sized:
             sized[type_] = (value_bytes(graph, name, sizing), str(type_))
         size, text = sized[type_]
@@ -117,7 +117,7 @@ def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str =
             buffers.append(Buffer(name, step, min(max(last_read.get(name, step), step) + 1, end), size))
             kind = "output" if name in outputs else "activation"
         info[name] = BufferInfo(name, kind, text)
-        workspace = data["attrs"].get("workspace") if kind in ("output", "activation") else None
+        workspace = data.attrs.get("workspace") if kind in ("output", "activation") else None
         if workspace:
             label = f"{name}.workspace"
             buffers.append(Buffer(label, step, step + 1, int(workspace)))

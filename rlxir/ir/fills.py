@@ -92,7 +92,7 @@ def annotate_fills(graph: Graph) -> None:
         present = graph.attrs(name)
         missing = {key: value for key, value in facts.items() if key not in present}
         if missing:
-            graph.data(name)["attrs"] = {**present, **missing}
+            graph.data(name).attrs = {**present, **missing}
 
 
 def _needed_facts(graph: Graph, name: str) -> dict:

@@ -1,10 +1,12 @@
 """The graph: SSA values in one `networkx.DiGraph`, with an explicit schedule.
 
-Node key = value name (without ``%``). Node data holds ``op`` (an op name, or ``input`` /
+Node key = value name (without ``%``). Node data is a `ValueNode` record (networkx sees a
+mapping of its six keys) holding ``op`` (an op name, or ``input`` /
 ``param`` / ``const``), ``operands`` (an ordered tuple; repeats allowed, which edges alone
 cannot express), ``attrs`` (only values that differ from the op's defaults), ``type``,
 ``loc`` (source location) and ``provenance`` (the original values a node derives from).
-An edge ``a -> b`` exists exactly when ``a`` is an operand of ``b``; every mutation goes
+An edge ``a -> b`` exists exactly when ``a`` is an operand of ``b`` (edges carry no data: all
+share `NO_EDGE_DATA`); every mutation goes
 through this class so edges, operands and the schedule stay consistent.
 
 Queries live in `rlxir.ir.graph_reading.GraphReading`, which `Graph` extends with building,
@@ -21,7 +23,8 @@ from typing import Any, cast
 
 from rlxir.errors import IRTypeError, Location, RlxError, VerifyError
 from rlxir.gcpause import fewer_collections
-from rlxir.ir.graph_reading import SCHEDULE_END, GraphError, GraphReading, ValueDiGraph
+from rlxir.ir.graph_reading import (NO_ATTRS, NO_EDGE_DATA, SCHEDULE_END, GraphError, GraphReading, SharedAttrs,
+                                    ValueDiGraph, ValueNode)
 from rlxir.ops import LEAF_KINDS, OpDef, check_attributes, get_op
 from rlxir.ops.registry import annotation_version
 from rlxir.symbolic import Expr, format_dim, substitute
@@ -44,6 +47,7 @@ class Graph(GraphReading):
         self._label: dict[str, int] = {SCHEDULE_END: 0}
         self._last_inserted: str | None = None
         self._fresh: dict[str, int] = {}
+        self._leaves: dict[str, None] = {}
         self._bind_nx()
 
     # --- storage ------------------------------------------------------------------------
@@ -58,17 +62,18 @@ class Graph(GraphReading):
         self._successors = self.nx.succ_dict
         self._predecessors = self.nx.pred_dict
 
-    def _store_node(self, name: str, data: dict) -> None:
+    def _store_node(self, name: str, data: ValueNode) -> None:
         self._nodes[name] = data
         self._successors[name] = {}
         self._predecessors[name] = {}
+        if data.op in LEAF_KINDS:
+            self._leaves[name] = None
         self._changed()
 
     def _link(self, source: str, target: str) -> None:
         if target not in self._successors[source]:
-            edge: dict = {}
-            self._successors[source][target] = edge
-            self._predecessors[target][source] = edge
+            self._successors[source][target] = NO_EDGE_DATA
+            self._predecessors[target][source] = NO_EDGE_DATA
 
     def _unlink_edge(self, source: str, target: str) -> None:
         del self._successors[source][target]
@@ -80,6 +85,7 @@ class Graph(GraphReading):
         for target in self._successors.pop(name):
             del self._predecessors[target][name]
         del self._nodes[name]
+        self._leaves.pop(name, None)
         self._changed()
 
     def _changed(self) -> None:
@@ -165,8 +171,7 @@ class Graph(GraphReading):
                   loc: Location | None, provenance: tuple, before: str | None, after: str | None) -> str:
         if name in self._nodes:
             raise GraphError(f"value %{name} is already defined", loc)
-        self._store_node(name, {"op": op, "operands": operands, "attrs": attrs, "type": type_, "loc": loc,
-                                "provenance": provenance})
+        self._store_node(name, ValueNode(op, operands, attrs, type_, loc, provenance))
         for operand in operands:
             self._link(operand, name)
         self._insert(name, before, after)
@@ -226,17 +231,19 @@ class Graph(GraphReading):
         if not opdef.accepts_arity(len(operands)):
             raise IRTypeError(f"{op} takes {opdef.arity_text()}, got {len(operands)}", loc)
         nodes = self._nodes
-        canonical, inferred = infer_result(opdef, tuple(nodes[operand]["type"] for operand in operands), attrs)
+        canonical, inferred = infer_result(opdef, tuple(nodes[operand].type for operand in operands), attrs)
         if type is not None and type != inferred:
             raise IRTypeError(f"result type {type} differs from the inferred {inferred}", loc, expected=str(inferred))
         if origin is not None:
             origin_data = self.data(origin)
-            loc = loc or origin_data["loc"]
-            provenance = provenance or origin_data["provenance"] or (origin,)
+            loc = loc or origin_data.loc
+            provenance = provenance or origin_data.provenance or (origin,)
         # New values are named after the value they are rewritten from (%h -> %h.1), so
         # rewritten IR stays readable; otherwise after their op.
         name = name or self.fresh_name(origin if origin is not None else op)
-        return self._add_node(name, op, operands, canonical, inferred, loc, tuple(provenance or (name,)), before, after)
+        # The registry's name object, not the caller's copy (a parse slices one per statement).
+        return self._add_node(name, opdef.name, operands, canonical, inferred, loc, tuple(provenance or (name,)),
+                              before, after)
 
     # --- rewriting ----------------------------------------------------------------------
     def set_operands(self, name: str, operands: Iterable[str]) -> None:
@@ -246,21 +253,21 @@ class Graph(GraphReading):
         for operand in operands:
             if operand not in self._nodes:
                 raise GraphError(f"operand %{operand} is not defined")
-        for old in set(data["operands"]) - set(operands):
+        for old in set(data.operands) - set(operands):
             self._unlink_edge(old, name)
         for new in operands:
             self._link(new, name)
-        data["operands"] = operands
+        data.operands = operands
         self._changed()
 
     def set_attrs(self, name: str, attrs: Mapping[str, Any]) -> None:
         """Replace a node's attributes (validated against its op's schema)."""
         data = self.data(name)
-        opdef = get_op(data["op"])
-        data["attrs"] = check_attributes(opdef, attrs)[0] if opdef else dict(attrs)
+        opdef = get_op(data.op)
+        data.attrs = check_attributes(opdef, attrs)[0] if opdef else dict(attrs)
 
     def set_type(self, name: str, type_: TensorType) -> None:
-        self.data(name)["type"] = type_
+        self.data(name).type = type_
 
     def replace_all_uses(self, old: str, new: str) -> int:
         """Make every reader of `old` (and the outputs) read `new`; returns uses changed."""
@@ -284,18 +291,19 @@ class Graph(GraphReading):
             raise GraphError(f"cannot rename %{old} to %{new}: %{new} is already defined")
         data = self.data(old)
         users = list(self._successors[old])
-        operands = data["operands"]
+        operands = data.operands
         for operand in set(operands):
             self._unlink_edge(operand, old)
         for user in users:
             self._unlink_edge(old, user)
         del self._nodes[old], self._successors[old], self._predecessors[old]
+        self._leaves.pop(old, None)
         self._store_node(new, data)
         for operand in operands:
             self._link(operand, new)
         for user in users:
             user_data = self._nodes[user]
-            user_data["operands"] = tuple(new if operand == old else operand for operand in user_data["operands"])
+            user_data.operands = tuple(new if operand == old else operand for operand in user_data.operands)
             self._link(new, user)
         self._rename_in_schedule(old, new)
         self.outputs.replace(old, new)
@@ -312,9 +320,9 @@ class Graph(GraphReading):
         if not final:
             return
         for data in self._nodes.values():
-            root = data["attrs"].get("view_of")
+            root = data.attrs.get("view_of")
             if root in final:
-                data["attrs"] = {**data["attrs"], "view_of": final[root]}
+                data.attrs = {**data.attrs, "view_of": final[root]}
 
     def _rename_in_schedule(self, old: str, new: str) -> None:
         before, after = self._prev.pop(old), self._next.pop(old)
@@ -353,8 +361,11 @@ class Graph(GraphReading):
         clone.loc, clone.output_loc = self.loc, self.output_loc
         for name in self.schedule():
             data = self._nodes[name]
-            clone.nx.add_node(name, **{**data, "attrs": dict(data["attrs"])})
-        clone.nx.add_edges_from(self.nx.edges)
+            attrs = data.attrs if type(data.attrs) is SharedAttrs else dict(data.attrs)  # read-only ones stay shared
+            clone._store_node(name, ValueNode(data.op, data.operands, attrs, data.type, data.loc, data.provenance))
+        for source, targets in self._successors.items():
+            for target in targets:
+                clone._link(source, target)
         clone._next, clone._prev = dict(self._next), dict(self._prev)
         clone._label = dict(self._label)
         clone._order = None
@@ -400,10 +411,11 @@ class Graph(GraphReading):
             return False
         if self.schedule() != other.schedule():
             return False
-        keys = ("op", "operands", "type")
         for name in self.schedule():
             mine, theirs = self._nodes[name], other._nodes[name]
-            if any(mine[key] != theirs[key] for key in keys) or not _same_attrs(mine["attrs"], theirs["attrs"]):
+            if (mine.op, mine.operands, mine.type) != (theirs.op, theirs.operands, theirs.type):
+                return False
+            if not _same_attrs(mine.attrs, theirs.attrs):
                 return False
         return True
 
@@ -416,7 +428,8 @@ _INFERRED_LIMIT = 200_000
 
 
 def infer_result(opdef: OpDef, operand_types: tuple, attrs: Mapping[str, Any] | None) -> tuple[dict, TensorType]:
-    """(canonical attributes, result type) of an op application, memoised.
+    """(canonical attributes, result type) of an op application, memoised. The attributes
+    are a `SharedAttrs`: equal applications get the same read-only object.
 
     Big graphs repeat the same (op, operand types, attributes) many times over (every
     layer of a stack), so inference is cached on exactly those inputs. Rules are pure
@@ -431,14 +444,15 @@ def infer_result(opdef: OpDef, operand_types: tuple, attrs: Mapping[str, Any] | 
     except TypeError:  # an unhashable attribute value: infer without the cache
         key, hit = None, None
     if hit is not None:
-        return dict(hit[0]), hit[1]
+        return hit
     canonical, full = check_attributes(opdef, attrs or {})
     inferred = opdef.shape_rule(operand_types, full)
+    shared = SharedAttrs(canonical) if canonical else NO_ATTRS
     if key is not None:
         if len(_INFERRED) >= _INFERRED_LIMIT:
             _INFERRED.clear()
-        _INFERRED[key] = (canonical, inferred)
-    return dict(canonical), inferred
+        _INFERRED[key] = (shared, inferred)
+    return shared, inferred
 
 
 def _typed(value: object) -> object:
@@ -472,40 +486,40 @@ def _same_value(left: object, right: object) -> bool:
     return type(left) is type(right) and left == right
 
 
-def _rebuild_node(result: Graph, name: str, data: dict, values: Mapping[str, int], bound_types: dict) -> None:
+def _rebuild_node(result: Graph, name: str, data: ValueNode, values: Mapping[str, int], bound_types: dict) -> None:
     """Add `name` to `result` with its symbols bound and its type inferred again."""
     type_ = _bound_type(name, data, values, bound_types)
-    op = data["op"]
+    op = data.op
     if op in LEAF_KINDS:
-        attrs = data["attrs"] if op == "const" else {key: _bind_attr(value, values) for key, value in data["attrs"].items()}
-        result._add_node(name, op, (), dict(attrs), type_, data["loc"], data["provenance"], None, None)
+        attrs = data.attrs if op == "const" else {key: _bind_attr(value, values) for key, value in data.attrs.items()}
+        result._add_node(name, op, (), dict(attrs), type_, data.loc, data.provenance, None, None)
     else:
-        attrs = {key: _bind_attr(value, values) for key, value in data["attrs"].items()}
-        operand_types = tuple(result._nodes[operand]["type"] for operand in data["operands"])
+        attrs = {key: _bind_attr(value, values) for key, value in data.attrs.items()}
+        operand_types = tuple(result._nodes[operand].type for operand in data.operands)
         try:
             canonical, type_ = infer_result(cast(OpDef, get_op(op)), operand_types, attrs)  # its op is registered
         except RlxError as error:
-            raise error.with_location(data["loc"]) from None
+            raise error.with_location(data.loc) from None
         except ZeroDivisionError:
-            raise RlxError(f"binding makes a dim of %{name} divide by zero", data["loc"],
+            raise RlxError(f"binding makes a dim of %{name} divide by zero", data.loc,
                            "symbol values that keep every divisor non-zero") from None
-        result._add_node(name, op, data["operands"], canonical, type_, data["loc"], data["provenance"], None, None)
+        result._add_node(name, op, data.operands, canonical, type_, data.loc, data.provenance, None, None)
     # Each distinct (written, bound) pair is checked once; the memo keys pairs beside types.
-    if type_ is not data["type"] and (data["type"], type_) not in bound_types:
-        _check_dims_not_negative(name, data["type"], type_, values, data["loc"])
-        bound_types[data["type"], type_] = type_
+    if type_ is not data.type and (data.type, type_) not in bound_types:
+        _check_dims_not_negative(name, data.type, type_, values, data.loc)
+        bound_types[data.type, type_] = type_
 
 
-def _bound_type(name: str, data: dict, values: Mapping[str, int], bound_types: dict) -> TensorType:
+def _bound_type(name: str, data: ValueNode, values: Mapping[str, int], bound_types: dict) -> TensorType:
     """`data`'s type with `values` bound (memoised per type: types repeat across layers)."""
-    symbolic = data["type"]
+    symbolic = data.type
     bound = bound_types.get(symbolic)
     if bound is None:
         try:
             bound = bound_types[symbolic] = symbolic.bind(values)
         except ZeroDivisionError:
             given = ", ".join(f"{symbol}={value}" for symbol, value in values.items())
-            raise RlxError(f"with {given}, a dim of %{name} ({symbolic}) divides by zero", data["loc"],
+            raise RlxError(f"with {given}, a dim of %{name} ({symbolic}) divides by zero", data.loc,
                            "symbol values that keep every divisor non-zero") from None
     return bound
 

@@ -59,6 +59,9 @@ class GraphBuilder:
         self.graph: Graph | None = None
         self.types: dict[str, TensorType] = {}
         self.defined_at: dict[str, Location] = {}
+        self.names: dict[str, str] = {}
+        """Each defined name to itself: operands read from the text are swapped for the
+        defining string, so a graph holds one string per name, not one per use."""
         self.output_seen: Location | None = None
 
     # --- locations ----------------------------------------------------------------------
@@ -151,6 +154,7 @@ class GraphBuilder:
             raise VerifyError("statement after the output statement", self.loc(token),
                               "output to be the last statement of the graph")
         self.defined_at[name] = Location(self.source.filename, token.line, token.column, self.source)
+        self.names[name] = name
         return name
 
     def use(self, name: str, loc: Location) -> str:

@@ -6,7 +6,7 @@ graph; `Graph` adds building, rewriting and the whole-graph operations on top.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, KeysView, Mapping
+from collections.abc import Iterable, Iterator, KeysView, Mapping, MutableMapping
 from types import MappingProxyType
 from typing import Any
 
@@ -22,14 +22,138 @@ class GraphError(RlxError):
     """Misuse of the graph API by a pass (erasing a used value, unknown names, ...)."""
 
 
+NODE_FIELDS = ("op", "operands", "attrs", "type", "loc", "provenance")
+_FIELD_SET = frozenset(NODE_FIELDS)
+
+
+class ValueNode(MutableMapping):
+    """One value's data, as networkx's node data: a slotted record of ``op``, ``operands``,
+    ``attrs``, ``type``, ``loc`` and ``provenance`` (a fifth of the size of the dict it
+    replaces). Code in rlxir reads the fields as attributes (``data.op``); for everything
+    else, networkx included, it is a mapping of exactly those six keys: ``data["op"]``,
+    ``get``, ``in``, ``keys``/``items``, ``data["attrs"] = ...``. Other keys are refused
+    (a value carries no other data), and ``copy()`` gives a plain dict.
+    """
+
+    __slots__ = NODE_FIELDS
+
+    op: str
+    operands: tuple[str, ...]
+    attrs: dict
+    type: TensorType
+    loc: Location | None
+    provenance: tuple
+
+    def __init__(self, op: str, operands: tuple[str, ...], attrs: dict, type: TensorType,
+                 loc: Location | None, provenance: tuple) -> None:
+        self.op, self.operands, self.attrs = op, operands, attrs
+        self.type, self.loc, self.provenance = type, loc, provenance
+
+    def __getitem__(self, key: str) -> Any:
+        if key in _FIELD_SET:
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key not in _FIELD_SET:
+            raise KeyError(f"a value's data holds only {', '.join(NODE_FIELDS)}; not {key!r}")
+        setattr(self, key, value)
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError(f"a value's data always holds {key!r}; set it instead of deleting it")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(NODE_FIELDS)
+
+    def __len__(self) -> int:
+        return len(NODE_FIELDS)
+
+    def __contains__(self, key: object) -> bool:
+        return key in _FIELD_SET
+
+    def copy(self) -> dict:
+        return {key: getattr(self, key) for key in NODE_FIELDS}
+
+    def replaced(self, **fields: Any) -> ValueNode:
+        """A new record with `fields` changed (the others shared)."""
+        data = self.copy()
+        data.update(fields)
+        return ValueNode(**data)
+
+    def __repr__(self) -> str:
+        return f"ValueNode({self.copy()!r})"
+
+
+class SharedAttrs(dict):
+    """An op node's attributes as inference canonicalised them, one object shared by every
+    node with the same op, operand types and attributes (the layers of a stack repeat them
+    thousands of times), so it refuses changes: `Graph.set_attrs` or assigning
+    ``data.attrs`` replaces a node's attributes instead. ``copy()`` gives a plain dict."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a node's attributes are shared with other nodes: replace them (Graph.set_attrs), "
+                        "do not change them in place")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _refuse
+
+    def copy(self) -> dict:
+        return dict(self)
+
+    def __reduce__(self) -> tuple:
+        return SharedAttrs, (dict(self),)
+
+
+NO_ATTRS = SharedAttrs()
+
+
+class NoEdgeData(Mapping):
+    """The data of every edge: edges in rlxir carry nothing (operands are in the nodes), so
+    one shared, empty, read-only mapping serves them all instead of a dict per edge. Writes
+    that would add something (networkx's ``add_edge(u, v, weight=1)``,
+    ``set_edge_attributes``) are refused; ``copy()`` gives a plain empty dict."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: object) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __setitem__(self, key: object, value: object) -> None:
+        raise GraphError(f"edges carry no data in rlxir (tried to set {key!r})")
+
+    def update(self, *others: Any, **items: Any) -> None:
+        """networkx calls this with each edge it adds: nothing to add is fine."""
+        if items or any(other for other in others):
+            raise GraphError("edges carry no data in rlxir (operands and attributes live in the nodes)")
+
+    def copy(self) -> dict:
+        return {}
+
+    def __reduce__(self) -> str:
+        return "NO_EDGE_DATA"  # unpickled as the one instance
+
+    def __repr__(self) -> str:
+        return "NO_EDGE_DATA"
+
+
+NO_EDGE_DATA = NoEdgeData()
+
+
 class ValueDiGraph(nx.DiGraph):
     """The networkx graph a `Graph` keeps its values in: a plain `DiGraph` that also names
     the dicts its nodes and edges are stored in, so that `Graph` can write them directly.
 
     networkx builds a graph's storage through factory hooks that a subclass may replace
     (the "Subclasses" part of `networkx.DiGraph`'s documentation). This class's hooks keep
-    the dicts they make: `node_dict` (value name -> data dict), `succ_dict` and `pred_dict`
-    (value name -> {neighbour: edge data dict}); which outer dict holds successors is
+    the dicts they make: `node_dict` (value name -> `ValueNode`), `succ_dict` and `pred_dict`
+    (value name -> {neighbour: edge data}, the data always `NO_EDGE_DATA`); which outer dict holds successors is
     learnt with one public `add_edge`, not from the order networkx makes them in. Views,
     algorithms and `copy()` are networkx's own, so the graph can be handed to any of them.
     """
@@ -58,6 +182,9 @@ class ValueDiGraph(nx.DiGraph):
         self._made_adjacency.append(adjacency)
         return adjacency
 
+    def edge_attr_dict_factory(self) -> NoEdgeData:
+        return NO_EDGE_DATA
+
 
 SCHEDULE_END = ""  # sentinel of the circular schedule list (never a value name)
 
@@ -69,12 +196,13 @@ class GraphReading:
     name: str
     nx: ValueDiGraph
     _outputs: OutputList
-    _nodes: dict[str, dict]
-    _successors: dict[str, dict[str, dict]]
-    _predecessors: dict[str, dict[str, dict]]
+    _nodes: dict[str, ValueNode]
+    _successors: dict[str, dict[str, NoEdgeData]]
+    _predecessors: dict[str, dict[str, NoEdgeData]]
     _next: dict[str, str]
     _label: dict[str, int]
     _order: list[str] | None
+    _leaves: dict[str, None]
 
     @property
     def outputs(self) -> OutputList:
@@ -94,35 +222,35 @@ class GraphReading:
     def __iter__(self) -> Iterator[str]:
         return iter(self.schedule())
 
-    def data(self, name: str) -> dict:
-        """The node's data dict (read it; change it only through the methods below)."""
+    def data(self, name: str) -> ValueNode:
+        """The node's data record (read it; change it only through the methods below)."""
         try:
             return self._nodes[name]
         except KeyError:
             raise GraphError(f"no value %{name} in graph {self.name}") from None
 
     def op(self, name: str) -> str:
-        return self.data(name)["op"]
+        return self.data(name).op
 
     def opdef(self, name: str) -> OpDef | None:
-        return get_op(self.data(name)["op"])
+        return get_op(self.data(name).op)
 
     def operands(self, name: str) -> tuple[str, ...]:
         try:
-            return self._nodes[name]["operands"]
+            return self._nodes[name].operands
         except KeyError:
             raise GraphError(f"no value %{name} in graph {self.name}") from None
 
     def attrs(self, name: str) -> dict:
         """Attributes as stored (defaults omitted)."""
-        return self.data(name)["attrs"]
+        return self.data(name).attrs
 
     def attr(self, name: str, key: str, default: Any = None) -> Any:
         """An attribute's value with the op's schema default filled in."""
         data = self.data(name)
-        if key in data["attrs"]:
-            return data["attrs"][key]
-        opdef = get_op(data["op"])
+        if key in data.attrs:
+            return data.attrs[key]
+        opdef = get_op(data.op)
         spec = opdef.attributes.get(key) if opdef else None
         if spec is not None and not spec.required:
             return spec.default
@@ -130,24 +258,24 @@ class GraphReading:
 
     def full_attrs(self, name: str) -> dict:
         data = self.data(name)
-        opdef = get_op(data["op"])
+        opdef = get_op(data.op)
         if opdef is None:
-            return dict(data["attrs"])
-        return check_attributes(opdef, data["attrs"])[1]
+            return dict(data.attrs)
+        return check_attributes(opdef, data.attrs)[1]
 
     def type(self, name: str) -> TensorType:
-        return self.data(name)["type"]
+        return self.data(name).type
 
     def location(self, name: str) -> Location | None:
         """Where value `name` is defined. (`graph.loc` is the graph header's location.)"""
-        return self.data(name)["loc"]
+        return self.data(name).loc
 
     def provenance(self, name: str) -> tuple[str, ...]:
-        return self.data(name)["provenance"]
+        return self.data(name).provenance
 
     def kind(self, name: str) -> str:
         """``input``, ``param``, ``const`` or ``op``."""
-        op = self.data(name)["op"]
+        op = self.data(name).op
         return op if op in LEAF_KINDS else "op"
 
     def users(self, name: str) -> list[str]:
@@ -181,8 +309,8 @@ class GraphReading:
         except KeyError:
             raise GraphError(f"no value %{name} in graph {self.name}") from None
 
-    def data_by_name(self) -> Mapping[str, dict]:
-        """Every value's data dict by name, as a read-only mapping (for walks over the whole
+    def data_by_name(self) -> Mapping[str, ValueNode]:
+        """Every value's data record by name, as a read-only mapping (for walks over the whole
         graph; its keys are exactly the values stored, whatever the schedule says)."""
         return MappingProxyType(self._nodes)
 
@@ -192,7 +320,7 @@ class GraphReading:
 
     def use_count(self, name: str) -> int:
         """Reads of `name` by ops (repeats counted) plus graph outputs."""
-        count = sum(self._nodes[user]["operands"].count(name) for user in self._successors[name])
+        count = sum(self._nodes[user].operands.count(name) for user in self._successors[name])
         return count + self.outputs.count(name)
 
     def schedule(self) -> list[str]:
@@ -210,7 +338,15 @@ class GraphReading:
         return {name: index for index, name in enumerate(self.schedule())}
 
     def values_of_kind(self, kind: str) -> list[str]:
-        return [name for name in self.schedule() if self.kind(name) == kind]
+        """The values of `kind` (see `kind`) in schedule order. Inputs, params and consts are
+        read from the graph's list of leaves, so asking for them (as every pass's interface
+        check does, twice) costs O(leaves), not a walk over every value."""
+        nodes = self._nodes
+        if kind == "op":
+            return [name for name in self.schedule() if nodes[name].op not in LEAF_KINDS]
+        found = [name for name in self._leaves if name in nodes and nodes[name].op == kind]
+        found.sort(key=self._label.__getitem__)
+        return found
 
     def inputs(self) -> list[str]:
         return self.values_of_kind("input")

@@ -61,16 +61,16 @@ def print_graph(graph: Graph) -> str:
     nodes = graph.data_by_name()
     for name in graph.schedule():
         data = nodes[name]
-        op = data["op"]
+        op = data.op
         if op == "input" or op == "param":
-            facts = format_attrs(op, data["attrs"]) if data["attrs"] else ""
-            lines.append(f"  {op} %{name} : {typed(data['type'])}{facts}")
+            facts = format_attrs(op, data.attrs) if data.attrs else ""
+            lines.append(f"  {op} %{name} : {typed(data.type)}{facts}")
         elif op == "const":
-            lines.append(f"  const %{name} : {typed(data['type'])} = {_literal(data['attrs']['value'])}")
+            lines.append(f"  const %{name} : {typed(data.type)} = {_literal(data.attrs['value'])}")
         else:
-            operands = ", ".join("%" + operand for operand in data["operands"])
-            attrs = format_attrs(op, data["attrs"]) if data["attrs"] else ""
-            lines.append(f"  %{name} = {op}({operands}){attrs} : {typed(data['type'])}")
+            operands = ", ".join("%" + operand for operand in data.operands)
+            attrs = format_attrs(op, data.attrs) if data.attrs else ""
+            lines.append(f"  %{name} = {op}({operands}){attrs} : {typed(data.type)}")
     if graph.outputs:
         lines.append("  output " + ", ".join("%" + value for value in graph.outputs))
     lines.append("}")

@@ -58,6 +58,7 @@ class StatementTransformer(Transformer):
         builder.graph = graph
         builder.types = {}
         builder.defined_at = {}
+        builder.names = {}
         builder.output_seen = None
         return graph
 
@@ -133,10 +134,11 @@ class StatementTransformer(Transformer):
             raise _unknown_op(op, builder.loc_in(head, len(text) - len(op)))
         operands, offsets = [], []
         args_text = str(args)
+        names = builder.names
         for match in OPERAND.finditer(blank_comments(args_text) if "#" in args_text else args_text):
-            operand = match.group()[1:]
-            if operand not in builder.defined_at:
-                builder.use(operand, builder.loc_in(args, match.start()))
+            operand = names.get(match.group()[1:])
+            if operand is None:
+                operand = builder.use(match.group()[1:], builder.loc_in(args, match.start()))
             operands.append(operand)
             offsets.append(match.start())
         attr_values, attr_keys = builder.attributes(op, attrs) if attrs is not None else ({}, {})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from rlxir.errors import RlxError, VerifyError
 from rlxir.ir.graph import Graph, infer_result
+from rlxir.ir.graph_reading import ValueNode
 from rlxir.ops import LEAF_KINDS, get_op
 from rlxir.types import TensorType
 
@@ -46,8 +47,8 @@ def verify(graph: Graph) -> None:
         raise errors[0]
 
 
-def _check_node(graph: Graph, name: str, data: dict, seen: set[str]) -> VerifyError | None:
-    loc, op, operands = data["loc"], data["op"], data["operands"]
+def _check_node(graph: Graph, name: str, data: ValueNode, seen: set[str]) -> VerifyError | None:
+    loc, op, operands = data.loc, data.op, data.operands
     for operand in operands:
         if operand not in graph:
             return VerifyError(f"%{name} reads undefined value %{operand}", loc)
@@ -64,11 +65,11 @@ def _check_node(graph: Graph, name: str, data: dict, seen: set[str]) -> VerifyEr
         return VerifyError(f"%{name}: {op} takes {opdef.arity_text()}, got {len(operands)}", loc)
     try:
         canonical, inferred = infer_result(opdef, tuple(graph.type(operand) for operand in operands),
-                                           data["attrs"])
+                                           data.attrs)
     except RlxError as error:
         return VerifyError(f"%{name} = {op}: {error.message}", loc, error.expected)
-    if inferred != data["type"]:
-        return VerifyError(f"%{name} = {op} has type {data['type']}, but its operands give {inferred}", loc,
+    if inferred != data.type:
+        return VerifyError(f"%{name} = {op} has type {data.type}, but its operands give {inferred}", loc,
                            str(inferred))
     return None
 
@@ -82,8 +83,8 @@ class _UndeclaredSymbols:
         self.declared = frozenset(graph.symbols)
         self.by_type: dict[TensorType, frozenset] = {}
 
-    def check(self, name: str, data: dict) -> VerifyError | None:
-        type_ = data["type"]
+    def check(self, name: str, data: ValueNode) -> VerifyError | None:
+        type_ = data.type
         unknown = self.by_type.get(type_)
         if unknown is None:
             unknown = self.by_type[type_] = type_.symbols - self.declared
@@ -91,20 +92,20 @@ class _UndeclaredSymbols:
             return None
         declared = ", ".join(self.graph.symbols) or "none"
         return VerifyError(f"%{name}: type {type_} mentions undeclared symbol {', '.join(sorted(unknown))}",
-                           data["loc"], f"a symbol of graph {self.graph.name} ({declared})")
+                           data.loc, f"a symbol of graph {self.graph.name} ({declared})")
 
 
-def _check_leaf(graph: Graph, name: str, data: dict) -> VerifyError | None:
-    if data["operands"]:
-        return VerifyError(f"{data['op']} %{name} cannot have operands", data["loc"])
-    if data["op"] != "const":
+def _check_leaf(graph: Graph, name: str, data: ValueNode) -> VerifyError | None:
+    if data.operands:
+        return VerifyError(f"{data.op} %{name} cannot have operands", data.loc)
+    if data.op != "const":
         return None
-    value = data["attrs"].get("value")
-    numel = data["type"].numel
+    value = data.attrs.get("value")
+    numel = data.type.numel
     if isinstance(value, tuple) and isinstance(numel, int) and len(value) != numel:
-        return VerifyError(f"const %{name} has {len(value)} elements for {numel}", data["loc"])
+        return VerifyError(f"const %{name} has {len(value)} elements for {numel}", data.loc)
     if value is None:
-        return VerifyError(f"const %{name} has no value", data["loc"])
+        return VerifyError(f"const %{name} has no value", data.loc)
     return None
 
 

@@ -113,8 +113,8 @@ def shared_values(graph) -> set[str]:
     return {name for name, _, _ in _SHARED.get(graph, {}).values()}
 
 
-def _snapshot(data: dict) -> tuple:
-    return data["op"], data["operands"], data["type"], dict(data["attrs"])
+def _snapshot(data) -> tuple:  # a graph's node record (`rlxir.ir.graph_reading.ValueNode`)
+    return data.op, data.operands, data.type, dict(data.attrs)
 
 
 def _literal(value, dtype: DType):

@@ -156,18 +156,18 @@ def in_float64(graph: Graph) -> Graph:
     for name in graph.schedule():
         data = graph.data(name)
         kind = graph.kind(name)
-        type_ = data["type"]
+        type_ = data.type
         wide = type_.with_dtype(DType.f64) if type_.dtype.is_float else type_
         if kind == "input":
-            result.add_input(name, wide, data["loc"])
+            result.add_input(name, wide, data.loc)
         elif kind == "param":
-            result.add_param(name, wide, data["loc"])
+            result.add_param(name, wide, data.loc)
         elif kind == "const":
-            result.add_const(name, wide, data["attrs"]["value"], data["loc"])
+            result.add_const(name, wide, data.attrs["value"], data.loc)
         else:
-            attrs = dict(data["attrs"])
-            if data["op"] == "cast" and attrs["to"].is_float:
+            attrs = dict(data.attrs)
+            if data.op == "cast" and attrs["to"].is_float:
                 attrs["to"] = DType.f64
-            result.add_op(data["op"], data["operands"], attrs, name=name, loc=data["loc"])
+            result.add_op(data.op, data.operands, attrs, name=name, loc=data.loc)
     result.set_outputs(graph.outputs)
     return result
