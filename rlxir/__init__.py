@@ -13,6 +13,9 @@ Public API (the CLI is a thin layer over it):
 - `fit_batch`, `arena_budget`, `device_arena_limit` (the largest batch that fits a device);
   `FitReport` (whether an arena fits a budget: the verdict every command reports)
 - `parse_pipeline`, `run_pipeline`, `Pipeline`, `PipelineError` (pass pipelines from text)
+- for pass authors: `Pass`, `PassContext`, `PassError`, `option`, `register_pass`,
+  `Rule`, `rewrite_greedy`, the instruments `TimePasses`, `VerifyEach`, `PrintIR`; targets
+  as data: `Target`, `get_target`, `register_target` (docs/passes.md, docs/backends.md)
 - `execute`, `run_in_arena`, `check_execution`, `ArenaRun`, `ExecutionCheck`, `ExecutionError`
   (run a compiled graph inside its planned arena, on the CPU or a GPU, and check it)
 - `fit_module`, `compile_module` (a PyTorch `nn.Module` in one call; loaded on first use,
@@ -39,6 +42,10 @@ from rlxir.compiler.compile import (ArenaTooLarge, CompileOptions, CompileResult
 from rlxir.compiler.budget import arena_budget, device_arena_limit
 from rlxir.compiler.fit import fit_batch
 from rlxir.pass_machinery.pipeline import Pipeline, PipelineError, parse_pipeline, run_pipeline
+from rlxir.pass_machinery.pass_base import Pass, PassContext, PassError, option, register_pass
+from rlxir.pass_machinery.rewriter import Rule, rewrite_greedy
+from rlxir.pass_machinery.instruments import PrintIR, TimePasses, VerifyEach
+from rlxir.targets.target import Target, get_target, register_target
 from rlxir.executor import (ArenaRun, ExecutionCheck, ExecutionError, check_execution, execute, reference_run,
                             run_in_arena)
 
@@ -68,6 +75,8 @@ __all__ = [
     "ArenaTooLarge", "CompileOptions", "CompileResult", "FitReport", "compile", "plan_arena_bytes", "plan_compile",
     "arena_budget", "device_arena_limit", "fit_batch",
     "Pipeline", "PipelineError", "parse_pipeline", "run_pipeline",
+    "Pass", "PassContext", "PassError", "option", "register_pass", "Rule", "rewrite_greedy",
+    "PrintIR", "TimePasses", "VerifyEach", "Target", "get_target", "register_target",
     "ArenaRun", "ExecutionCheck", "ExecutionError", "check_execution", "execute", "reference_run", "run_in_arena",
     "fit_module", "compile_module",
 ]

@@ -7,7 +7,10 @@ import pytest
 import rlxir
 
 PROMISED = ["compile", "plan_arena_bytes", "fit_batch", "arena_budget", "device_arena_limit", "parse_pipeline",
-            "run_pipeline", "parse", "parse_file", "interpret", "verify", "grad", "compile_training", "load_params"]
+            "run_pipeline", "parse", "parse_file", "interpret", "verify", "grad", "compile_training", "load_params",
+            # what docs/passes.md and the example plugin import: a pass author's API
+            "Pass", "PassContext", "option", "register_pass", "Rule", "rewrite_greedy", "TimePasses", "VerifyEach",
+            "get_target", "register_target"]
 
 
 @pytest.mark.parametrize("name", PROMISED)

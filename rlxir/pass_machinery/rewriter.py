@@ -24,6 +24,10 @@ from rlxir.ir.graph import Graph
 
 @attrs.frozen
 class Rule:
+    """One rewrite: `match` (an op name, a tuple of op names, or a predicate on (graph,
+    node)) picks the nodes, `apply(graph, node)` rewrites one; `rewrite_greedy` applies a
+    list of rules to a fixed point."""
+
     name: str
     match: str | tuple | Callable
     apply: Callable

@@ -102,6 +102,8 @@ _SCANNED = [False]
 
 
 def register_target(target: Target, replace: bool = False) -> Target:
+    """Make `target` findable by its name (every command's `--target`); a name already
+    registered is refused unless `replace`. Returns the target (docs/backends.md)."""
     if target.name in _TARGETS and not replace:
         raise ValueError(f"a target named {target.name!r} is already registered")
     _TARGETS[target.name] = target

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import attrs
 
-from rlxir.ir.graph import Graph
-from rlxir.pass_machinery.pass_base import Pass, PassContext, option, register_pass
-from rlxir.pass_machinery.rewriter import Rule, rewrite_greedy
+from rlxir import Graph, Pass, PassContext, Rule, option, register_pass, rewrite_greedy
 
 
 def _constant_splat(graph: Graph, name: str):
