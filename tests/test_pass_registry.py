@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -52,7 +53,10 @@ def test_plugin_module_registers_its_pass(monkeypatch):
     # A fresh registry and module cache: another test may have loaded the plugin already.
     monkeypatch.setattr(pass_base, "_PASSES", {name: cls for name, cls in pass_base._PASSES.items()
                                                if name != "mul-by-two-to-add"})
-    monkeypatch.delitem(sys.modules, "rlxir_strength", raising=False)
+    # The module this test imports registered into the registry put back afterwards, so it
+    # is taken out of the module cache too: a later --plugin rlxir_strength imports it again.
+    monkeypatch.setitem(sys.modules, "rlxir_strength", None)
+    del sys.modules["rlxir_strength"]
     monkeypatch.syspath_prepend(str(PLUGIN / "src"))
     assert get_pass("mul-by-two-to-add") is None
     assert load_plugin("rlxir_strength") == ["mul-by-two-to-add"]
@@ -66,9 +70,12 @@ def test_unloadable_plugin_is_a_clean_error():
 
 def test_installed_plugin_is_found_through_its_entry_point(tmp_path):
     target = tmp_path / "site"
+    # built from a copy: an in-tree build leaves src/*.egg-info, whose entry point every
+    # later test that puts the plugin's src on sys.path would then see
+    source = shutil.copytree(PLUGIN, tmp_path / "plugin", ignore=shutil.ignore_patterns("build", "*.egg-info"))
     install = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target),
-         str(PLUGIN)], capture_output=True, text=True)
+         str(source)], capture_output=True, text=True)
     if install.returncode != 0 and "No module named" in install.stderr:
         pytest.skip(f"cannot build the plugin here: {install.stderr[-200:]}")
     assert install.returncode == 0, install.stderr
