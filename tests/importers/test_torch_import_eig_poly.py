@@ -9,18 +9,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from test_torch_import_aten import Apply  # noqa: E402
+
 from rlxir.errors import RlxError  # noqa: E402
 from rlxir.importers.torch import import_torch  # noqa: E402
 from rlxir.interpreter import interpret  # noqa: E402
-
-
-class Apply(torch.nn.Module):
-    def __init__(self, function):
-        super().__init__()
-        self.function = function
-
-    def forward(self, x, y=None):
-        return self.function(x) if y is None else self.function(x, y)
 
 
 def run(function, *args):

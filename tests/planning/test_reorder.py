@@ -13,18 +13,7 @@ from rlxir.planning.reorder import dive, reorder_dives
 from rlxir.planning.search import CanonicalSearch
 
 from .strategies import ALIGNMENTS, buffer_lists
-
-
-def puzzle() -> list[Buffer]:
-    """Packs into 12 bytes (the lower bound) only with "long1" at the bottom."""
-    return [
-        Buffer("long1", 0, 6, 4),
-        Buffer("long2", 0, 3, 4),
-        Buffer("left", 0, 3, 4),
-        Buffer("right1", 3, 6, 5),
-        Buffer("right2", 3, 6, 3),
-        Buffer("tiny", 0, 6, 0),
-    ]
+from .test_best import puzzle  # packs into the lower bound only with "long1" at the bottom
 
 
 def setting(buffers: list[Buffer], alignment: int = 1) -> tuple[Problem, np.ndarray, list[np.ndarray]]:
