@@ -108,7 +108,7 @@ MLP_WIDTH = 32
 MLP_UNARY = ("relu", "gelu", "sigmoid", "tanh", "neg", "silu", "exp")
 MLP_BINARY = ("add", "mul", "sub", "maximum", "minimum", "div")
 MLP_REMARKS = ("residual", "gate", "keep the scale small", "hidden", "mix with an earlier value",
-               "nonlinearity", "projection", "TODO: fuse?", "elementwise", "from the block above")
+               "nonlinearity", "projection", "could fuse", "elementwise", "from the block above")
 
 
 def mlp_text(statements: int, seed: int = 0) -> str:

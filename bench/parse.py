@@ -168,6 +168,20 @@ def measure(family: str, size: int, repeat: int, check: bool) -> dict:
             "check_beyond_library": beyond_library}
 
 
+def print_table(headers: list[str], lines: list[list[str]], markdown: bool) -> None:
+    """Rows of cells as Markdown or as right-aligned columns (the benches' tables)."""
+    if markdown:
+        print("| " + " | ".join(headers) + " |")
+        print("|" + "|".join("---" if index == 0 else "---:" for index in range(len(headers))) + "|")
+        for cells in lines:
+            print("| " + " | ".join(cells) + " |")
+        return
+    widths = [max(len(header), *(len(cells[index]) for cells in lines)) for index, header in enumerate(headers)]
+    print("  ".join(header.rjust(width) for header, width in zip(headers, widths)))
+    for cells in lines:
+        print("  ".join(cell.rjust(width) for cell, width in zip(cells, widths)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])

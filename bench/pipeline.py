@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from parse import regex_scan, stack_text  # noqa: E402  (bench/parse.py)
+from parse import print_table, regex_scan, stack_text  # noqa: E402  (bench/parse.py)
 
 TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")
 GPT_BINDINGS = {"B": 1, "S": 128}
@@ -204,16 +204,7 @@ def print_rows(rows: list[dict], targets: list[str], markdown: bool) -> None:
             previous[row["family"]] = (row["nodes"], core)
         cells.append(growth)
         lines.append(cells)
-    if markdown:
-        print("| " + " | ".join(headers) + " |")
-        print("|" + "|".join("---" if index == 0 else "---:" for index in range(len(headers))) + "|")
-        for cells in lines:
-            print("| " + " | ".join(cells) + " |")
-        return
-    widths = [max(len(header), *(len(cells[index]) for cells in lines)) for index, header in enumerate(headers)]
-    print("  ".join(header.rjust(width) for header, width in zip(headers, widths)))
-    for cells in lines:
-        print("  ".join(cell.rjust(width) for cell, width in zip(cells, widths)))
+    print_table(headers, lines, markdown)
 
 
 def main() -> None:

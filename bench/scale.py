@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generators import GENERATORS  # noqa: E402  (bench/generators.py)
-from parse import CHECK_PROCESS, regex_scan, stack_text  # noqa: E402  (bench/parse.py)
+from parse import CHECK_PROCESS, print_table, regex_scan, stack_text  # noqa: E402  (bench/parse.py)
 
 # The bench's own GPT stack, measured beside the held-out texts as the reference: a target
 # missed on every generator and on gpt alike says more about the machine's load than the text.
@@ -154,18 +154,8 @@ def cells(row: dict) -> list[str]:
             f"{row['peak_rss_bytes'] / 2**30:.2f}"]
 
 
-def print_table(rows: list[dict], markdown: bool) -> None:
-    lines = [cells(row) for row in rows]
-    if markdown:
-        print("| " + " | ".join(HEADERS) + " |")
-        print("|" + "|".join("---" if index == 0 else "---:" for index in range(len(HEADERS))) + "|")
-        for line in lines:
-            print("| " + " | ".join(line) + " |")
-        return
-    widths = [max(len(header), *(len(line[index]) for line in lines)) for index, header in enumerate(HEADERS)]
-    print("  ".join(header.rjust(width) for header, width in zip(HEADERS, widths)))
-    for line in lines:
-        print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))
+def print_rows(rows: list[dict], markdown: bool) -> None:
+    print_table(HEADERS, [cells(row) for row in rows], markdown)
 
 
 def size_argument(text: str) -> int:
@@ -201,7 +191,7 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
           f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, "
           f"{platform.python_implementation()} {platform.python_version()}; load average {load:.1f}")
-    print_table(rows, args.markdown)
+    print_rows(rows, args.markdown)
 
 
 if __name__ == "__main__":
