@@ -42,12 +42,7 @@ class Classifier(torch.nn.Module):
         self.model, self.training_step, self.kind = model, training, kind
 
     def forward(self, x, labels):
-        if self.kind == "cnn":
-            logits = self.model(x)
-        elif self.kind == "encoder":
-            logits = self.model(input_ids=x).logits
-        else:
-            logits = self.model(input_ids=x).logits
+        logits = self.model(x) if self.kind == "cnn" else self.model(input_ids=x).logits
         if not self.training_step:
             return logits
         if self.kind == "decoder":
