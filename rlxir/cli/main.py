@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import importlib
 import os
 import sys
 import traceback
@@ -27,28 +28,45 @@ the question "does this graph fit on that device, and at what batch?" gets a com
 answer, not an estimate. Graphs are .rlx text files (see docs/language.md)."""
 
 
-def _command_modules():
+_MODULES = ("ir_commands", "pass_commands", "target_commands", "training_commands", "import_commands",
+            "run_commands")
+"""The modules of rlxir.cli that add subcommands, in help order."""
+
+COMMANDS = {
+    "check": "ir_commands", "print": "ir_commands", "ops": "ir_commands",
+    "opt": "pass_commands", "passes": "pass_commands",
+    "compile": "target_commands", "fit": "target_commands", "compare": "target_commands",
+    "targets": "target_commands", "plan": "target_commands", "plan-csv": "target_commands",
+    "grad": "training_commands", "import": "import_commands", "run": "run_commands",
+}
+"""Each subcommand and the module that adds it: a command line that names one imports only
+that module (what `rlxir check` loads is what checking needs, not the compiler or the
+executor); anything else (`--help`, a misspelt command) builds the whole parser."""
+
+
+def _command_modules(command: str | None = None) -> list:
     # Each module adds its subcommands with `register(subparsers)`; order is help order.
     # Plain imports: a command module that fails to import is an error, not a missing command.
-    from rlxir.cli import import_commands, ir_commands, pass_commands, run_commands, target_commands, training_commands
+    names = (COMMANDS[command],) if command in COMMANDS else _MODULES
+    return [importlib.import_module(f"rlxir.cli.{name}") for name in names]
 
-    return [ir_commands, pass_commands, target_commands, training_commands, import_commands, run_commands]
 
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser: with every subcommand, or (`command`) only those of its module."""
     parser = argparse.ArgumentParser(prog="rlxir", description=_DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"rlxir {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for module in _command_modules():
+    for module in _command_modules(command):
         module.register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else argv
+    parser = build_parser(arguments[0] if arguments else None)
+    args = parser.parse_args(arguments)
     try:
         code = args.run(args) or EXIT_OK
         if sys.stdout is not None:  # closed (>&-): what was printed is dropped, as print() does

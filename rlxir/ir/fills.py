@@ -87,12 +87,19 @@ def param_stddev(shape: tuple) -> float | None:
 def annotate_fills(graph: Graph) -> None:
     """Record `fill_limit` / `fill_sign` on each input and param whose readers need them
     and that does not carry them yet (a fact already written is kept)."""
+    nodes = graph.data_by_name()
+    # Only an operand of a sign-taking op can need a sign: found in one pass over the ops
+    # rather than by looking at every reader of every float param.
+    signed = {operand for data in nodes.values() if data.op in _SIGNED_OPS for operand in data.operands}
     for name in (*graph.inputs(), *graph.params()):
+        data = nodes[name]
+        if not data.type.dtype.is_integer and name not in signed:
+            continue
         facts = _needed_facts(graph, name)
-        present = graph.attrs(name)
+        present = data.attrs
         missing = {key: value for key, value in facts.items() if key not in present}
         if missing:
-            graph.data(name).attrs = {**present, **missing}
+            data.attrs = {**present, **missing}
 
 
 def _needed_facts(graph: Graph, name: str) -> dict:
@@ -108,14 +115,20 @@ def _needed_facts(graph: Graph, name: str) -> dict:
 
 def _required_sign(graph: Graph, name: str) -> str | None:
     """"positive" or "negative" when a reader needs `name` of that sign, else None."""
+    nodes = graph.data_by_name()
     for user in graph.users(name):
-        positions = [index for index, operand in enumerate(graph.operands(user)) if operand == name]
-        op = graph.op(user)
-        if any(index in POSITIVE_OPERANDS.get(op, ()) for index in positions):
+        data = nodes[user]
+        if data.op not in _SIGNED_OPS:  # most readers take any sign: nothing to look up
+            continue
+        positions = [index for index, operand in enumerate(data.operands) if operand == name]
+        if any(index in POSITIVE_OPERANDS.get(data.op, ()) for index in positions):
             return "positive"
-        if any(index in NEGATIVE_OPERANDS.get(op, ()) for index in positions):
+        if any(index in NEGATIVE_OPERANDS.get(data.op, ()) for index in positions):
             return "negative"
     return None
+
+
+_SIGNED_OPS = frozenset(POSITIVE_OPERANDS) | frozenset(NEGATIVE_OPERANDS)
 
 
 def index_limit(graph: Graph, name: str):

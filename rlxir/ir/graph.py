@@ -177,6 +177,32 @@ class Graph(GraphReading):
         self._insert(name, before, after)
         return name
 
+    def append_parsed(self, name: str, op: str, operands: tuple[str, ...], attrs: dict, type_: TensorType,
+                      loc: Location) -> None:
+        """Append at the end of the schedule a value the parser has checked (`name` new,
+        operands present, `attrs` and `type_` from `infer_result`): the node `add_op` or
+        `add_input` would add, without their checks and their general placement."""
+        nodes, successors = self._nodes, self._successors
+        nodes[name] = ValueNode(op, operands, attrs, type_, loc, (name,))
+        successors[name] = {}
+        self._predecessors[name] = predecessors = {}
+        for operand in operands:
+            successors[operand][name] = NO_EDGE_DATA
+            predecessors[operand] = NO_EDGE_DATA
+        if op in LEAF_KINDS:
+            self._leaves[name] = None
+        nxt, prev = self._next, self._prev
+        last = prev[SCHEDULE_END]
+        nxt[last] = name
+        prev[name] = last
+        nxt[name] = SCHEDULE_END
+        prev[SCHEDULE_END] = name
+        self._label[name] = (self._label[last] if last != SCHEDULE_END else 0) + self._SPACING
+        self._last_inserted = name
+        if self._order is not None:
+            self._order.append(name)
+        self._changed()
+
     def add_input(self, name: str, type_: TensorType, loc: Location | None = None, attrs: Mapping | None = None,
                   **where: str | None) -> str:
         """An input; `attrs` holds its fill facts (`rlxir.ir.fills`), if any."""

@@ -6,7 +6,7 @@ each reduced statement to a `GraphBuilder`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 import re
 
@@ -58,11 +58,19 @@ class GraphBuilder:
         self.module = Module(filename=source.filename)
         self.graph: Graph | None = None
         self.types: dict[str, TensorType] = {}
+        self.values: Mapping[str, Any] = {}
+        """The graph's values by name (`Graph.data_by_name`), read for operand types."""
         self.defined_at: dict[str, Location] = {}
         self.names: dict[str, str] = {}
         """Each defined name to itself: operands read from the text are swapped for the
         defining string, so a graph holds one string per name, not one per use."""
         self.output_seen: Location | None = None
+        self.resolved: dict[tuple[str, str], dict] = {}
+        """(op, attribute block text) -> the block's values resolved for that op in this
+        graph, for a block already read without error (blocks repeat across layers)."""
+        self.inferred: dict[tuple, tuple] = {}
+        """(op, attribute block text or None, operand types) -> (the registry's op name,
+        canonical attributes, result type): what the op statements of this graph inferred."""
 
     # --- locations ----------------------------------------------------------------------
     def loc(self, token: Token) -> Location:
@@ -190,6 +198,7 @@ class GraphBuilder:
             values[key] = self._resolve(value, kind, token)
             keys[key] = offset
             self._check_symbols(values[key], token, offset)
+        self.resolved[(op, str(token))] = values
         return values, keys
 
     def fill_facts(self, kind: str, token: Token | None) -> dict:

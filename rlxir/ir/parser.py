@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 import lark
-from lark import Lark
+from lark import Lark, Token
 from lark.exceptions import UnexpectedInput
 
 from rlxir.errors import ParseError, RlxError, SourceText
@@ -44,6 +44,7 @@ def _lark() -> Lark:
         parser = Lark(grammar_text(), parser="lalr", strict=True, start=["start", "attr_block"],
                       transformer=_CALLBACKS, maybe_placeholders=True, cache=_grammar_cache_path())
         _CALLBACKS.parts = _parts_pattern(parser)
+        _CALLBACKS.run_parts = _run_parts_pattern(grammar_text())
         _PARSER = parser
     return _PARSER
 
@@ -76,6 +77,22 @@ def _parts_pattern(parser: Lark) -> re.Pattern:
                       f"(?:{gap}(?P<ATTRS>{regexp('ATTRS')}))?(?:{gap}(?P<TYPE>{regexp('TYPE')}))?")
 
 
+def _run_parts_pattern(grammar: str) -> re.Pattern:
+    """One statement of a RUN token, then the gap after it, with a named group per part.
+
+    Composed from the QUICK_ terminals as the grammar file writes them, in the order its
+    QUICK_OP and QUICK_LEAF compose them (Lark keeps only the terminals its rules name, and
+    RUN names these only inside itself), so that it splits a run exactly where the lexer's
+    RUN matched: a run is a sequence of these statements."""
+    terminals = dict(re.findall(r"^(QUICK_[A-Z]+|SPACE|GAP): /(.*)/$", grammar, re.MULTILINE))
+    space, name, type_, attrs = (terminals[key] for key in ("SPACE", "QUICK_NAME", "QUICK_TYPE", "QUICK_ATTRS"))
+    op = (f"(?P<DEF>%(?P<NAME>{name}){space}={space}(?P<OP>{terminals['QUICK_OPNAME']}))"
+          f"{space}(?P<ARGS>{terminals['QUICK_ARGS']})(?:{space}(?P<ATTRS>{attrs}))?(?:{space}(?P<TYPE>{type_}))?")
+    leaf = (f"(?P<KEY>{terminals['QUICK_KEY']}){space}(?P<VALUE>%(?P<LEAF_NAME>{name})){space}"
+            f"(?P<LEAF_TYPE>{type_})(?:{space}(?P<LEAF_ATTRS>{attrs}))?")
+    return re.compile(f"(?:{op}|{leaf}){terminals['GAP']}")
+
+
 def _parse_with(builder: GraphBuilder, text: str, start: str):
     """Run the LALR parser on `text` from rule `start`, with `builder` receiving callbacks."""
     with _LOCK:
@@ -83,6 +100,9 @@ def _parse_with(builder: GraphBuilder, text: str, start: str):
         _CALLBACKS.builder = builder
         try:
             return _lark().parse(text, start=start)
+        except UnexpectedInput as error:
+            _read_pending_run(error)
+            raise
         finally:
             _CALLBACKS.builder = previous
 
@@ -94,10 +114,37 @@ def parse(text: str, filename: str = "<string>") -> Module:
         with fewer_collections():  # roughly halves the parse time of big files
             module = _parse_with(GraphBuilder(source, _parse_with), text, "start")
     except UnexpectedInput as error:
-        raise syntax_error(error, source) from None
+        raise syntax_error(_first_statement_of_run(error), source) from None
     if not module.graphs:
         raise ParseError("no graph in this file", end_of(source), "graph NAME(SYMBOLS) { ... }")
     return module
+
+
+def _read_pending_run(error: UnexpectedInput) -> None:
+    """Read the RUN token the parser had shifted when the text after it failed to lex or
+    parse. The grammar reduces it only on seeing the next token, so none of its statements
+    were read; lexed one by one, all but the last would have been (the last, a STMT token,
+    waits for the next token as the run does), and an error among them comes earlier in the
+    text than the one that stopped the parse: it is the one reported."""
+    interactive = getattr(error, "interactive_parser", None)
+    stack = interactive.parser_state.value_stack if interactive is not None else ()
+    if stack and isinstance(stack[-1], Token) and stack[-1].type == "RUN":
+        _CALLBACKS.read_run(stack[-1], but_the_last=True)
+
+
+def _first_statement_of_run(error: UnexpectedInput) -> UnexpectedInput:
+    """A RUN token the grammar did not want stands for its first statement in the message:
+    the keyword of an input or param statement, else the op statement (as a STMT token)."""
+    token = getattr(error, "token", None)
+    if token is None or token.type != "RUN":
+        return error
+    found = _CALLBACKS.run_parts.match(str(token))
+    if found.start("KEY") >= 0:
+        error.token = Token.new_borrow_pos(found.group("KEY").upper(), found.group("KEY"), token)
+    else:
+        end = max(found.end(part) for part in ("ARGS", "ATTRS", "TYPE"))
+        error.token = Token.new_borrow_pos("STMT", str(token)[:end], token)
+    return error
 
 
 def parse_file(path: str | Path) -> Module:

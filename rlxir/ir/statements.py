@@ -12,9 +12,9 @@ import re
 from lark import Token, Transformer
 
 from rlxir.dtypes import DType
-from rlxir.errors import IRTypeError, Location, ParseError, VerifyError, close_names
+from rlxir.errors import IRTypeError, Location, ParseError, RlxError, VerifyError, close_names
 from rlxir.ir.fills import annotate_fills
-from rlxir.ir.graph import Graph
+from rlxir.ir.graph import Graph, infer_result
 from rlxir.ir.graph_builder import (MAX_DIM, MAX_INT_DIGITS, OPERAND, TRAILING_NAME, BareName, GraphBuilder,
                                     blank_comments)
 from rlxir.ops import LEAF_KINDS, get_op, registered_ops
@@ -33,6 +33,9 @@ class StatementTransformer(Transformer):
         self.parts: re.Pattern | None = None
         """The STMT terminal split into named parts, made from the grammar's own terminals
         once the parser is built (`rlxir.ir.parser`)."""
+        self.run_parts: re.Pattern | None = None
+        """One statement of a RUN token and the gap after it, split into named parts (also
+        made from the grammar by `rlxir.ir.parser`)."""
 
     # --- graphs -------------------------------------------------------------------------
     def start(self, graphs):
@@ -57,6 +60,9 @@ class StatementTransformer(Transformer):
             raise VerifyError(f"graph {graph.name} is defined twice", graph.loc, "distinct graph names")
         builder.graph = graph
         builder.types = {}
+        builder.values = graph.data_by_name()
+        builder.resolved = {}
+        builder.inferred = {}
         builder.defined_at = {}
         builder.names = {}
         builder.output_seen = None
@@ -111,9 +117,113 @@ class StatementTransformer(Transformer):
         builder.graph.add_const(name, type_, payload, builder.defined_at[name])
 
     def op_stmt(self, children):
+        first = children[0]
+        if first.type == "STMT":  # one whole statement: its parts located inside it
+            found = self.parts.match(str(first))
+            children = _statement_parts(found, first, ("DEF", "ARGS", "ATTRS", "TYPE"))
+        self._op(children)
+
+    def statement_run(self, children):
+        """A RUN token: plainly written op, input and param statements, read one by one.
+
+        Each statement is first read from its strings alone (`_quick_op`, `_quick_leaf`),
+        which change nothing until every check has passed; a statement they cannot take
+        (a name defined twice, an unknown op or operand, a type or attribute block not read
+        before, any error) is read again as located parts by the same code as a statement
+        lexed on its own, which gives the error its exact place."""
+        self.read_run(children[0])
+
+    def read_run(self, run: Token, but_the_last: bool = False) -> None:
+        """Read the statements of a RUN token (`but_the_last`: all but its last one)."""
+        text = str(run)
+        line, newline = run.line, None  # `newline`: the run's last '\n' before the statement
+        for found in self.run_parts.finditer(text):
+            start, following = found.start(), found.end()
+            if but_the_last and following == len(text):
+                return
+            column = start - newline if newline is not None else run.column + start
+            if found.start("DEF") >= 0:
+                if not self._quick_op(found, line, column):
+                    where = _Statement(run.start_pos + start, line, column)
+                    self._op(_statement_parts(found, where, ("DEF", "ARGS", "ATTRS", "TYPE")))
+            elif not self._quick_leaf(found, line, column):
+                where = _Statement(run.start_pos + start, line, column)
+                value, type_, attrs = _statement_parts(found, where, ("VALUE", "LEAF_TYPE", "LEAF_ATTRS"))
+                self._interface_value([value, type_, attrs], found.group("KEY"))
+            newlines = text.count("\n", start, following)
+            if newlines:
+                line += newlines
+                newline = text.rfind("\n", start, following)
+
+    def _quick_op(self, found: re.Match, line: int, column: int) -> bool:
+        """Add the op statement `found` if every check passes on its strings; False (and
+        nothing changed) when it needs the located reading."""
         builder = self.builder
-        if children[0].type == "STMT":
-            children = _statement_parts(children[0], self.parts)
+        name, op, args, attrs_text, type_text = found.group("NAME", "OP", "ARGS", "ATTRS", "TYPE")
+        if name in builder.defined_at or builder.output_seen is not None:
+            return False
+        names, nodes = builder.names, builder.values
+        operands, types = [], []
+        for operand in OPERAND.findall(args):
+            known = names.get(operand[1:])
+            if known is None:
+                return False
+            operands.append(known)
+            types.append(nodes[known].type)
+        key = (op, attrs_text, tuple(types))
+        result = builder.inferred.get(key)
+        if result is None:
+            result = self._infer(op, key[1], key[2])
+            if result is None:
+                return False
+            builder.inferred[key] = result
+        opname, attrs, inferred = result
+        if type_text is not None and builder.types.get(type_text) != inferred:
+            return False
+        loc = Location(builder.source.filename, line, column, builder.source)
+        builder.graph.append_parsed(name, opname, tuple(operands), attrs, inferred, loc)
+        builder.defined_at[name] = loc
+        names[name] = name
+        return True
+
+    def _infer(self, op: str, attrs_text: str | None, types: tuple) -> tuple | None:
+        """(the registry's op name, canonical attributes, result type) of `op` on operands
+        of `types` with the attribute block `attrs_text` as already read in this graph;
+        None when the op, the block or the inference needs the located reading."""
+        opdef = get_op(op)
+        attr_values = {} if attrs_text is None else self.builder.resolved.get((op, attrs_text))
+        if opdef is None or attr_values is None or not opdef.accepts_arity(len(types)):
+            return None
+        try:
+            attrs, inferred = infer_result(opdef, types, attr_values)
+        except RlxError:
+            return None
+        return opdef.name, attrs, inferred
+
+    def _quick_leaf(self, found: re.Match, line: int, column: int) -> bool:
+        """Add the input or param statement `found` (without fill facts) if every check
+        passes on its strings; False (and nothing changed) otherwise."""
+        builder = self.builder
+        value_start = found.start("VALUE")
+        name, type_text = found.group("LEAF_NAME", "LEAF_TYPE")
+        type_ = builder.types.get(type_text)
+        if (type_ is None or found.start("LEAF_ATTRS") >= 0 or name in builder.defined_at
+                or builder.output_seen is not None):
+            return False
+        inside = found.string[found.start():value_start]
+        newline = inside.rfind("\n")
+        if newline >= 0:
+            line, column = line + inside.count("\n"), len(inside) - newline
+        else:
+            column += len(inside)
+        loc = Location(builder.source.filename, line, column, builder.source)
+        builder.graph.append_parsed(name, "input" if found.group("KEY") == "input" else "param", (), {}, type_, loc)
+        builder.defined_at[name] = loc
+        builder.names[name] = name
+        return True
+
+    def _op(self, children):
+        builder = self.builder
         head, args = children[0], children[1]
         attrs, result = None, None
         for extra in children[2:]:
@@ -269,21 +379,31 @@ class StatementTransformer(Transformer):
     def false_scalar(self, children):
         return ("bool", False, children[0])
 
-def _statement_parts(statement: Token, pattern: re.Pattern) -> list:
-    """A STMT token split into its DEF, ARGS, ATTRS and TYPE parts (None where absent)."""
-    text = str(statement)
-    match = pattern.match(text)
-    head_end, args_start, args_end = match.end("DEF"), match.start("ARGS"), match.end("ARGS")
-    parts = [_Part("DEF", text[:head_end], statement, text, 0),
-             _Part("ARGS", text[args_start:args_end], statement, text, args_start)]
-    for kind in ("ATTRS", "TYPE"):
-        start = match.start(kind)
-        parts.append(None if start < 0 else _Part(kind, text[start:match.end(kind)], statement, text, start))
+def _statement_parts(found: re.Match, statement, groups: tuple[str, ...]) -> list:
+    """The parts of one statement matched by `found` (from the statement's first
+    character), one `_Part` per named group in `groups` (None where absent), each located
+    through `statement`: the STMT token itself, or a `_Statement` of a RUN token."""
+    base = found.start()
+    text = found.string[base:found.end()]
+    parts = []
+    for group in groups:
+        start = found.start(group)
+        parts.append(None if start < 0 else _Part(group.rpartition("_")[2], text[start - base:found.end(group) - base],
+                                                  statement, text, start - base))
     return parts
 
 
+class _Statement:
+    """Where one statement of a RUN token starts in the file (what `_Part` asks of a token)."""
+
+    __slots__ = ("start_pos", "line", "column")
+
+    def __init__(self, start_pos: int, line: int, column: int):
+        self.start_pos, self.line, self.column = start_pos, line, column
+
+
 class _Part:
-    """One part of a STMT token, read like the token it would have been on its own: `str()`
+    """One part of a STMT or RUN token, read like the token it would have been on its own: `str()`
     gives its text; `line`, `column` and `start_pos` its position (computed when asked,
     since only error messages ask)."""
 

@@ -34,7 +34,7 @@ _TOKEN_NOUN = {
     "ARGS": "operand list", "ATTRS": "attribute block", "DEF": "definition", "STMT": "statement",
 }
 _STATEMENT_TERMINALS = frozenset({"INPUT", "PARAM", "CONST", "DEF", "OUTPUT"})
-_WHOLE_STATEMENT = "STMT"  # the grammar's one-token op statement; DEF stands for it in messages
+_WHOLE_STATEMENTS = frozenset({"STMT", "RUN"})  # the grammar's one-token statements; DEF stands for them
 _STATEMENT_TEXT = "a statement (input, param, const, %v = OP(...) or output)"
 _KEYWORDS = ("graph", "input", "param", "const", "output")
 _OPERAND = re.compile(r"%[A-Za-z0-9_.]+")
@@ -80,7 +80,7 @@ def loc_at(source: SourceText, offset: int) -> Location:
 
 
 def expected_text(names) -> str:
-    names = set(names) - {_WHOLE_STATEMENT}
+    names = set(names) - _WHOLE_STATEMENTS
     texts = []
     if _STATEMENT_TERMINALS <= names:
         names -= _STATEMENT_TERMINALS

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from rlxir.errors import RlxError, VerifyError
 from rlxir.ir.graph import Graph, infer_result
-from rlxir.ir.graph_reading import ValueNode
+from rlxir.ir.graph_reading import SharedAttrs, ValueNode
 from rlxir.ops import LEAF_KINDS, get_op
 from rlxir.types import TensorType
 
@@ -26,9 +26,10 @@ def find_errors(graph: Graph, limit: int | None = None) -> list[VerifyError]:
     seen: set[str] = set()
     nodes = graph.data_by_name()
     undeclared = _UndeclaredSymbols(graph)
+    inferred: dict = {}
     for name in schedule:
         data = nodes[name]
-        error = _check_node(graph, name, data, seen) or undeclared.check(name, data)
+        error = _check_node(graph, name, data, seen, inferred) or undeclared.check(name, data)
         if error is not None:
             errors.append(error)
             if limit is not None and len(errors) >= limit:
@@ -47,12 +48,15 @@ def verify(graph: Graph) -> None:
         raise errors[0]
 
 
-def _check_node(graph: Graph, name: str, data: ValueNode, seen: set[str]) -> VerifyError | None:
+def _check_node(graph: Graph, name: str, data: ValueNode, seen: set[str], inferred: dict) -> VerifyError | None:
+    """The first invariant `name` breaks, if any. `inferred` memoises result types for this
+    walk by (op, shared attribute record, operand types): a `SharedAttrs` cannot change and
+    every node holding it keeps it alive, so its identity stands for its contents here."""
     loc, op, operands = data.loc, data.op, data.operands
     for operand in operands:
-        if operand not in graph:
-            return VerifyError(f"%{name} reads undefined value %{operand}", loc)
         if operand not in seen:
+            if operand not in graph:
+                return VerifyError(f"%{name} reads undefined value %{operand}", loc)
             return VerifyError(f"%{name} reads %{operand} before its definition in the schedule", loc)
     if graph.edge_sources(name) != set(operands):
         return VerifyError(f"%{name}: graph edges disagree with its operands", loc)
@@ -63,14 +67,20 @@ def _check_node(graph: Graph, name: str, data: ValueNode, seen: set[str]) -> Ver
         return VerifyError(f"%{name} uses unknown op {op!r}", loc)
     if not opdef.accepts_arity(len(operands)):
         return VerifyError(f"%{name}: {op} takes {opdef.arity_text()}, got {len(operands)}", loc)
-    try:
-        canonical, inferred = infer_result(opdef, tuple(graph.type(operand) for operand in operands),
-                                           data.attrs)
-    except RlxError as error:
-        return VerifyError(f"%{name} = {op}: {error.message}", loc, error.expected)
-    if inferred != data.type:
-        return VerifyError(f"%{name} = {op} has type {data.type}, but its operands give {inferred}", loc,
-                           str(inferred))
+    attrs = data.attrs
+    types = tuple(graph.type(operand) for operand in operands)
+    key = (opdef, id(attrs), types) if type(attrs) is SharedAttrs else None
+    result = inferred.get(key) if key is not None else None
+    if result is None:
+        try:
+            _, result = infer_result(opdef, types, attrs)
+        except RlxError as error:
+            return VerifyError(f"%{name} = {op}: {error.message}", loc, error.expected)
+        if key is not None:
+            inferred[key] = result
+    if result is not data.type and result != data.type:
+        return VerifyError(f"%{name} = {op} has type {data.type}, but its operands give {result}", loc,
+                           str(result))
     return None
 
 
