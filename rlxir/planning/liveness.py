@@ -37,7 +37,9 @@ class LivenessPlanner:
     runs once more with the buffers live at the peak placed first (`peak_first`), and the
     smaller arena is kept: large early buffers can leave holes at the peak that no later
     buffer fills (iopddl/S_1 ends 1.6 % above the bound without it, at the bound with it).
-    Instances already within the margin pay nothing.
+    Instances already within the margin pay nothing, and the retry stops as soon as a
+    buffer it places ends at or above the first arena (it could no longer win: on the
+    crowded synthetic instances after 14-33 % of its placements).
     """
 
     name: str = "liveness"
@@ -59,9 +61,12 @@ class LivenessPlanner:
         offsets = place_in_order(problem, by_size(problem), progress=_placing(progress, "greedy by size"))
         result = problem.result(offsets, self.name, 0.0)
         if result.arena_bytes > result.lower_bound_bytes * self.retry_above:
-            offsets = place_in_order(problem, peak_first(problem), progress=_placing(progress, "peak-first retry"))
-            retry = problem.result(offsets, self.name, 0.0)
-            result = retry if retry.arena_bytes < result.arena_bytes else result
+            # Abandoned (None) as soon as it cannot end below the arena in hand.
+            offsets = place_in_order(problem, peak_first(problem), progress=_placing(progress, "peak-first retry"),
+                                     stop_at=result.arena_bytes)
+            if offsets is not None:
+                retry = problem.result(offsets, self.name, 0.0)
+                result = retry if retry.arena_bytes < result.arena_bytes else result
         return attrs.evolve(result, seconds=time.perf_counter() - started)
 
 

@@ -66,3 +66,18 @@ def test_tree_placement_equals_the_naive_rule_on_a_long_schedule():
     problem = Problem.build(buffers, 8)
     order = by_size(problem)
     assert place_in_order(problem, order) == naive_best_fit(buffers, 8, order)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_a_pass_stops_exactly_when_its_arena_would_reach_stop_at(data):
+    alignment = data.draw(ALIGNMENTS)
+    buffers = data.draw(buffer_lists(max_buffers=40, with_fixed=True, alignment=alignment))
+    problem = Problem.build(buffers, alignment)
+    order = data.draw(st.sampled_from([by_size, peak_first]))(problem)
+    offsets = place_in_order(problem, order)
+    placed_arena = max((offsets[i] + problem.sizes[i] for i in order), default=0)
+    assert place_in_order(problem, order, stop_at=placed_arena + 1) == offsets
+    assert place_in_order(problem, order, stop_at=placed_arena + data.draw(st.integers(1, 300))) == offsets
+    if order:
+        assert place_in_order(problem, order, stop_at=placed_arena - data.draw(st.integers(0, 300))) is None
