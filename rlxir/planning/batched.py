@@ -141,12 +141,14 @@ def place_batched(
     batches: Batches,
     deadline: float = math.inf,
     progress: Callable[[int, int], None] | None = None,
+    stop_at: int | None = None,
 ) -> list[int] | None:
     """Offsets (one per buffer, input order) from best-fit placement in the order
     `batches` was scheduled for (`schedule_batches`).
 
     Fixed offsets are kept and avoided; empty buffers get 0. None if the clock passes
-    `deadline` (read once per chunk, when `progress(placed, total)` is called too).
+    `deadline` (read once per chunk, when `progress(placed, total)` is called too), or
+    once a chunk places a buffer ending at or above `stop_at` (when given).
     """
     n = len(problem)
     # Every offset is a sum of sizes and fixed offsets: counting in units of their common
@@ -165,6 +167,8 @@ def place_batched(
             return None
         members = batches.order[chunk * CHUNK : (chunk + 1) * CHUNK]
         _place_chunk(members, earlier, local_later, level, sizes, offsets)
+        if stop_at is not None and int((offsets[members] + sizes[members]).max()) * unit >= stop_at:
+            return None
     if unit != 1:
         offsets *= unit
     return offsets.tolist()

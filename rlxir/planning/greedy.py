@@ -30,6 +30,7 @@ def place_in_order(
     order: Sequence[int],
     deadline: float = math.inf,
     progress: Callable[[int, int], None] | None = None,
+    stop_at: int | None = None,
 ) -> list[int] | None:
     """Offsets (one per buffer, input order) from best-fit placement in `order`.
 
@@ -42,6 +43,11 @@ def place_in_order(
     None if the clock passes `deadline` (a `time.perf_counter()` value) first; it is read
     every `CHECK_EVERY` placements, and `progress(placed, total)` is called as often.
 
+    None also once a placed buffer ends at or above `stop_at` (when given): the arena of
+    a partial plan only grows as buffers are added, so the whole plan's arena would be
+    `stop_at` or more. A caller holding a plan of arena `stop_at` that keeps a new one only
+    when strictly smaller gets the same answer without finishing a pass that cannot win.
+
     On instances of thousands of buffers that overlap a few tens of others each (and
     whose order does not chain them, see `schedule_batches`), the placements are
     computed in batches with NumPy (`place_batched`); elsewhere one at a time over an
@@ -50,12 +56,16 @@ def place_in_order(
     pairs = overlap_pairs(problem) if len(problem) >= _BATCHED_FROM else None
     batches = None if pairs is None else schedule_batches(problem, order, pairs)
     if batches is not None:
-        return place_batched(problem, batches, deadline, progress)
-    return _place_over_tree(problem, list(order), deadline, progress)
+        return place_batched(problem, batches, deadline, progress, stop_at)
+    return _place_over_tree(problem, list(order), deadline, progress, stop_at)
 
 
 def _place_over_tree(
-    problem: Problem, order: list[int], deadline: float, progress: Callable[[int, int], None] | None
+    problem: Problem,
+    order: list[int],
+    deadline: float,
+    progress: Callable[[int, int], None] | None,
+    stop_at: int | None = None,
 ) -> list[int] | None:
     tree = _tree_for(problem, order)
     offsets = [0] * len(problem)
@@ -72,6 +82,9 @@ def _place_over_tree(
                 offsets[index] = fixed
                 tree.occupy(slot_lo[index], slot_hi[index], fixed, sizes[index])
         place = tree.place
+        # Offsets start at 0 and sizes are positive where they count: the highest end
+        # of a placed buffer is below this limit as long as the pass may continue.
+        limit = math.inf if stop_at is None else stop_at
         for first in range(0, len(order), CHECK_EVERY):
             if progress is not None:
                 progress(first, len(order))
@@ -79,7 +92,11 @@ def _place_over_tree(
                 return None
             for rank in range(first, min(first + CHECK_EVERY, len(order))):
                 index = order[rank]
-                offsets[index] = place(slot_lo[index], slot_hi[index], sizes[index], rank)
+                size = sizes[index]
+                offset = place(slot_lo[index], slot_hi[index], size, rank)
+                if offset + size >= limit:
+                    return None
+                offsets[index] = offset
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -36,8 +36,8 @@ import numpy as np
 # Above this many range bounds, a query merges with NumPy instead of Python lists: the
 # sort and the gap scan then cost less than NumPy's fixed per-call overhead.
 _NUMPY_MERGE_MIN = 150
-# Larger than any gap between int64-safe bounds: marks gaps too small to hold a buffer.
-_NO_GAP = np.iinfo(np.int64).max
+# A difference of int64-safe values read as unsigned is at least this when negative.
+_NEGATIVE = 1 << 63
 
 
 def leaf_base(slot_count: int) -> int:
@@ -87,20 +87,25 @@ def add_range(ranges: list[int] | array, start: int, end: int) -> None:
 def _best_gap_numpy(flat: list[int] | array, size: int, one_list: bool) -> int:
     """The gap scan of `best_fit_offset` for many bounds (int64-safe values only)."""
     if isinstance(flat, array):
-        pairs = np.frombuffer(flat, dtype=np.int64).reshape(-1, 2)
+        bounds = np.frombuffer(flat, dtype=np.int64)
     else:
-        pairs = np.array(flat, dtype=np.int64).reshape(-1, 2)
+        bounds = np.array(flat, dtype=np.int64)
+    starts = bounds[0::2]
+    ends = bounds[1::2]
     if not one_list:
-        pairs = np.sort(pairs, axis=0)  # starts and ends each sorted, as in the list scan
-    # Gap k lies between end k - 1 and start k; gap 0 starts at address 0.
-    fitting = pairs[1:, 0] - pairs[:-1, 1]
-    fitting[fitting < size] = _NO_GAP
-    best = int(np.argmin(fitting)) if len(fitting) else 0
-    best_gap = int(fitting[best]) if len(fitting) else _NO_GAP
-    first_gap = int(pairs[0, 0])
-    if size <= first_gap <= best_gap:
-        return 0
-    return int(pairs[-1, 1]) if best_gap == _NO_GAP else int(pairs[best, 1])
+        starts = np.sort(starts)  # starts and ends each sorted, as in the list scan
+        ends = np.sort(ends)
+    # Gap k lies between end k - 1 and start k (gap 0, from address 0, is handled
+    # apart). Read as unsigned, `gap - size` is huge exactly where the gap is too small,
+    # so its smallest value (the first one on ties) is the best fit.
+    slack = (starts[1:] - ends[:-1] - size).view(np.uint64)
+    first_gap = int(starts[0])
+    if len(slack):
+        best = int(slack.argmin())
+        best_slack = int(slack[best])
+        if best_slack < _NEGATIVE:
+            return 0 if size <= first_gap <= size + best_slack else int(ends[best])
+    return 0 if size <= first_gap else int(ends[-1])
 
 
 def best_fit_offset(taken: list[list[int]] | list[array], size: int, numpy_merge: bool) -> int:

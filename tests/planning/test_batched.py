@@ -133,6 +133,18 @@ def test_place_in_order_takes_the_batched_path_past_its_deadline_too():
     assert place_in_order(problem, order, deadline=0.0) is None
 
 
+def test_the_batched_path_stops_at_the_arena_in_hand():
+    problem = Problem.build(several_chunks(_BATCHED_FROM + 10, 1), 1)
+    order = by_size(problem)
+    assert schedule_batches(problem, order, overlap_pairs(problem)) is not None
+    offsets = place_in_order(problem, order)
+    arena = max(offset + size for offset, size in zip(offsets, problem.sizes))
+    assert offsets == over_tree(problem, order)
+    assert place_in_order(problem, order, stop_at=arena + 1) == offsets
+    assert place_in_order(problem, order, stop_at=arena) is None
+    assert _place_over_tree(problem, list(order), float("inf"), None, arena) is None
+
+
 def test_chunks_that_chain_are_left_to_the_tree():
     # Sizes falling along the schedule: by size is schedule order, each buffer overlaps
     # the next, and every chunk is one chain of CHUNK levels.

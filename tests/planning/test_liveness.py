@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rlxir.planning import Buffer, LivenessPlanner, PlanError, get_planner, validate_plan
 from rlxir.planning.problem import Problem
 from rlxir.planning.sweep import peak_sweep_best_fit
+
+from .strategies import ALIGNMENTS, buffer_lists
 
 
 def plan(buffers, alignment=1):
@@ -133,3 +139,44 @@ def test_a_pass_from_the_peak_that_reaches_the_bound_is_returned_as_it_is():
     assert [result.offsets[b.name] for b in buffers] == peak
     by_size = LivenessPlanner(peak_pass_from=len(buffers) + 1).plan(buffers)
     assert by_size.arena_bytes >= result.arena_bytes
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_the_pass_from_the_peak_never_makes_the_arena_larger(data):
+    alignment = data.draw(ALIGNMENTS)
+    buffers = data.draw(buffer_lists(max_buffers=40, with_fixed=data.draw(st.booleans()), alignment=alignment))
+    with_pass = LivenessPlanner(peak_pass_from=0).plan(buffers, alignment)
+    without = LivenessPlanner(peak_pass_from=len(buffers) + 1).plan(buffers, alignment)
+    validate_plan(buffers, with_pass.offsets, alignment, with_pass.arena_bytes)
+    assert with_pass.arena_bytes <= without.arena_bytes
+    problem = Problem.build(buffers, alignment)
+    if all(offset is None for offset in problem.fixed):
+        peak = peak_sweep_best_fit(problem)
+        assert with_pass.arena_bytes <= max((o + s for o, s in zip(peak, problem.sizes)), default=0)
+
+
+def crowded(count, seed):
+    """A schedule where a fifth of the buffers live for hundreds of steps."""
+    rng = random.Random(seed)
+    buffers = []
+    for step in range(count):
+        life = rng.randint(65, 500) if rng.random() < 0.2 else rng.randint(1, 3)
+        buffers.append(Buffer(f"t{step}", step, step + life, 64 * rng.randint(1, 2000)))
+    return buffers
+
+
+@pytest.mark.parametrize("seed", range(1, 9))
+def test_on_crowded_lists_the_result_is_the_smaller_of_the_pass_and_the_greedy_rule(seed):
+    buffers = crowded(400, seed)
+    problem = Problem.build(buffers, 1)
+    peak = peak_sweep_best_fit(problem)
+    peak_arena = max(o + s for o, s in zip(peak, problem.sizes))
+    without = LivenessPlanner(peak_pass_from=len(buffers) + 1).plan(buffers)
+    result = LivenessPlanner(peak_pass_from=len(buffers)).plan(buffers)
+    validate_plan(buffers, result.offsets, 1, result.arena_bytes)
+    assert result.arena_bytes <= min(peak_arena, without.arena_bytes)
+    if peak_arena < without.arena_bytes and result.arena_bytes == peak_arena:
+        assert [result.offsets[b.name] for b in buffers] == peak
+    if without.arena_bytes < peak_arena:
+        assert result.offsets == without.offsets  # the greedy rule's plan, as before

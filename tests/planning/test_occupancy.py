@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from array import array
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlxir.planning import Buffer
 from rlxir.planning.greedy import place_in_order
-from rlxir.planning.occupancy import add_range, best_fit_offset
+from rlxir.planning.occupancy import _best_gap_numpy, add_range, best_fit_offset
 from rlxir.planning.orderings import by_area, by_size, peak_first
 from rlxir.planning.problem import Problem
 
@@ -49,6 +51,31 @@ def test_best_fit_offset_on_overlapping_lists_and_with_numpy():
         assert best_fit_offset(long_list, 4, numpy_merge) == 2100
 
 
+@st.composite
+def range_lists(draw):
+    """Flat sorted lists of disjoint, non-touching ranges, long enough for the NumPy scan."""
+    cursor = draw(st.integers(0, 40))
+    flat = []
+    for _ in range(draw(st.integers(0, 120))):
+        end = cursor + draw(st.integers(1, 40))
+        flat += [cursor, end]
+        cursor = end + draw(st.integers(1, 40))
+    return flat
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(range_lists(), max_size=5), st.integers(1, 90))
+def test_the_numpy_gap_scan_equals_the_list_scan(taken, size):
+    taken = [ranges for ranges in taken if ranges]
+    expected = best_fit_offset(taken, size, numpy_merge=False)
+    assert best_fit_offset(taken, size, numpy_merge=True) == expected
+    assert best_fit_offset([array("q", ranges) for ranges in taken], size, numpy_merge=True) == expected
+    if len(taken) == 1:
+        assert _best_gap_numpy(taken[0], size, one_list=True) == expected
+    if taken:
+        assert _best_gap_numpy(sum(taken, []), size, one_list=False) == expected
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_tree_placement_equals_the_naive_rule(data):
@@ -66,3 +93,18 @@ def test_tree_placement_equals_the_naive_rule_on_a_long_schedule():
     problem = Problem.build(buffers, 8)
     order = by_size(problem)
     assert place_in_order(problem, order) == naive_best_fit(buffers, 8, order)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_a_pass_stops_exactly_when_its_arena_would_reach_stop_at(data):
+    alignment = data.draw(ALIGNMENTS)
+    buffers = data.draw(buffer_lists(max_buffers=40, with_fixed=True, alignment=alignment))
+    problem = Problem.build(buffers, alignment)
+    order = data.draw(st.sampled_from([by_size, peak_first]))(problem)
+    offsets = place_in_order(problem, order)
+    placed_arena = max((offsets[i] + problem.sizes[i] for i in order), default=0)
+    assert place_in_order(problem, order, stop_at=placed_arena + 1) == offsets
+    assert place_in_order(problem, order, stop_at=placed_arena + data.draw(st.integers(1, 300))) == offsets
+    if order:
+        assert place_in_order(problem, order, stop_at=placed_arena - data.draw(st.integers(0, 300))) is None
