@@ -16,7 +16,8 @@ import rlxir.grammar
 import rlxir.ir.graph
 import rlxir.passes
 from rlxir.ir.graph import GraphError
-from rlxir.ir.graph_reading import NO_EDGE_DATA, ValueDiGraph, ValueNode
+from rlxir.ir.graph_reading import NO_EDGE_DATA, ValueNode
+from rlxir.ir.nx_graph import ValueDiGraph
 
 TEXT = """graph g {
   input %x : f32[4]

@@ -19,16 +19,19 @@ pass puts them (`before=` / `after=`), and untouched nodes keep their relative o
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from rlxir.errors import IRTypeError, Location, RlxError, VerifyError
 from rlxir.gcpause import fewer_collections
-from rlxir.ir.graph_reading import (NO_ATTRS, NO_EDGE_DATA, SCHEDULE_END, GraphError, GraphReading, SharedAttrs,
-                                    ValueDiGraph, ValueNode)
+from rlxir.ir.inference import infer_result
+from rlxir.ir.graph_reading import (NO_EDGE_DATA, SCHEDULE_END, GraphError, GraphReading, SharedAttrs,
+                                    ValueNode)
 from rlxir.ops import LEAF_KINDS, OpDef, check_attributes, get_op
-from rlxir.ops.registry import annotation_version
 from rlxir.symbolic import Expr, format_dim, substitute
 from rlxir.types import TensorType
+
+if TYPE_CHECKING:
+    from rlxir.ir.nx_graph import ValueDiGraph
 
 
 class Graph(GraphReading):
@@ -37,7 +40,10 @@ class Graph(GraphReading):
     def __init__(self, name: str = "main", symbols: Mapping[str, int | None] | None = None):
         self.name = name
         self.symbols: dict[str, int | None] = dict(symbols or {})
-        self.nx = ValueDiGraph()
+        self._nodes: dict[str, ValueNode] = {}
+        self._successors: dict[str, dict] = {}
+        self._predecessors: dict[str, dict] = {}
+        self._nx: ValueDiGraph | None = None
         self.outputs = []
         self.output_loc: Location | None = None
         self.loc: Location | None = None
@@ -48,19 +54,25 @@ class Graph(GraphReading):
         self._last_inserted: str | None = None
         self._fresh: dict[str, int] = {}
         self._leaves: dict[str, None] = {}
-        self._bind_nx()
 
     # --- storage ------------------------------------------------------------------------
-    # The values live in the dicts of `self.nx` (a `ValueDiGraph`): reads and the hot
-    # mutations (add a node, add or drop an edge) are plain dict operations on them. Built
-    # through networkx's `add_node`/`add_edge` (which check their arguments and clear the
-    # cache on every call) a graph takes about twice as long, and its views add a call to
-    # every read. This section is the only code that writes those dicts; everything else
-    # uses the methods below, or `graph.nx` to hand the graph to networkx.
-    def _bind_nx(self) -> None:
-        self._nodes = self.nx.node_dict
-        self._successors = self.nx.succ_dict
-        self._predecessors = self.nx.pred_dict
+    # The values live in three dicts: the nodes, their successors and their predecessors
+    # (`graph.nx`, a networkx DiGraph, is built over these same dicts when first asked
+    # for). Reads and the hot mutations (add a node, add or drop an edge) are plain dict
+    # operations on them. Built through networkx's `add_node`/`add_edge` (which check their
+    # arguments and clear the cache on every call) a graph takes about twice as long, and
+    # its views add a call to every read. This section is the only code that writes those
+    # dicts; everything else uses the methods below, or `graph.nx` to hand the graph to
+    # networkx.
+    @property
+    def nx(self) -> ValueDiGraph:
+        """This graph as a `networkx.DiGraph` (an edge from each operand to its reader), over
+        the same storage: changes through either are seen by both."""
+        if self._nx is None:
+            from rlxir.ir.nx_graph import ValueDiGraph  # networkx loads here, on first use
+
+            self._nx = ValueDiGraph.over(self._nodes, self._successors, self._predecessors)
+        return self._nx
 
     def _store_node(self, name: str, data: ValueNode) -> None:
         self._nodes[name] = data
@@ -92,7 +104,7 @@ class Graph(GraphReading):
         # networkx caches conversions for its dispatch backends on the graph; changes made
         # outside its methods clear that cache by hand (`G.__networkx_cache__.clear()` in
         # the documentation of `networkx.config.cache_converted_graphs`).
-        cache = getattr(self.nx, "__networkx_cache__", None)
+        cache = getattr(self._nx, "__networkx_cache__", None)
         if cache:
             cache.clear()
 
@@ -177,13 +189,13 @@ class Graph(GraphReading):
         self._insert(name, before, after)
         return name
 
-    def append_parsed(self, name: str, op: str, operands: tuple[str, ...], attrs: dict, type_: TensorType,
-                      loc: Location) -> None:
-        """Append at the end of the schedule a value the parser has checked (`name` new,
-        operands present, `attrs` and `type_` from `infer_result`): the node `add_op` or
-        `add_input` would add, without their checks and their general placement."""
-        nodes, successors = self._nodes, self._successors
-        nodes[name] = ValueNode(op, operands, attrs, type_, loc, (name,))
+    def store_parsed(self, name: str, op: str, operands: tuple[str, ...], attrs: dict, type_: TensorType,
+                     loc: Location) -> None:
+        """Store a value the parser has checked (`name` new, operands present, `attrs` and
+        `type_` from `infer_result`) with its edges, not yet in the schedule: the parser
+        appends a run of them in one go (`append_to_schedule`)."""
+        successors = self._successors
+        self._nodes[name] = ValueNode(op, operands, attrs, type_, loc, (name,))
         successors[name] = {}
         self._predecessors[name] = predecessors = {}
         for operand in operands:
@@ -191,16 +203,21 @@ class Graph(GraphReading):
             predecessors[operand] = NO_EDGE_DATA
         if op in LEAF_KINDS:
             self._leaves[name] = None
-        nxt, prev = self._next, self._prev
-        last = prev[SCHEDULE_END]
-        nxt[last] = name
-        prev[name] = last
-        nxt[name] = SCHEDULE_END
-        prev[SCHEDULE_END] = name
-        self._label[name] = (self._label[last] if last != SCHEDULE_END else 0) + self._SPACING
-        self._last_inserted = name
+
+    def append_to_schedule(self, names: list[str]) -> None:
+        """Put stored values that are not in the schedule yet at its end, in order: what
+        adding each at the end does, in one go."""
+        if not names:
+            return
+        spacing, last = self._SPACING, self._prev[SCHEDULE_END]
+        links = [last, *names, SCHEDULE_END]
+        self._next.update(zip(links, links[1:]))
+        self._prev.update(zip(links[1:], links))
+        base = self._label[last] if last != SCHEDULE_END else 0
+        self._label.update(zip(names, range(base + spacing, base + spacing * (len(names) + 1), spacing)))
         if self._order is not None:
-            self._order.append(name)
+            self._order.extend(names)
+        self._last_inserted = names[-1]
         self._changed()
 
     def add_input(self, name: str, type_: TensorType, loc: Location | None = None, attrs: Mapping | None = None,
@@ -447,48 +464,6 @@ class Graph(GraphReading):
 
     def __repr__(self) -> str:
         return f"<Graph {self.name}: {len(self)} values>"
-
-
-_INFERRED: dict = {}
-_INFERRED_LIMIT = 200_000
-
-
-def infer_result(opdef: OpDef, operand_types: tuple, attrs: Mapping[str, Any] | None) -> tuple[dict, TensorType]:
-    """(canonical attributes, result type) of an op application, memoised. The attributes
-    are a `SharedAttrs`: equal applications get the same read-only object.
-
-    Big graphs repeat the same (op, operand types, attributes) many times over (every
-    layer of a stack), so inference is cached on exactly those inputs. Rules are pure
-    functions of them, and the key holds the `OpDef` itself and the annotation registry's
-    version, so re-registering an op or an annotation never serves a stale answer.
-    Errors are not cached.
-    """
-    try:
-        key = (opdef, annotation_version(), operand_types,
-               tuple((name, _typed(value)) for name, value in attrs.items()) if attrs else ())
-        hit = _INFERRED.get(key)
-    except TypeError:  # an unhashable attribute value: infer without the cache
-        key, hit = None, None
-    if hit is not None:
-        return hit
-    canonical, full = check_attributes(opdef, attrs or {})
-    inferred = opdef.shape_rule(operand_types, full)
-    shared = SharedAttrs(canonical) if canonical else NO_ATTRS
-    if key is not None:
-        if len(_INFERRED) >= _INFERRED_LIMIT:
-            _INFERRED.clear()
-        _INFERRED[key] = (shared, inferred)
-    return shared, inferred
-
-
-def _typed(value: object) -> object:
-    """`value` as a cache key that keeps apart what Python calls equal: ``True == 1 == 1.0``
-    (a bool given for an int attribute must not hit the int's entry) and ``-0.0 == 0.0``."""
-    if isinstance(value, tuple):
-        return tuple(_typed(item) for item in value)
-    if isinstance(value, float):
-        return float, value.hex()
-    return type(value), value
 
 
 def _bind_attr(value: Any, values: Mapping[str, int]) -> Any:

@@ -1,7 +1,8 @@
-"""The reading half of `rlxir.ir.graph.Graph`: the storage it keeps its values in
-(`ValueDiGraph`, the schedule's links) and every query on it — a value's op, operands,
-attributes, type and users, the schedule, the values of a kind. Nothing here changes a
-graph; `Graph` adds building, rewriting and the whole-graph operations on top.
+"""The reading half of `rlxir.ir.graph.Graph`: the storage it keeps its values in (the
+dicts that `graph.nx` is built over, the schedule's links) and every query on it — a
+value's op, operands, attributes, type and users, the schedule, the values of a kind.
+Nothing here changes a graph; `Graph` adds building, rewriting and the whole-graph
+operations on top.
 """
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, KeysView, Mapping, MutableMapping
 from types import MappingProxyType
 from typing import Any
-
-import networkx as nx
 
 from rlxir.errors import Location, RlxError
 from rlxir.ir.outputs import OutputList
@@ -146,46 +145,6 @@ class NoEdgeData(Mapping):
 NO_EDGE_DATA = NoEdgeData()
 
 
-class ValueDiGraph(nx.DiGraph):
-    """The networkx graph a `Graph` keeps its values in: a plain `DiGraph` that also names
-    the dicts its nodes and edges are stored in, so that `Graph` can write them directly.
-
-    networkx builds a graph's storage through factory hooks that a subclass may replace
-    (the "Subclasses" part of `networkx.DiGraph`'s documentation). This class's hooks keep
-    the dicts they make: `node_dict` (value name -> `ValueNode`), `succ_dict` and `pred_dict`
-    (value name -> {neighbour: edge data}, the data always `NO_EDGE_DATA`); which outer dict holds successors is
-    learnt with one public `add_edge`, not from the order networkx makes them in. Views,
-    algorithms and `copy()` are networkx's own, so the graph can be handed to any of them.
-    """
-
-    def __init__(self, incoming_graph_data: Any = None, **attr: Any) -> None:
-        self._made_adjacency: list[dict] = []
-        super().__init__(incoming_graph_data, **attr)
-        made = self._made_adjacency
-        del self._made_adjacency
-        if len(made) != 2 or not hasattr(self, "node_dict"):
-            raise RuntimeError("this networkx version does not build a DiGraph's storage through "
-                               "node_dict_factory and adjlist_outer_dict_factory")
-        source, target = object(), object()
-        self.add_edge(source, target)
-        self.succ_dict, self.pred_dict = made if target in made[0].get(source, ()) else made[::-1]
-        if source not in self.node_dict or source not in self.pred_dict[target]:
-            raise RuntimeError("this networkx version keeps a DiGraph's edges outside its factory-made dicts")
-        self.remove_nodes_from((source, target))
-
-    def node_dict_factory(self) -> dict:
-        self.node_dict: dict = {}
-        return self.node_dict
-
-    def adjlist_outer_dict_factory(self) -> dict:
-        adjacency: dict = {}
-        self._made_adjacency.append(adjacency)
-        return adjacency
-
-    def edge_attr_dict_factory(self) -> NoEdgeData:
-        return NO_EDGE_DATA
-
-
 SCHEDULE_END = ""  # sentinel of the circular schedule list (never a value name)
 
 
@@ -194,7 +153,6 @@ class GraphReading:
     `rlxir.ir.graph` for the data model)."""
 
     name: str
-    nx: ValueDiGraph
     _outputs: OutputList
     _nodes: dict[str, ValueNode]
     _successors: dict[str, dict[str, NoEdgeData]]

@@ -14,7 +14,8 @@ from lark import Token, Transformer
 from rlxir.dtypes import DType
 from rlxir.errors import IRTypeError, Location, ParseError, RlxError, VerifyError, close_names
 from rlxir.ir.fills import annotate_fills
-from rlxir.ir.graph import Graph, infer_result
+from rlxir.ir.graph import Graph
+from rlxir.ir.inference import infer_result
 from rlxir.ir.graph_builder import (MAX_DIM, MAX_INT_DIGITS, OPERAND, TRAILING_NAME, BareName, GraphBuilder,
                                     blank_comments)
 from rlxir.ops import LEAF_KINDS, get_op, registered_ops
@@ -137,27 +138,37 @@ class StatementTransformer(Transformer):
         """Read the statements of a RUN token (`but_the_last`: all but its last one)."""
         text = str(run)
         line, newline = run.line, None  # `newline`: the run's last '\n' before the statement
-        for found in self.run_parts.finditer(text):
-            start, following = found.start(), found.end()
-            if but_the_last and following == len(text):
-                return
-            column = start - newline if newline is not None else run.column + start
-            if found.start("DEF") >= 0:
-                if not self._quick_op(found, line, column):
+        stored: list[str] = []  # values stored by the quick readers, not yet in the schedule
+        schedule = self.builder.graph.append_to_schedule
+        try:
+            for found in self.run_parts.finditer(text):
+                start, following = found.start(), found.end()
+                if but_the_last and following == len(text):
+                    return
+                column = start - newline if newline is not None else run.column + start
+                if found.start("DEF") >= 0:
+                    if not self._quick_op(found, line, column, stored):
+                        schedule(stored)
+                        stored.clear()
+                        where = _Statement(run.start_pos + start, line, column)
+                        self._op(_statement_parts(found, where, ("DEF", "ARGS", "ATTRS", "TYPE")))
+                elif not self._quick_leaf(found, line, column, stored):
+                    schedule(stored)
+                    stored.clear()
                     where = _Statement(run.start_pos + start, line, column)
-                    self._op(_statement_parts(found, where, ("DEF", "ARGS", "ATTRS", "TYPE")))
-            elif not self._quick_leaf(found, line, column):
-                where = _Statement(run.start_pos + start, line, column)
-                value, type_, attrs = _statement_parts(found, where, ("VALUE", "LEAF_TYPE", "LEAF_ATTRS"))
-                self._interface_value([value, type_, attrs], found.group("KEY"))
-            newlines = text.count("\n", start, following)
-            if newlines:
-                line += newlines
-                newline = text.rfind("\n", start, following)
+                    value, type_, attrs = _statement_parts(found, where, ("VALUE", "LEAF_TYPE", "LEAF_ATTRS"))
+                    self._interface_value([value, type_, attrs], found.group("KEY"))
+                newlines = text.count("\n", start, following)
+                if newlines:
+                    line += newlines
+                    newline = text.rfind("\n", start, following)
+        finally:
+            schedule(stored)
 
-    def _quick_op(self, found: re.Match, line: int, column: int) -> bool:
-        """Add the op statement `found` if every check passes on its strings; False (and
-        nothing changed) when it needs the located reading."""
+    def _quick_op(self, found: re.Match, line: int, column: int, stored: list[str]) -> bool:
+        """Store the op statement `found` (its name joins `stored`, for the schedule) if
+        every check passes on its strings; False (and nothing changed) when it needs the
+        located reading."""
         builder = self.builder
         name, op, args, attrs_text, type_text = found.group("NAME", "OP", "ARGS", "ATTRS", "TYPE")
         if name in builder.defined_at or builder.output_seen is not None:
@@ -181,9 +192,10 @@ class StatementTransformer(Transformer):
         if type_text is not None and builder.types.get(type_text) != inferred:
             return False
         loc = Location(builder.source.filename, line, column, builder.source)
-        builder.graph.append_parsed(name, opname, tuple(operands), attrs, inferred, loc)
+        builder.graph.store_parsed(name, opname, tuple(operands), attrs, inferred, loc)
         builder.defined_at[name] = loc
         names[name] = name
+        stored.append(name)
         return True
 
     def _infer(self, op: str, attrs_text: str | None, types: tuple) -> tuple | None:
@@ -200,9 +212,9 @@ class StatementTransformer(Transformer):
             return None
         return opdef.name, attrs, inferred
 
-    def _quick_leaf(self, found: re.Match, line: int, column: int) -> bool:
-        """Add the input or param statement `found` (without fill facts) if every check
-        passes on its strings; False (and nothing changed) otherwise."""
+    def _quick_leaf(self, found: re.Match, line: int, column: int, stored: list[str]) -> bool:
+        """Store the input or param statement `found` (without fill facts; its name joins
+        `stored`) if every check passes on its strings; False (and nothing changed) otherwise."""
         builder = self.builder
         value_start = found.start("VALUE")
         name, type_text = found.group("LEAF_NAME", "LEAF_TYPE")
@@ -217,9 +229,10 @@ class StatementTransformer(Transformer):
         else:
             column += len(inside)
         loc = Location(builder.source.filename, line, column, builder.source)
-        builder.graph.append_parsed(name, "input" if found.group("KEY") == "input" else "param", (), {}, type_, loc)
+        builder.graph.store_parsed(name, "input" if found.group("KEY") == "input" else "param", (), {}, type_, loc)
         builder.defined_at[name] = loc
         builder.names[name] = name
+        stored.append(name)
         return True
 
     def _op(self, children):

@@ -9,8 +9,11 @@ reach its result type, so their symbols are checked there); outputs exist and ar
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rlxir.errors import RlxError, VerifyError
-from rlxir.ir.graph import Graph, infer_result
+from rlxir.ir.graph import Graph
+from rlxir.ir.inference import infer_result
 from rlxir.ir.graph_reading import SharedAttrs, ValueNode
 from rlxir.ops import LEAF_KINDS, get_op
 from rlxir.types import TensorType
@@ -29,7 +32,7 @@ def find_errors(graph: Graph, limit: int | None = None) -> list[VerifyError]:
     inferred: dict = {}
     for name in schedule:
         data = nodes[name]
-        error = _check_node(graph, name, data, seen, inferred) or undeclared.check(name, data)
+        error = _check_node(graph, name, data, seen, inferred, nodes) or undeclared.check(name, data)
         if error is not None:
             errors.append(error)
             if limit is not None and len(errors) >= limit:
@@ -48,7 +51,8 @@ def verify(graph: Graph) -> None:
         raise errors[0]
 
 
-def _check_node(graph: Graph, name: str, data: ValueNode, seen: set[str], inferred: dict) -> VerifyError | None:
+def _check_node(graph: Graph, name: str, data: ValueNode, seen: set[str], inferred: dict,
+                nodes: Mapping[str, ValueNode]) -> VerifyError | None:
     """The first invariant `name` breaks, if any. `inferred` memoises result types for this
     walk by (op, shared attribute record, operand types): a `SharedAttrs` cannot change and
     every node holding it keeps it alive, so its identity stands for its contents here."""
@@ -68,7 +72,7 @@ def _check_node(graph: Graph, name: str, data: ValueNode, seen: set[str], inferr
     if not opdef.accepts_arity(len(operands)):
         return VerifyError(f"%{name}: {op} takes {opdef.arity_text()}, got {len(operands)}", loc)
     attrs = data.attrs
-    types = tuple(graph.type(operand) for operand in operands)
+    types = tuple([nodes[operand].type for operand in operands])  # all seen, so all present
     key = (opdef, id(attrs), types) if type(attrs) is SharedAttrs else None
     result = inferred.get(key) if key is not None else None
     if result is None:
