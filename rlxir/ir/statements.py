@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 from lark import Token, Transformer
 
@@ -138,8 +139,11 @@ class StatementTransformer(Transformer):
         """Read the statements of a RUN token (`but_the_last`: all but its last one)."""
         text = str(run)
         line, newline = run.line, None  # `newline`: the run's last '\n' before the statement
-        stored: list[str] = []  # values stored by the quick readers, not yet in the schedule
-        schedule = self.builder.graph.append_to_schedule
+        stored: list[str] = []  # values stored by the quick reader, not yet in the schedule
+        builder = self.builder
+        schedule = builder.graph.append_to_schedule
+        # After the output statement every statement is an error: the located reading says so.
+        quick_op = self._quick_op_reader(stored) if builder.output_seen is None else None
         try:
             for found in self.run_parts.finditer(text):
                 start, following = found.start(), found.end()
@@ -147,12 +151,12 @@ class StatementTransformer(Transformer):
                     return
                 column = start - newline if newline is not None else run.column + start
                 if found.start("DEF") >= 0:
-                    if not self._quick_op(found, line, column, stored):
+                    if quick_op is None or not quick_op(found, line, column):
                         schedule(stored)
                         stored.clear()
                         where = _Statement(run.start_pos + start, line, column)
                         self._op(_statement_parts(found, where, ("DEF", "ARGS", "ATTRS", "TYPE")))
-                elif not self._quick_leaf(found, line, column, stored):
+                elif quick_op is None or not self._quick_leaf(found, line, column, stored):
                     schedule(stored)
                     stored.clear()
                     where = _Statement(run.start_pos + start, line, column)
@@ -165,38 +169,42 @@ class StatementTransformer(Transformer):
         finally:
             schedule(stored)
 
-    def _quick_op(self, found: re.Match, line: int, column: int, stored: list[str]) -> bool:
-        """Store the op statement `found` (its name joins `stored`, for the schedule) if
-        every check passes on its strings; False (and nothing changed) when it needs the
-        located reading."""
+    def _quick_op_reader(self, stored: list[str]) -> Callable[[re.Match, int, int], bool]:
+        """The reader of one op statement of a run from its strings alone: it stores the
+        value (its name joins `stored`, for the schedule) and returns True when every check
+        passes; else it returns False and has changed nothing, for the located reading.
+        A closure over the graph's tables, since it runs once per statement."""
         builder = self.builder
-        name, op, args, attrs_text, type_text = found.group("NAME", "OP", "ARGS", "ATTRS", "TYPE")
-        if name in builder.defined_at or builder.output_seen is not None:
-            return False
-        names, nodes = builder.names, builder.values
-        operands, types = [], []
-        for operand in OPERAND.findall(args):
-            known = names.get(operand[1:])
-            if known is None:
+        defined_at, names, values, inferred_for = builder.defined_at, builder.names, builder.values, builder.inferred
+        types_read, infer = builder.types, self._infer
+        filename, source, store = builder.source.filename, builder.source, builder.graph.store_parsed
+        operand_names = OPERAND.findall
+
+        def quick_op(found: re.Match, line: int, column: int) -> bool:
+            name, op, args, attrs_text, type_text = found.group("NAME", "OP", "ARGS", "ATTRS", "TYPE")
+            if name in defined_at:
                 return False
-            operands.append(known)
-            types.append(nodes[known].type)
-        key = (op, attrs_text, tuple(types))
-        result = builder.inferred.get(key)
-        if result is None:
-            result = self._infer(op, key[1], key[2])
+            operands = tuple([names.get(operand[1:]) for operand in operand_names(args)])
+            if None in operands:
+                return False
+            key = (op, attrs_text, tuple([values[operand].type for operand in operands]))
+            result = inferred_for.get(key)
             if result is None:
+                result = infer(op, attrs_text, key[2])
+                if result is None:
+                    return False
+                inferred_for[key] = result
+            opname, attrs, inferred = result
+            if type_text is not None and types_read.get(type_text) != inferred:
                 return False
-            builder.inferred[key] = result
-        opname, attrs, inferred = result
-        if type_text is not None and builder.types.get(type_text) != inferred:
-            return False
-        loc = Location(builder.source.filename, line, column, builder.source)
-        builder.graph.store_parsed(name, opname, tuple(operands), attrs, inferred, loc)
-        builder.defined_at[name] = loc
-        names[name] = name
-        stored.append(name)
-        return True
+            loc = Location(filename, line, column, source)
+            store(name, opname, operands, attrs, inferred, loc)
+            defined_at[name] = loc
+            names[name] = name
+            stored.append(name)
+            return True
+
+        return quick_op
 
     def _infer(self, op: str, attrs_text: str | None, types: tuple) -> tuple | None:
         """(the registry's op name, canonical attributes, result type) of `op` on operands
