@@ -4,6 +4,8 @@ own: the same graphs, the same locations on every value, the same error at the s
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,15 +17,23 @@ from rlxir import RlxError, parse, print_module
 from rlxir.testing.fuzz import mutated_rlx
 from rlxir.testing.strategies import modules
 
-EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.rlx"))
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.rlx"))
 TEXTS = [path.read_text() for path in EXAMPLES if path.stat().st_size < 200_000]
+
+sys.path.insert(0, str(ROOT / "bench"))
+
+from generators import GENERATORS  # noqa: E402  (bench/generators.py: comments between statements, no types, ...)
+
+GENERATED = [make(80, seed) for make in GENERATORS.values() for seed in (0, 1)]
 
 
 def _grammar_without_runs() -> str:
     text = parser_module.grammar_text()
     lines = [line for line in text.split("\n") if not line.startswith(("statement_run:", "RUN."))]
     text = "\n".join(lines).replace(" | statement_run", "")
-    assert "statement_run" not in text and "RUN" not in text.replace("RUNS", "")
+    rules = [line for line in text.split("\n") if not line.startswith("//")]
+    assert not any("statement_run" in line or "RUN" in line for line in rules)
     return text
 
 
@@ -54,8 +64,23 @@ def _both(text: str, other: Lark) -> tuple:
     return with_runs, without
 
 
+def test_run_is_the_possessive_composition_of_the_quick_terminals():
+    grammar = parser_module.grammar_text()
+    terminals = dict(re.findall(r"^(QUICK_[A-Z]+|SPACE|GAP|NOT_A_PART): /(.*)/$", grammar, re.MULTILINE))
+    space = terminals["SPACE"]
+    op = (f"%{terminals['QUICK_NAME']}{space}={space}{terminals['QUICK_OPNAME']}{space}{terminals['QUICK_ARGS']}"
+          f"(?:{space}{terminals['QUICK_ATTRS']})?(?:{space}{terminals['QUICK_TYPE']})?")
+    leaf = (f"{terminals['QUICK_KEY']}{space}%{terminals['QUICK_NAME']}{space}{terminals['QUICK_TYPE']}"
+            f"(?:{space}{terminals['QUICK_ATTRS']})?")
+    written = re.search(r"^RUN\.3: /(.*)/$", grammar, re.MULTILINE).group(1)
+    assert written == f"(?:(?:{op}|{leaf}){terminals['NOT_A_PART']}{terminals['GAP']})++"
+    # ... and QUICK_OP / QUICK_LEAF, which document it, compose the same parts in that order
+    assert '"%" QUICK_NAME SPACE "=" SPACE QUICK_OPNAME SPACE QUICK_ARGS (SPACE QUICK_ATTRS)? (SPACE QUICK_TYPE)?' in grammar
+    assert "QUICK_KEY SPACE \"%\" QUICK_NAME SPACE QUICK_TYPE (SPACE QUICK_ATTRS)?" in grammar
+
+
 def test_the_grammar_without_runs_still_reads_every_example(statement_by_statement):
-    for text in TEXTS:
+    for text in TEXTS + GENERATED:
         with_runs, without = _both(text, statement_by_statement)
         assert with_runs == without
         assert with_runs[0] == "ok"
@@ -70,7 +95,7 @@ def test_printed_graphs_read_the_same_either_way(module, statement_by_statement)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=mutated_rlx(TEXTS))
+@given(text=mutated_rlx(TEXTS + GENERATED))
 def test_broken_texts_fail_the_same_way_either_way(text, statement_by_statement):
     with_runs, without = _both(text, statement_by_statement)
     assert with_runs == without

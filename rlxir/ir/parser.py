@@ -31,7 +31,7 @@ from rlxir.ir.syntax_errors import decode_source, end_of, syntax_error
 
 _LOCK = threading.RLock()
 _PARSER: Lark | None = None
-_GAP = r"(?:[ \t\r\n]|#[^\n]*\n)*"
+_GAP = r"[ \t\r\n]*(?:#[^\n]*\n[ \t\r\n]*)*"
 _CALLBACKS = StatementTransformer()
 
 
@@ -134,7 +134,15 @@ def _read_pending_run(error: UnexpectedInput) -> None:
     interactive = getattr(error, "interactive_parser", None)
     stack = interactive.parser_state.value_stack if interactive is not None else ()
     if stack and isinstance(stack[-1], Token) and stack[-1].type == "RUN":
-        _CALLBACKS.read_run(stack[-1], but_the_last=True)
+        run = stack[-1]
+        _CALLBACKS.read_run(run, but_the_last=True)
+        last = list(_CALLBACKS.run_parts.finditer(str(run)))[-1]
+        if last.start("KEY") >= 0 and last.start("LEAF_ATTRS") < 0:
+            # Lexed on its own, an input or param statement the run ends with, without its
+            # optional attribute block, still waits for one: the message names it as expected.
+            for choices in ("expected", "accepts", "allowed"):
+                if isinstance(getattr(error, choices, None), set):
+                    getattr(error, choices).add("ATTRS")
 
 
 def _first_statement_of_run(error: UnexpectedInput) -> UnexpectedInput:
