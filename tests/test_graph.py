@@ -104,3 +104,19 @@ def test_the_output_list_counts_its_members_through_every_change():
     assert copied == ["a", "b"] and copied.count("b") == 1 and isinstance(copied, OutputList)
     graph.outputs = ["b", "b"]  # a plain list assigned is counted too
     assert graph.outputs.count("b") == 2 and "a" not in graph.outputs
+
+
+def test_values_stored_by_the_parser_join_the_schedule_in_one_go_after_others():
+    graph = rlxir.parse("graph g {\n  input %x : f32[4]\n  %a = relu(%x)\n  output %a\n}\n").main
+    graph.outputs = []
+    x_type = graph.type("x")
+    for name in ("p", "q"):
+        graph.store_parsed(name, "neg", ("a",), rlxir.ir.graph_reading.NO_ATTRS, x_type, None)
+    graph.append_to_schedule(["p", "q"])
+    graph.add_op("relu", ["q"], name="r")  # an ordinary append after them
+    assert graph.schedule() == ["x", "a", "p", "q", "r"]
+    assert graph.comes_before("a", "p") and graph.comes_before("p", "q") and graph.comes_before("q", "r")
+    graph.add_op("exp", ["p"], name="s", before="q")  # an insert between two appended at once
+    assert graph.schedule() == ["x", "a", "p", "s", "q", "r"] and graph.comes_before("s", "q")
+    graph.outputs = ["r"]
+    rlxir.verify(graph)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import networkx as nx
@@ -200,3 +202,23 @@ def test_leaves_follow_renames_erasures_and_moves():
     assert graph.inputs() == ["y", "x"] and graph.params() == ["w"]
     graph.erase("y")
     assert graph.inputs() == ["x"] and graph.copy().params() == ["w"] and graph.ops() == ["a", "b", "c"]
+
+
+def test_networkx_is_imported_only_when_a_graph_is_handed_to_it():
+    probe = ("import sys; import rlxir; graph = rlxir.parse_file('examples/mlp.rlx').main; rlxir.verify(graph); "
+             "before = 'networkx' in sys.modules; view = graph.nx; "
+             "print(before, 'networkx' in sys.modules, view is graph.nx)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True", "True"]
+
+
+def test_a_view_made_after_the_graph_was_built_shares_its_storage():
+    graph = rlxir.parse(TEXT).main  # built with no DiGraph yet
+    view = graph.nx
+    assert set(view.nodes) == set(graph.schedule()) and set(view.succ["a"]) == {"b", "c"}
+    added = graph.add_op("neg", ["c"])
+    assert view.nodes[added]["op"] == "neg" and set(view.pred[added]) == {"c"}
+    view.remove_edge("a", "c")  # networkx's own mutation shows in the graph's edges
+    assert "c" not in graph.edge_targets("a")
+    clone = pickle.loads(pickle.dumps(graph))
+    assert set(clone.nx.edges) == set(view.edges)

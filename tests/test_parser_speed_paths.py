@@ -92,3 +92,20 @@ def test_no_place_for_the_cache_still_parses(monkeypatch, tmp_path):
         assert len(parse(VALID).main) == 2
     finally:
         monkeypatch.setattr(parser_module, "_PARSER", None)
+
+
+def test_a_parse_leaves_the_collector_as_it_found_it():
+    import gc
+
+    assert gc.isenabled()
+    parse(VALID)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse(VALID)
+        assert not gc.isenabled()  # a caller that turned it off keeps it off
+    finally:
+        gc.enable()
+    with pytest.raises(IRTypeError):
+        parse(SPREAD)
+    assert gc.isenabled()  # also after a failed parse
