@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from hypothesis import strategies as st
 
 from rlxir.planning import Buffer, aligned_size
@@ -29,4 +31,17 @@ def buffer_lists(draw, max_buffers: int = 30, with_fixed: bool = False, alignmen
             fixed = fixed_cursor
             fixed_cursor += aligned_size(size, alignment) + alignment * draw(st.integers(0, 2))
         buffers.append(Buffer(f"b{index}", start, end, size, fixed_offset=fixed))
+    return buffers
+
+
+def crowded_buffers(count: int, seed: int, longest: int = 5000, shortest_span: int = 64,
+                    largest: int = 4000) -> list[Buffer]:
+    """`count` buffers, one starting per step, a fifth of them live for 65-`longest` steps
+    and the rest for 1-`shortest_span`: hundreds are live at once (bench/synth.py's crowded
+    recipe, smaller)."""
+    rng = random.Random(seed)
+    buffers = []
+    for step in range(count):
+        life = rng.randint(65, longest) if rng.random() < 0.2 else rng.randint(1, shortest_span)
+        buffers.append(Buffer(f"t{step}", step, step + life, 64 * rng.randint(1, largest)))
     return buffers

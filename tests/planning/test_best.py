@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import time
 
 from rlxir.planning import BestPlanner, Buffer, LivenessPlanner, get_planner, validate_plan
@@ -11,6 +10,8 @@ from rlxir.planning.orderings import by_size
 from rlxir.planning.problem import Problem
 from rlxir.planning.search import HEURISTICS, CanonicalSearch, preorder
 from rlxir.planning.sweep import peak_sweep_best_fit, sweep_best_fit
+
+from .strategies import crowded_buffers
 
 # Budgets generous enough never to bind; the node cap makes the runs deterministic.
 BUDGET = 600.0
@@ -83,14 +84,8 @@ def test_liveness_retries_peak_first_when_greedy_leaves_a_hole_at_the_peak():
 
 
 def crowded_instance(count: int, seed: int = 5) -> list[Buffer]:
-    """`count` buffers, one starting per step, a fifth of them live for 65-5000 steps:
-    hundreds are live at once, where a greedy pass costs far more than 0.05 s."""
-    rng = random.Random(seed)
-    buffers = []
-    for step in range(count):
-        life = rng.randint(65, 5000) if rng.random() < 0.2 else rng.randint(1, 64)
-        buffers.append(Buffer(f"t{step}", step, step + life, 64 * rng.randint(1, 4000)))
-    return buffers
+    """Hundreds of buffers live at once, where a greedy pass costs far more than 0.05 s."""
+    return crowded_buffers(count, seed)
 
 
 def test_best_keeps_a_tiny_budget_on_a_large_instance():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 
 import pytest
 from hypothesis import given, settings
@@ -12,7 +11,7 @@ from rlxir.planning import Buffer, LivenessPlanner, PlanError, get_planner, vali
 from rlxir.planning.problem import Problem
 from rlxir.planning.sweep import peak_sweep_best_fit
 
-from .strategies import ALIGNMENTS, buffer_lists
+from .strategies import ALIGNMENTS, buffer_lists, crowded_buffers
 
 
 def plan(buffers, alignment=1):
@@ -158,12 +157,7 @@ def test_the_pass_from_the_peak_never_makes_the_arena_larger(data):
 
 def crowded(count, seed):
     """A schedule where a fifth of the buffers live for hundreds of steps."""
-    rng = random.Random(seed)
-    buffers = []
-    for step in range(count):
-        life = rng.randint(65, 500) if rng.random() < 0.2 else rng.randint(1, 3)
-        buffers.append(Buffer(f"t{step}", step, step + life, 64 * rng.randint(1, 2000)))
-    return buffers
+    return crowded_buffers(count, seed, longest=500, shortest_span=3, largest=2000)
 
 
 @pytest.mark.parametrize("seed", range(1, 9))

@@ -79,12 +79,16 @@ def test_the_numpy_gap_scan_equals_the_list_scan(taken, size):
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_tree_placement_equals_the_naive_rule(data):
+    buffers, alignment, problem, order = _drawn(data, [by_size, by_area, peak_first])
+    assert place_in_order(problem, order) == naive_best_fit(buffers, alignment, order)
+
+
+def _drawn(data, orderings) -> tuple:
+    """A drawn buffer list with fixed offsets, its alignment, its `Problem` and an order."""
     alignment = data.draw(ALIGNMENTS)
     buffers = data.draw(buffer_lists(max_buffers=40, with_fixed=True, alignment=alignment))
     problem = Problem.build(buffers, alignment)
-    ordering = data.draw(st.sampled_from([by_size, by_area, peak_first]))
-    order = ordering(problem)
-    assert place_in_order(problem, order) == naive_best_fit(buffers, alignment, order)
+    return buffers, alignment, problem, data.draw(st.sampled_from(orderings))(problem)
 
 
 def test_tree_placement_equals_the_naive_rule_on_a_long_schedule():
@@ -98,10 +102,7 @@ def test_tree_placement_equals_the_naive_rule_on_a_long_schedule():
 @settings(max_examples=100, deadline=None)
 @given(st.data())
 def test_a_pass_stops_exactly_when_its_arena_would_reach_stop_at(data):
-    alignment = data.draw(ALIGNMENTS)
-    buffers = data.draw(buffer_lists(max_buffers=40, with_fixed=True, alignment=alignment))
-    problem = Problem.build(buffers, alignment)
-    order = data.draw(st.sampled_from([by_size, peak_first]))(problem)
+    buffers, alignment, problem, order = _drawn(data, [by_size, peak_first])
     offsets = place_in_order(problem, order)
     placed_arena = max((offsets[i] + problem.sizes[i] for i in order), default=0)
     assert place_in_order(problem, order, stop_at=placed_arena + 1) == offsets
