@@ -104,3 +104,21 @@ def test_the_output_list_counts_its_members_through_every_change():
     assert copied == ["a", "b"] and copied.count("b") == 1 and isinstance(copied, OutputList)
     graph.outputs = ["b", "b"]  # a plain list assigned is counted too
     assert graph.outputs.count("b") == 2 and "a" not in graph.outputs
+
+
+def test_the_output_list_replaces_through_its_index_of_positions_after_any_change():
+    from rlxir.ir.outputs import OutputList
+
+    outputs = OutputList(["a", "b", "a", "c"])
+    assert outputs.replace("a", "d") == 2 and outputs == ["d", "b", "d", "c"]  # builds the index
+    outputs[-1] = "d"  # kept by the index
+    assert outputs.replace("d", "e") == 3 and outputs == ["e", "b", "e", "e"]
+    outputs.insert(1, "e")  # moves members: the index is dropped and rebuilt
+    assert outputs.replace("e", "f") == 4 and outputs == ["f", "f", "b", "f", "f"]
+    outputs.reverse()
+    del outputs[0]
+    outputs[0:2] = ["g", "b", "f"]
+    assert outputs.replace("b", "h") == 1 and outputs == ["g", "h", "f", "f", "f"] and outputs.count("b") == 0
+    outputs.sort()
+    outputs.append("g")
+    assert outputs.replace("g", "i") == 2 and outputs == ["f", "f", "f", "i", "h", "i"] and outputs.count("i") == 2
