@@ -276,9 +276,14 @@ class Graph(GraphReading):
         self.data(new)
         changed = 0
         for user in list(self._successors[old]):
-            operands = self.operands(user)
+            # `set_operands` when only `old` changes to `new`: its edge goes, one from `new` comes.
+            data = self._nodes[user]
+            operands = data.operands
             changed += operands.count(old)
-            self.set_operands(user, tuple(new if operand == old else operand for operand in operands))
+            data.operands = tuple([new if operand == old else operand for operand in operands])
+            self._unlink_edge(old, user)
+            self._link(new, user)
+            self._changed()
         changed += self.outputs.replace(old, new)
         return changed
 
