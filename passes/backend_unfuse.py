@@ -6,7 +6,7 @@ import attrs
 
 from rlxir.ir.graph import Graph
 from rlxir.pass_machinery.pass_base import Pass, PassContext, option, register_pass
-from rlxir.passes.legalize_broadcast import broadcasts, expand_operands
+from rlxir.passes.legalize_broadcast import expand_all
 
 
 def _never(operand_shape: tuple, shape: tuple) -> bool:
@@ -29,11 +29,10 @@ class BackendUnfuse(Pass):
     scan_kernel: bool = option(False, "mark selective_scan nodes as trajectory-saving scan kernels (rocm)")
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
-        changed = False
-        for node in graph.schedule():
-            if broadcasts(graph, node):
-                changed |= expand_operands(graph, node, _never)
-            elif self.scan_kernel and graph.op(node) == "selective_scan" and not graph.attr(node, "scan_kernel"):
-                graph.set_attrs(node, {**graph.attrs(node), "scan_kernel": True})
-                changed = True
-        return changed
+        return expand_all(graph, _never, self._mark_scan if self.scan_kernel else None)
+
+    def _mark_scan(self, graph: Graph, node: str) -> bool:
+        if graph.op(node) == "selective_scan" and not graph.attr(node, "scan_kernel"):
+            graph.set_attrs(node, {**graph.attrs(node), "scan_kernel": True})
+            return True
+        return False

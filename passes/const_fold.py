@@ -9,6 +9,7 @@ from rlxir.dtypes import DType
 from rlxir.errors import RlxError
 from rlxir.ir.graph import Graph
 from rlxir.interpreter import const_array
+from rlxir.ops import LEAF_KINDS
 from rlxir.ops.reference import to_dtype
 from rlxir.pass_machinery.pass_base import Pass, PassContext, PassError, option, register_pass
 from rlxir.types import TensorType
@@ -34,8 +35,14 @@ class ConstFold(Pass):
     def run(self, graph: Graph, ctx: PassContext) -> bool:
         arrays: dict[str, np.ndarray] = {}
         changed = False
+        nodes = graph.data_by_name()
         for node in graph.schedule():
-            if graph.kind(node) != "op" or not self._foldable(graph, node):
+            data = nodes[node]
+            # only an op whose operands are all consts can fold (`_foldable` asks the rest)
+            if data.op in LEAF_KINDS or not data.operands or any(nodes[operand].op != "const"
+                                                                 for operand in data.operands):
+                continue
+            if not self._foldable(graph, node):
                 continue
             result = _evaluate(graph, node, arrays)
             if result is None:

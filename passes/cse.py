@@ -5,20 +5,50 @@ from __future__ import annotations
 import attrs
 
 from rlxir.ir.graph import Graph
+from rlxir.ir.graph_reading import SharedAttrs
+from rlxir.ops import get_op
 from rlxir.pass_machinery.pass_base import Pass, PassContext, register_pass
 
 
 def _key(graph: Graph, node: str):
-    data = graph.data(node)
-    if data.op == "const":
-        value = data.attrs["value"]
-        return ("const", data.type, value if not isinstance(value, float) or value == value else "nan")
-    attrs_key = tuple(sorted((key, repr(value)) for key, value in data.attrs.items()))
-    operands = data.operands
-    opdef = graph.opdef(node)
-    if opdef is not None and opdef.has("commutative"):
-        operands = tuple(sorted(operands))
-    return (data.op, operands, attrs_key, data.type)
+    return _Keys().of(graph.data(node))
+
+
+class _Keys:
+    """The merge key of a node: what `cse` compares. The attributes' part of the key is
+    computed once per shared attributes object (`SharedAttrs`: one per distinct application
+    in a big graph, read-only; kept here so its id stays its own), and whether an op is
+    commutative once per op."""
+
+    def __init__(self) -> None:
+        self._attrs: dict[int, tuple] = {}
+        self._commutative: dict[str, bool] = {}
+
+    def of(self, data):
+        op = data.op
+        if op == "const":
+            value = data.attrs["value"]
+            return ("const", data.type, value if not isinstance(value, float) or value == value else "nan")
+        attrs = data.attrs
+        if type(attrs) is SharedAttrs:
+            known = self._attrs.get(id(attrs))
+            if known is None:
+                known = self._attrs[id(attrs)] = (attrs, _attrs_key(attrs))
+            attrs_key = known[1]
+        else:
+            attrs_key = _attrs_key(attrs)
+        operands = data.operands
+        commutative = self._commutative.get(op)
+        if commutative is None:
+            opdef = get_op(op)
+            commutative = self._commutative[op] = opdef is not None and opdef.has("commutative")
+        if commutative:
+            operands = tuple(sorted(operands))
+        return (op, operands, attrs_key, data.type)
+
+
+def _attrs_key(attrs: dict) -> tuple:
+    return tuple(sorted((key, repr(value)) for key, value in attrs.items()))
 
 
 @register_pass
@@ -32,10 +62,13 @@ class CommonSubexpressionElimination(Pass):
     def run(self, graph: Graph, ctx: PassContext) -> bool:
         seen: dict = {}
         changed = False
+        nodes = graph.data_by_name()
+        keys = _Keys()
         for node in graph.schedule():
-            if graph.kind(node) in ("input", "param"):
+            data = nodes[node]
+            if data.op in ("input", "param"):
                 continue
-            key = _key(graph, node)
+            key = keys.of(data)
             original = seen.get(key)
             if original is None:
                 seen[key] = node

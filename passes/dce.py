@@ -21,12 +21,11 @@ class DeadCodeElimination(Pass):
     def run(self, graph: Graph, ctx: PassContext) -> bool:
         live = set(graph.outputs)
         removed = False
+        nodes = graph.data_by_name()
         for node in reversed(graph.schedule()):
-            if node in live or graph.kind(node) in ("input", "param"):
-                live.update(graph.operands(node))
-                continue
-            if graph.user_count(node):
-                live.update(graph.operands(node))
+            data = nodes[node]
+            if node in live or data.op in ("input", "param") or graph.user_count(node):
+                live.update(data.operands)
                 continue
             graph.erase(node)
             removed = True

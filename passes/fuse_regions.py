@@ -41,28 +41,61 @@ def _sole_reader_in(graph: Graph, value: str, region: set[str]) -> bool:
     return reader in region
 
 
-def grow_region(graph: Graph, root: str, max_steps: int, max_inputs: int) -> set[str]:
-    """The members of the region rooted at `root` (greedy, operands left to right, depth first)."""
+class _ElementwiseOps(dict):
+    """op name -> whether it is elementwise (False for inputs, params and consts), looked up
+    in the registry once per op name for one run of `fuse_regions`."""
+
+    def __missing__(self, op: str) -> bool:
+        opdef = get_op(op)
+        self[op] = answer = opdef is not None and opdef.has("elementwise")
+        return answer
+
+
+def grow_region(graph: Graph, root: str, max_steps: int, max_inputs: int,
+                elementwise: dict[str, bool] | None = None) -> set[str]:
+    """The members of the region rooted at `root` (greedy, operands left to right, depth first).
+    `elementwise` may carry `fuse_regions`' answers of which ops are elementwise."""
+    elementwise = _ElementwiseOps() if elementwise is None else elementwise
+    nodes = graph.data_by_name()
+    outputs = graph.outputs
+    user_count, edge_targets = graph.user_count, graph.edge_targets
     region = {root}
-    steps = step_count(graph, root)
-    inputs = set(graph.operands(root))
-    pending = list(reversed(graph.operands(root)))
+    root_data = nodes[root]
+    steps = _steps_of(root_data)
+    inputs = set(root_data.operands)
+    pending = list(reversed(root_data.operands))
     while pending:
         candidate = pending.pop()
-        if candidate in region or not fusible(graph, candidate) or not _sole_reader_in(graph, candidate, region):
+        if candidate in region:
             continue
-        grown_steps = steps + step_count(graph, candidate)
-        grown_inputs = (inputs - {candidate}) | set(graph.operands(candidate))
+        data = nodes[candidate]
+        if not elementwise[data.op]:
+            continue
+        # every read of the candidate is by one region member, and it is no graph output
+        if user_count(candidate) != 1 or candidate in outputs:
+            continue
+        (reader,) = edge_targets(candidate)
+        if reader not in region:
+            continue
+        grown_steps = steps + _steps_of(data)
+        operands = data.operands
+        grown_inputs = (inputs - {candidate}) | set(operands)
         if grown_steps > max_steps or len(grown_inputs) > max_inputs:
             continue
         region.add(candidate)
         steps, inputs = grown_steps, grown_inputs
-        pending.extend(reversed(graph.operands(candidate)))
+        pending.extend(reversed(operands))
     return region
+
+
+def _steps_of(data) -> int:
+    """`step_count` of a node from its data record."""
+    return len(parse_chain(data.attrs["chain"])) if data.op == "fused_elementwise" else 1
 
 
 def region_chain(graph: Graph, members: list[str]) -> tuple[list[str], str]:
     """(inputs, chain text) computing the last of `members` (given in schedule order)."""
+    nodes = graph.data_by_name()
     inputs: list[str] = []
     input_index: dict[str, int] = {}
     result_step: dict[str, int] = {}  # member -> index of the step holding its result
@@ -77,16 +110,18 @@ def region_chain(graph: Graph, members: list[str]) -> tuple[list[str], str]:
         return ("$", input_index[value])
 
     for member in members:
-        operands = [argument(value) for value in graph.operands(member)]
-        if graph.op(member) == "fused_elementwise":
+        data = nodes[member]
+        operands = [argument(value) for value in data.operands]
+        op = data.op
+        if op == "fused_elementwise":
             offset = len(steps)
-            for step in parse_chain(graph.attr(member, "chain")):
+            for step in parse_chain(data.attrs["chain"]):
                 args = tuple(operands[ref] if kind == "$" else ("%", offset + ref) for kind, ref in step.args)
                 steps.append(ChainStep(step.op, args, step.attrs))
         else:
-            schema = graph.opdef(member).attributes
-            attrs = tuple((key, value) for key, value in graph.attrs(member).items() if key in schema)
-            steps.append(ChainStep(graph.op(member), tuple(operands), attrs))
+            schema = get_op(op).attributes
+            attrs = tuple((key, value) for key, value in data.attrs.items() if key in schema)
+            steps.append(ChainStep(op, tuple(operands), attrs))
         result_step[member] = len(steps) - 1
     return inputs, format_chain(steps)
 
@@ -96,16 +131,19 @@ def fuse_regions(graph: Graph, max_steps: int, max_inputs: int) -> int:
     returns how many regions were made. One walk from the end of the schedule."""
     schedule = graph.schedule()
     position = {name: index for index, name in enumerate(schedule)}
+    nodes = graph.data_by_name()
+    elementwise = _ElementwiseOps()
     made = 0
     for root in reversed(schedule):
-        if root not in graph or not fusible(graph, root):
+        data = nodes.get(root)
+        if data is None or not elementwise[data.op]:
             continue
-        region = grow_region(graph, root, max_steps, max_inputs)
+        region = grow_region(graph, root, max_steps, max_inputs, elementwise)
         if len(region) < 2:
             continue
         members = sorted(region, key=position.__getitem__)
         inputs, chain = region_chain(graph, members)
-        provenance = tuple(dict.fromkeys(item for member in members for item in graph.provenance(member)))
+        provenance = tuple(dict.fromkeys(item for member in members for item in nodes[member].provenance))
         fused = graph.add_op("fused_elementwise", inputs, {"chain": chain}, before=root, origin=root,
                              provenance=provenance)
         graph.replace_all_uses(root, fused)

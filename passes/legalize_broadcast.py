@@ -32,6 +32,32 @@ def expand_operands(graph: Graph, node: str, keeps: Callable[[tuple, tuple], boo
     return bool(expanded)
 
 
+def expand_all(graph: Graph, keeps: Callable[[tuple, tuple], bool], others: Callable[[Graph, str], bool] | None = None
+               ) -> bool:
+    """`expand_operands` on every node that `broadcasts`, in schedule order, and `others`
+    (when given) on every node that does not; returns whether any changed the graph.
+    Whether an op broadcasts is asked once per op, and a node whose operands all have its
+    shape (which `expand_operands` leaves alone) is passed over from its record."""
+    nodes = graph.data_by_name()
+    broadcasting: dict[str, bool] = {}
+    changed = False
+    for node in graph.schedule():
+        data = nodes[node]
+        op = data.op
+        hit = broadcasting.get(op)
+        if hit is None:
+            hit = broadcasting[op] = broadcasts(graph, node)
+        if not hit:
+            if others is not None:
+                changed |= bool(others(graph, node))
+            continue
+        shape = data.type.shape
+        if all(nodes[operand].type.shape == shape for operand in data.operands):
+            continue
+        changed |= expand_operands(graph, node, keeps)
+    return changed
+
+
 def runs_without_expand(operand_shape: tuple, shape: tuple) -> bool:
     """A scalar (rank 0 or every dim 1), or a clean trailing match (a bias [N] against
     [B, S, N]): the cases a broadcasting kernel handles itself."""
@@ -56,8 +82,4 @@ class LegalizeBroadcast(Pass):
     name = "legalize-broadcast"
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
-        changed = False
-        for node in graph.schedule():
-            if broadcasts(graph, node):
-                changed |= expand_operands(graph, node, runs_without_expand)
-        return changed
+        return expand_all(graph, runs_without_expand)

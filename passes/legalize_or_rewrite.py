@@ -157,7 +157,17 @@ def legalize(graph: Graph, target: Target, share_constants: bool = False) -> boo
     else:
         rewrites = rewrite_greedy(graph, legalizer.rules())
     offenders = []
+    nodes = graph.data_by_name()
+    runs: dict[str, bool] = {}  # op -> the target runs it whatever its axes (leaves too)
     for node in graph.schedule():
+        data = nodes[node]
+        op = data.op
+        plain = runs.get(op)
+        if plain is None:
+            plain = runs[op] = ((op in LEAF_KINDS or target.claims(op))
+                                and not (target.last_axis_reductions and op in AXIS_LIMITED))
+        if plain and data.type.dtype in target.dtypes:
+            continue  # what `offence` says of it: None
         reason = offence(target, graph, node)
         if reason is None:
             continue

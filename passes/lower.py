@@ -6,7 +6,8 @@ import attrs
 
 from rlxir.errors import UnboundSymbolError
 from rlxir.ir.graph import Graph
-from rlxir.ops import annotations
+from rlxir.ir.graph_reading import SharedAttrs
+from rlxir.ops import LEAF_KINDS, annotations
 from rlxir.ops.core import normalize_axis
 from rlxir.pass_machinery.pass_base import Pass, PassContext, PassError, option, register_pass
 from rlxir.symbolic import evaluate, mul
@@ -141,19 +142,35 @@ def lower(graph: Graph, target: Target, bindings: dict) -> bool:
     sizer = _Sizer(graph, bindings)
     roots: dict[str, tuple[str, int]] = {}
     checked_ops: set[str] = set()
+    # (op, shared attributes object, LIR) -> (that object, the attributes `set_attrs` stored):
+    # the ops of a model repeat a few attribute sets, each one `SharedAttrs` object, and their
+    # annotations repeat too, so each distinct combination is validated once. The object is
+    # kept in the value so that its id stays its own.
+    stored: dict[tuple, tuple[dict, dict]] = {}
+    nodes = graph.data_by_name()
     changed = False
     for node in graph.schedule():
-        if graph.kind(node) != "op":
+        data = nodes[node]
+        op = data.op
+        if op in LEAF_KINDS:
             roots[node] = (node, 0)
             continue
-        if graph.op(node) not in checked_ops:
+        if op not in checked_ops:
             _check_no_clash(graph, node)
-            checked_ops.add(graph.op(node))
-        current = graph.attrs(node)
+            checked_ops.add(op)
+        current = data.attrs
+        lir = annotations(graph, node, target, sizer, roots)
         kept = {key: value for key, value in current.items() if key not in LIR_ANNOTATIONS}
-        annotated = {**kept, **annotations(graph, node, target, sizer, roots)}
+        annotated = {**kept, **lir}
         if annotated != current:
-            graph.set_attrs(node, annotated)
+            key = (op, id(current), tuple(lir.items())) if type(current) is SharedAttrs else None
+            known = stored.get(key) if key is not None else None
+            if known is None:
+                graph.set_attrs(node, annotated)
+                if key is not None:
+                    stored[key] = (current, dict(data.attrs))
+            else:
+                data.attrs = dict(known[1])
             changed = True
     return changed
 

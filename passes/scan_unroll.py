@@ -28,7 +28,9 @@ class ScanUnroll(Pass):
         return isinstance(steps, int) and steps <= self.max_steps
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
-        scans = [node for node in graph.schedule() if self.unrolls(graph, node)]
+        nodes = graph.data_by_name()
+        scans = [node for node in graph.schedule()
+                 if nodes[node].op == "selective_scan" and self.unrolls(graph, node)]
         for node in scans:
             unfuse_or_refuse(graph, node, self.name)
         return bool(scans)

@@ -120,3 +120,21 @@ def test_values_stored_by_the_parser_join_the_schedule_in_one_go_after_others():
     assert graph.schedule() == ["x", "a", "p", "s", "q", "r"] and graph.comes_before("s", "q")
     graph.outputs = ["r"]
     rlxir.verify(graph)
+
+
+def test_the_output_list_replaces_through_its_index_of_positions_after_any_change():
+    from rlxir.ir.outputs import OutputList
+
+    outputs = OutputList(["a", "b", "a", "c"])
+    assert outputs.replace("a", "d") == 2 and outputs == ["d", "b", "d", "c"]  # builds the index
+    outputs[-1] = "d"  # kept by the index
+    assert outputs.replace("d", "e") == 3 and outputs == ["e", "b", "e", "e"]
+    outputs.insert(1, "e")  # moves members: the index is dropped and rebuilt
+    assert outputs.replace("e", "f") == 4 and outputs == ["f", "f", "b", "f", "f"]
+    outputs.reverse()
+    del outputs[0]
+    outputs[0:2] = ["g", "b", "f"]
+    assert outputs.replace("b", "h") == 1 and outputs == ["g", "h", "f", "f", "f"] and outputs.count("b") == 0
+    outputs.sort()
+    outputs.append("g")
+    assert outputs.replace("g", "i") == 2 and outputs == ["f", "f", "f", "i", "h", "i"] and outputs.count("i") == 2

@@ -319,9 +319,14 @@ class Graph(GraphReading):
         self.data(new)
         changed = 0
         for user in list(self._successors[old]):
-            operands = self.operands(user)
+            # `set_operands` when only `old` changes to `new`: its edge goes, one from `new` comes.
+            data = self._nodes[user]
+            operands = data.operands
             changed += operands.count(old)
-            self.set_operands(user, tuple(new if operand == old else operand for operand in operands))
+            data.operands = tuple([new if operand == old else operand for operand in operands])
+            self._unlink_edge(old, user)
+            self._link(new, user)
+            self._changed()
         changed += self.outputs.replace(old, new)
         return changed
 
@@ -441,9 +446,12 @@ class Graph(GraphReading):
         result = Graph(self.name, remaining)
         result.loc, result.output_loc = self.loc, self.output_loc
         bound_types: dict = {}
+        inferred: dict = {}
         with fewer_collections():
-            for name in self.schedule():
-                _rebuild_node(result, name, self._nodes[name], values, bound_types)
+            order = self.schedule()
+            for name in order:
+                _rebuild_node(result, name, self._nodes[name], values, bound_types, inferred)
+            result.append_to_schedule(order)
         result.outputs = list(self.outputs)
         return result
 
@@ -487,24 +495,35 @@ def _same_value(left: object, right: object) -> bool:
     return type(left) is type(right) and left == right
 
 
-def _rebuild_node(result: Graph, name: str, data: ValueNode, values: Mapping[str, int], bound_types: dict) -> None:
-    """Add `name` to `result` with its symbols bound and its type inferred again."""
+def _rebuild_node(result: Graph, name: str, data: ValueNode, values: Mapping[str, int], bound_types: dict,
+                  inferred: dict) -> None:
+    """Store `name` and its edges in `result`, symbols bound, type inferred again (the caller schedules it);
+    `inferred` memoises inference per (op, operand types, `SharedAttrs` object: read-only, kept alive)."""
     type_ = _bound_type(name, data, values, bound_types)
     op = data.op
+    operands = data.operands
     if op in LEAF_KINDS:
         attrs = data.attrs if op == "const" else {key: _bind_attr(value, values) for key, value in data.attrs.items()}
-        result._add_node(name, op, (), dict(attrs), type_, data.loc, data.provenance, None, None)
+        result._store_node(name, ValueNode(op, (), dict(attrs), type_, data.loc, data.provenance))
     else:
-        attrs = {key: _bind_attr(value, values) for key, value in data.attrs.items()}
-        operand_types = tuple(result._nodes[operand].type for operand in data.operands)
-        try:
-            canonical, type_ = infer_result(cast(OpDef, get_op(op)), operand_types, attrs)  # its op is registered
-        except RlxError as error:
-            raise error.with_location(data.loc) from None
-        except ZeroDivisionError:
-            raise RlxError(f"binding makes a dim of %{name} divide by zero", data.loc,
-                           "symbol values that keep every divisor non-zero") from None
-        result._add_node(name, op, data.operands, canonical, type_, data.loc, data.provenance, None, None)
+        operand_types = tuple([result._nodes[operand].type for operand in operands])
+        memo_key = (op, operand_types, id(data.attrs)) if type(data.attrs) is SharedAttrs else None
+        hit = inferred.get(memo_key) if memo_key is not None else None
+        if hit is None:
+            attrs = {key: _bind_attr(value, values) for key, value in data.attrs.items()}
+            try:
+                hit = infer_result(cast(OpDef, get_op(op)), operand_types, attrs)  # its op is registered
+            except RlxError as error:
+                raise error.with_location(data.loc) from None
+            except ZeroDivisionError:
+                raise RlxError(f"binding makes a dim of %{name} divide by zero", data.loc,
+                               "symbol values that keep every divisor non-zero") from None
+            if memo_key is not None:
+                inferred[memo_key] = hit
+        canonical, type_ = hit
+        result._store_node(name, ValueNode(op, operands, canonical, type_, data.loc, data.provenance))
+        for operand in operands:
+            result._link(operand, name)
     # Each distinct (written, bound) pair is checked once; the memo keys pairs beside types.
     if type_ is not data.type and (data.type, type_) not in bound_types:
         _check_dims_not_negative(name, data.type, type_, values, data.loc)

@@ -31,9 +31,10 @@ class Interface:
     @classmethod
     def of(cls, graph: Graph) -> Interface:
         def signature(names) -> Signature:
-            return tuple((name, graph.type(name)) for name in names)
+            return tuple([(name, graph.type(name)) for name in names])
 
-        return cls(signature(graph.inputs()), signature(graph.params()), signature(graph.outputs))
+        leaves = graph.leaves_by_kind()
+        return cls(signature(leaves["input"]), signature(leaves["param"]), signature(graph.outputs))
 
     def differences(self, after: Interface) -> list[str]:
         """One line per part that differs from `after` (empty when the interface is kept)."""

@@ -303,14 +303,15 @@ class PassStat:
     changed: bool
 
 
-def check_interface_kept(entry: PassEntry, graph: Graph, before: Interface) -> None:
+def check_interface_kept(entry: PassEntry, graph: Graph, before: Interface) -> Interface:
     """Raise `PassError` naming the pass and each change when it changed the graph's
     interface (input, param or output names, order or types); every route that runs passes
-    (opt, compile, fit, compare, run) checks this after each pass."""
+    (opt, compile, fit, compare, run) checks this after each pass. Returns the interface
+    as it is now (equal to `before`)."""
     after = Interface.of(graph)
     changes = before.differences(after)
     if not changes:
-        return
+        return after
     # Point at the output line when only outputs changed, else at the graph header.
     only_outputs = (before.inputs, before.params) == (after.inputs, after.params)
     loc = (graph.output_loc if only_outputs else None) or graph.loc

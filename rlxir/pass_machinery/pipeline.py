@@ -84,8 +84,12 @@ class Pipeline:
         """Run every pass on `graph` in place (see `run_pipeline` for a copying variant)."""
         ctx = ctx or PassContext()
         with fewer_collections():
+            interface = None
             for index, entry in enumerate(self.entries):
-                _run_one(index, entry, graph, ctx, instruments)
+                # Without instruments nothing touches the graph between two passes, so the
+                # interface checked after one pass is the one the next starts from (a walk
+                # over every input and param saved per pass).
+                interface = _run_one(index, entry, graph, ctx, instruments, None if instruments else interface)
         for instrument in instruments:
             finish = getattr(instrument, "finish", None)
             if finish is not None:
@@ -102,12 +106,15 @@ def _entries_of(added: Pipeline | str | Pass) -> list[PassEntry]:
 
 
 def _run_one(index: int, entry: PassEntry, graph: Graph, ctx: PassContext,
-             instruments: Sequence[Instrument]) -> None:
+             instruments: Sequence[Instrument], interface_before: Interface | None = None) -> Interface:
+    """Run one pass and check it; returns the graph's interface after it. `interface_before`,
+    when given, is the graph's interface now (taken after the previous pass)."""
     for instrument in instruments:
         instrument.before_pass(index, entry, graph, ctx)
     nodes_before = len(graph)
     output_names = list(graph.outputs)
-    interface_before = Interface.of(graph)
+    if interface_before is None:
+        interface_before = Interface.of(graph)
     start = time.perf_counter()
     try:
         try:
@@ -116,7 +123,7 @@ def _run_one(index: int, entry: PassEntry, graph: Graph, ctx: PassContext,
             raise PassFailure(entry.name, stop, plugin_module_of(type(entry.instance))) from None
         # A rewrite that replaced an output's producer gives the new value the output's name.
         keep_output_names(graph, output_names)
-        check_interface_kept(entry, graph, interface_before)
+        interface_after = check_interface_kept(entry, graph, interface_before)
     except Exception as error:
         for instrument in instruments:
             instrument.on_failure(index, entry, graph, ctx, error)
@@ -127,6 +134,7 @@ def _run_one(index: int, entry: PassEntry, graph: Graph, ctx: PassContext,
     ctx.stats.append(PassStat(index, entry.text(), nodes_before, len(graph), seconds, bool(changed)))
     for instrument in instruments:
         instrument.after_pass(index, entry, graph, ctx, bool(changed), seconds)
+    return interface_after
 
 
 class PassFailure(RlxError):

@@ -84,12 +84,14 @@ def rewrite_greedy(graph: Graph, rules: Sequence[Rule], max_rewrites: int | None
     worklist = deque(graph.schedule())
     queued = set(worklist)
     rewrites, recent = 0, deque(maxlen=8)
+    nodes = graph.data_by_name()
     while worklist:
         node = worklist.popleft()
         queued.discard(node)
-        if node not in graph:
+        data = nodes.get(node)
+        if data is None:  # erased by an earlier rewrite
             continue
-        if not general and graph.op(node) not in by_op:  # most nodes: no rule looks at them
+        if not general and data.op not in by_op:  # most nodes: no rule looks at them
             continue
         users_before = list(graph.edge_targets(node))
         rule, revisit = _try_rules(graph, node, by_op, general)
@@ -123,7 +125,11 @@ def rewrite_once(graph: Graph, rules: Sequence[Rule]) -> int:
     """One walk over the schedule; at most one rule per node. Returns rewrites made."""
     by_op, general = _index_rules(rules)
     rewrites = 0
+    nodes = graph.data_by_name()
     for node in graph.schedule():
-        if node in graph and _try_rules(graph, node, by_op, general)[0] is not None:
+        data = nodes.get(node)
+        if data is None or (not general and data.op not in by_op):
+            continue  # erased by an earlier rewrite, or no rule looks at its op
+        if _try_rules(graph, node, by_op, general)[0] is not None:
             rewrites += 1
     return rewrites
