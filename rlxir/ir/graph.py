@@ -194,15 +194,9 @@ class Graph(GraphReading):
         """Store a value the parser has checked (`name` new, operands present, `attrs` and
         `type_` from `infer_result`) with its edges, not yet in the schedule: the parser
         appends a run of them in one go (`append_to_schedule`)."""
-        successors = self._successors
-        self._nodes[name] = ValueNode(op, operands, attrs, type_, loc, (name,))
-        successors[name] = {}
-        self._predecessors[name] = predecessors = {}
+        self._store_node(name, ValueNode(op, operands, attrs, type_, loc, (name,)))
         for operand in operands:
-            successors[operand][name] = NO_EDGE_DATA
-            predecessors[operand] = NO_EDGE_DATA
-        if op in LEAF_KINDS:
-            self._leaves[name] = None
+            self._link(operand, name)
 
     def append_to_schedule(self, names: list[str]) -> None:
         """Put stored values that are not in the schedule yet at its end, in order: what

@@ -222,13 +222,14 @@ class StatementTransformer(Transformer):
 
     def _quick_leaf(self, found: re.Match, line: int, column: int, stored: list[str]) -> bool:
         """Store the input or param statement `found` (without fill facts; its name joins
-        `stored`) if every check passes on its strings; False (and nothing changed) otherwise."""
+        `stored`) if every check passes on its strings; False (and nothing changed) otherwise.
+        Called only before the output statement (`read_run` sends the rest to the located
+        reading)."""
         builder = self.builder
         value_start = found.start("VALUE")
         name, type_text = found.group("LEAF_NAME", "LEAF_TYPE")
         type_ = builder.types.get(type_text)
-        if (type_ is None or found.start("LEAF_ATTRS") >= 0 or name in builder.defined_at
-                or builder.output_seen is not None):
+        if type_ is None or found.start("LEAF_ATTRS") >= 0 or name in builder.defined_at:
             return False
         inside = found.string[found.start():value_start]
         newline = inside.rfind("\n")

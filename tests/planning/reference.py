@@ -1,8 +1,16 @@
-"""A deliberately naive statement of the liveness placement rule, to test the fast one."""
+"""A deliberately naive statement of the liveness placement rule, to test the fast one; and
+the instances small enough for a unit test, for the tests that run every one of them."""
 
 from __future__ import annotations
 
 from rlxir.planning import Buffer, aligned_size
+
+CHALLENGING = [f"minimalloc/challenging/{letter}.1048576.csv" for letter in "ABCDEFGHIJK"]
+"""MiniMalloc's challenging set, kept in tests/data/planning (the `planning_data` fixture)."""
+REAL_WORKLOADS = ["idealloc/somas_tensors/resnet50.csv", "idealloc/iopddl/G_1.csv"]
+"""idealloc's real-workload instances small enough for a test, in ../shared/data (`shared_data`)."""
+UNIT_INSTANCES = [("planning_data", path) for path in CHALLENGING] + [("shared_data", path) for path in REAL_WORKLOADS]
+"""(the fixture giving its folder, relative path) of each: `request.getfixturevalue(folder) / path`."""
 
 
 def naive_best_fit(buffers: list[Buffer], alignment: int, order: list[int]) -> list[int]:

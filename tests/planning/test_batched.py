@@ -14,7 +14,7 @@ from rlxir.planning.greedy import _BATCHED_FROM, _place_over_tree, place_in_orde
 from rlxir.planning.orderings import by_area, by_size, peak_first
 from rlxir.planning.problem import Problem
 
-from .reference import naive_best_fit
+from .reference import UNIT_INSTANCES, naive_best_fit
 from .strategies import ALIGNMENTS, buffer_lists
 
 NO_PAIR_LIMIT = 10**9
@@ -104,18 +104,9 @@ def test_batched_equals_the_tree_with_fixed_offsets_across_chunks():
     assert batched(problem, order) == over_tree(problem, order)
 
 
-VENDORED = [f"minimalloc/challenging/{letter}.1048576.csv" for letter in "ABCDEFGHIJK"]
-SHARED = ["idealloc/somas_tensors/resnet50.csv", "idealloc/iopddl/G_1.csv"]
-
-
-@pytest.mark.parametrize("relative_path", VENDORED)
-def test_batched_equals_the_tree_on_the_challenging_set(planning_data, relative_path):
-    check_same_offsets(planning_data / relative_path)
-
-
-@pytest.mark.parametrize("relative_path", SHARED)
-def test_batched_equals_the_tree_on_real_workloads(shared_data, relative_path):
-    check_same_offsets(shared_data / relative_path)
+@pytest.mark.parametrize("folder, relative_path", UNIT_INSTANCES)
+def test_batched_equals_the_tree_on_the_challenging_set_and_real_workloads(request, folder, relative_path):
+    check_same_offsets(request.getfixturevalue(folder) / relative_path)
 
 
 def check_same_offsets(path):

@@ -11,24 +11,17 @@ import pytest
 
 from rlxir.planning import BestPlanner, get_planner, read_instance, validate_plan
 
-VENDORED_INSTANCES = [
-    "minimalloc/examples/input.12.csv",
-    *(f"minimalloc/challenging/{letter}.1048576.csv" for letter in "ABCDEFGHIJK"),
-]
-SHARED_INSTANCES = ["idealloc/somas_tensors/resnet50.csv", "idealloc/iopddl/G_1.csv"]
+from .reference import UNIT_INSTANCES
+
 
 # The search is capped by nodes, not by the clock: the test does not depend on speed.
 PLANNERS = [get_planner("bump"), get_planner("liveness"), BestPlanner(max_search_nodes=200)]
 
 
-@pytest.mark.parametrize("relative_path", VENDORED_INSTANCES)
-def test_instance_plans_validly(planning_data, relative_path):
-    check_every_planner(planning_data / relative_path)
-
-
-@pytest.mark.parametrize("relative_path", SHARED_INSTANCES)
-def test_real_workload_instance_plans_validly(shared_data, relative_path):
-    check_every_planner(shared_data / relative_path)
+@pytest.mark.parametrize("folder, relative_path",
+                         [("planning_data", "minimalloc/examples/input.12.csv"), *UNIT_INSTANCES])
+def test_instance_plans_validly(request, folder, relative_path):
+    check_every_planner(request.getfixturevalue(folder) / relative_path)
 
 
 def check_every_planner(path):

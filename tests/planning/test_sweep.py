@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,11 +41,12 @@ def test_released_neighbours_merge_into_one_gap():
     assert offsets[3] == 0  # a and b freed together give one 8-byte gap under "top"
 
 
+@pytest.mark.parametrize("place", [sweep_best_fit, peak_sweep_best_fit])
 @settings(max_examples=80, deadline=None)
-@given(buffer_lists(max_buffers=40), ALIGNMENTS)
-def test_the_pass_gives_a_valid_plan(buffers, alignment):
+@given(buffers=buffer_lists(max_buffers=40), alignment=ALIGNMENTS)
+def test_each_pass_gives_a_valid_plan(place, buffers, alignment):
     problem = Problem.build(buffers, alignment)
-    offsets = sweep_best_fit(problem)
+    offsets = place(problem)
     validate_plan(buffers, offsets, alignment, arena(problem, offsets))
     assert arena(problem, offsets) >= lower_bound(buffers, alignment)
 
@@ -70,14 +73,6 @@ def test_the_peak_pass_stacks_the_peak_and_places_outward_from_it():
     offsets = peak_sweep_best_fit(problem)
     assert offsets == [2, 0, 6, 2, 6]
     assert arena(problem, offsets) == lower_bound(buffers)
-
-
-@settings(max_examples=80, deadline=None)
-@given(buffer_lists(max_buffers=40), ALIGNMENTS)
-def test_the_peak_pass_gives_a_valid_plan(buffers, alignment):
-    problem = Problem.build(buffers, alignment)
-    offsets = peak_sweep_best_fit(problem)
-    validate_plan(buffers, offsets, alignment, arena(problem, offsets))
 
 
 def test_the_peak_pass_gives_up_past_its_deadline():
