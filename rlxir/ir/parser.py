@@ -42,15 +42,16 @@ def grammar_text() -> str:
 def _lark() -> Lark:
     global _PARSER
     if _PARSER is None:
-        parser = Lark(grammar_text(), parser="lalr", strict=True, start=["start", "attr_block"],
-                      transformer=_CALLBACKS, maybe_placeholders=True, cache=_grammar_cache_path())
+        grammar = grammar_text()
+        parser = Lark(grammar, parser="lalr", strict=True, start=["start", "attr_block"],
+                      transformer=_CALLBACKS, maybe_placeholders=True, cache=_grammar_cache_path(grammar))
         _CALLBACKS.parts = _parts_pattern(parser)
-        _CALLBACKS.run_parts = _run_parts_pattern(grammar_text())
+        _CALLBACKS.run_parts = _run_parts_pattern(grammar)
         _PARSER = parser
     return _PARSER
 
 
-def _grammar_cache_path() -> str | bool:
+def _grammar_cache_path(grammar: str | None = None) -> str | bool:
     """Where Lark keeps the analysed grammar between processes (building the LALR tables
     takes about 0.2 s, loading them a few ms): the user's own cache directory, never a
     shared temporary one, since Lark's cache is a pickle. Lark keys the file on the
@@ -66,7 +67,7 @@ def _grammar_cache_path() -> str | bool:
         return False
     # The grammar's own hash in the name: two versions of rlxir on one machine (two virtual
     # environments, an upgrade) keep a file each instead of rebuilding one in turn.
-    digest = hashlib.sha256(grammar_text().encode("utf-8")).hexdigest()[:16]
+    digest = hashlib.sha256((grammar or grammar_text()).encode("utf-8")).hexdigest()[:16]
     return os.path.join(folder, f"grammar-{digest}-lark{lark.__version__}-py{sys.version_info[0]}"
                                 f"{sys.version_info[1]}.cache")
 

@@ -12,17 +12,18 @@ from rlxir.compiler.compile import compile  # noqa: E402
 from rlxir.importers import UnsupportedModel  # noqa: E402
 from rlxir.importers.torch import import_torch  # noqa: E402
 from rlxir.interpreter import interpret  # noqa: E402
+from torch import library as op_registry  # noqa: E402  (PyTorch's registry of custom ops)
 
 TARGETS = ("cpu", "cuda", "rocm", "metal", "gpu", "vulkan")
 
 
-@torch.library.custom_op("rlxtest::unmapped", mutates_args=())
+@op_registry.custom_op("rlxtest::unmapped", mutates_args=())
 def unmapped(x: torch.Tensor) -> torch.Tensor:
     """An op no converter maps (a test's own, so no new converter ever maps it)."""
     return x * 2
 
 
-@torch.library.custom_op("rlxtest::unmapped_too", mutates_args=())
+@op_registry.custom_op("rlxtest::unmapped_too", mutates_args=())
 def unmapped_too(x: torch.Tensor) -> torch.Tensor:
     """A second op no converter maps."""
     return x * 3
