@@ -49,21 +49,73 @@ class ChainStep:
 
 
 def format_chain(steps) -> str:
-    return "; ".join(step.text() for step in steps)
+    """The chain's text. When the steps are a valid chain and every one of them reads back
+    exactly as given (`_reads_back`), they are remembered with the text, so `parse_chain` of
+    it (the new op's type inference, right after `fuse` wrote it) needs no reading."""
+    steps = tuple(steps)
+    text = "; ".join(step.text() for step in steps)
+    if text not in _WRITTEN and _chain_error(steps) is None and all(map(_reads_back, steps)):
+        if len(_WRITTEN) >= _WRITTEN_LIMIT:
+            _WRITTEN.clear()
+        _WRITTEN[text] = steps
+    return text
+
+
+_WRITTEN: dict[str, tuple[ChainStep, ...]] = {}
+_WRITTEN_LIMIT = 65_536
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def _reads_back(step: ChainStep) -> bool:
+    """`_ChainReader` gives this very step back from its text: op and keys are names, refs
+    plain non-negative ints, and every value one the text spells exactly (no lists, which
+    read back as tuples; no symbolic sizes, which a chain cannot spell; no NaN, which is
+    unequal to itself)."""
+    return (_NAME.fullmatch(step.op) is not None
+            and all(type(ref) is int and 0 <= ref and len(str(ref)) <= _MAX_REF_DIGITS for _, ref in step.args)
+            and all(_NAME.fullmatch(key) is not None and _value_reads_back(value) for key, value in step.attrs))
+
+
+def _value_reads_back(value: object) -> bool:
+    if isinstance(value, (bool, str)):
+        return True
+    if isinstance(value, DType):
+        return DType.parse(value.value) is value
+    if type(value) is int:
+        return len(str(abs(value))) <= _MAX_INT_DIGITS
+    if type(value) is float:
+        return value == value
+    if type(value) is tuple:
+        return all(map(_value_reads_back, value))
+    return False
+
+
+def parse_chain(text: str) -> tuple[ChainStep, ...]:
+    """Read and check a chain's text (cached: regions repeat); errors are `ShapeError`s."""
+    written = _WRITTEN.get(text)
+    return written if written is not None else _read_chain(text)
 
 
 @lru_cache(maxsize=4096)
-def parse_chain(text: str) -> tuple[ChainStep, ...]:
-    """Read and check a chain's text (cached: regions repeat); errors are `ShapeError`s."""
+def _read_chain(text: str) -> tuple[ChainStep, ...]:
     steps = _ChainReader(text).steps()
+    error = _chain_error(steps)
+    if error is not None:
+        raise ShapeError(error)
+    return steps
+
+
+def _chain_error(steps: tuple[ChainStep, ...]) -> str | None:
+    """What makes `steps` no chain (a step that is not an elementwise op, or reads a step
+    not yet computed), or None."""
     for index, step in enumerate(steps):
         opdef = get_op(step.op)
         if opdef is None or not opdef.has("elementwise"):
-            raise ShapeError(f"chain step {index} uses {step.op!r}, which is not an elementwise op")
+            return f"chain step {index} uses {step.op!r}, which is not an elementwise op"
         for kind, ref in step.args:
             if kind == "%" and ref >= index:
-                raise ShapeError(f"chain step {index} reads %{ref} before it is computed")
-    return steps
+                return f"chain step {index} reads %{ref} before it is computed"
+    return None
 
 
 class _ChainReader:
