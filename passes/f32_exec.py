@@ -6,8 +6,10 @@ import attrs
 
 from rlxir.dtypes import DType
 from rlxir.ir.graph import Graph, infer_result
+from rlxir.ops import get_op
 from rlxir.ops.chain import format_chain, parse_chain
 from rlxir.pass_machinery.pass_base import Pass, PassContext, register_pass
+from rlxir.types import TensorType
 
 
 def _low(graph: Graph, value: str) -> bool:
@@ -41,6 +43,18 @@ def _has_low_precision(graph: Graph) -> bool:
         if op == "fused_elementwise" and any(name in data.attrs["chain"] for name in low_names):
             return True
     return False
+
+
+def _type_if_unchanged(graph: Graph, node: str, opdef, operand_types: tuple) -> TensorType | None:
+    """The type `F32Exec._retype` gives `node` when it neither widens an operand nor changes
+    an attribute (None when it does one of those)."""
+    attrs_ = graph.attrs(node)
+    if not _keeps_low_precision(graph, node):
+        if _widened_attrs(graph, node) != attrs_:
+            return None
+        if graph.op(node) != "cast" and any(type_.dtype.is_low_precision for type_ in operand_types):
+            return None
+    return infer_result(opdef, operand_types, attrs_)[1]
 
 
 def _widened_attrs(graph: Graph, node: str) -> dict:
@@ -86,9 +100,23 @@ class F32Exec(Pass):
             return False
         declared = {value: graph.type(value) for value in graph.outputs}
         widened: dict[str, str] = {}
+        nodes = graph.data_by_name()
+        # (op, attributes object, operand types) -> (that object, the type the node keeps
+        # when nothing of it changes, else None): most ops of a mixed graph are left as they
+        # are, and are told so once per distinct application instead of once per node.
+        kept_types: dict[tuple, tuple] = {}
         changed = False
         for node in graph.schedule():
-            if graph.kind(node) != "op" or _casts_back(graph, node, declared):
+            data = nodes[node]
+            opdef = get_op(data.op)
+            if opdef is None or _casts_back(graph, node, declared):
+                continue
+            operand_types = tuple(nodes[operand].type for operand in data.operands)
+            key = (data.op, id(data.attrs), operand_types)
+            known = kept_types.get(key)
+            if known is None or known[0] is not data.attrs:
+                known = kept_types[key] = (data.attrs, _type_if_unchanged(graph, node, opdef, operand_types))
+            if known[1] is not None and known[1] == data.type:
                 continue
             changed |= self._retype(graph, node, widened)
         cast_back = {value: self._cast_back(graph, value, declared[value]) for value in dict.fromkeys(graph.outputs)}
