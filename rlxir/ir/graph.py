@@ -54,6 +54,7 @@ class Graph(GraphReading):
         self._last_inserted: str | None = None
         self._fresh: dict[str, int] = {}
         self._leaves: dict[str, None] = {}
+        self._leaf_version, self._interface_rows = 0, None  # leaves stored, dropped or moved; see interface_leaves
 
     # --- storage ------------------------------------------------------------------------
     # The values live in three dicts: the nodes, their successors and their predecessors
@@ -80,6 +81,7 @@ class Graph(GraphReading):
         self._predecessors[name] = {}
         if data.op in LEAF_KINDS:
             self._leaves[name] = None
+            self._leaf_version += 1
         self._changed()
 
     def _link(self, source: str, target: str) -> None:
@@ -97,7 +99,8 @@ class Graph(GraphReading):
         for target in self._successors.pop(name):
             del self._predecessors[target][name]
         del self._nodes[name]
-        self._leaves.pop(name, None)
+        if self._leaves.pop(name, self) is not self:
+            self._leaf_version += 1
         self._changed()
 
     def _changed(self) -> None:
@@ -173,6 +176,8 @@ class Graph(GraphReading):
             cursor = nxt[cursor]
 
     def _unlink(self, name: str) -> None:
+        if name in self._leaves:  # a leaf moving: the interface's order may change
+            self._leaf_version += 1
         before, after = self._prev.pop(name), self._next.pop(name)
         self._next[before] = after
         self._prev[after] = before

@@ -8,6 +8,8 @@ operations on top.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, KeysView, Mapping, MutableMapping
+from itertools import compress, repeat
+from operator import attrgetter, eq
 from types import MappingProxyType
 from typing import Any
 
@@ -22,6 +24,7 @@ class GraphError(RlxError):
 
 
 NODE_FIELDS = ("op", "operands", "attrs", "type", "loc", "provenance")
+_OP_OF, _TYPE_OF = attrgetter("op"), attrgetter("type")
 _FIELD_SET = frozenset(NODE_FIELDS)
 
 
@@ -161,6 +164,8 @@ class GraphReading:
     _label: dict[str, int]
     _order: list[str] | None
     _leaves: dict[str, None]
+    _leaf_version: int
+    _interface_rows: tuple | None
 
     @property
     def outputs(self) -> OutputList:
@@ -343,6 +348,34 @@ class GraphReading:
         for names in found.values():
             names.sort(key=label.__getitem__)
         return found
+
+    def interface_leaves(self) -> tuple[tuple[tuple[str, TensorType], ...], tuple[tuple[str, TensorType], ...]]:
+        """(inputs, params), each ((name, type), ...) in schedule order: what the interface
+        check after every pass reads. Names and order are kept from the previous call while
+        no leaf was stored, dropped, renamed or moved (the graph counts those changes); each
+        call still checks that every input and param has the same record, op and type, which
+        a pass may also change directly (through `graph.nx`, or a record's fields). The reads are C-level iterators (`map`, `compress`, `zip`):
+        a model's tens of thousands of params cost milliseconds, not a loop over them."""
+        rows = self._interface_rows
+        if rows is not None and rows[0] == self._leaf_version:
+            _, ordered, records, ops, types, answer = rows
+            if (list(map(self._nodes.get, ordered)) == records and list(map(_OP_OF, records)) == ops
+                    and list(map(_TYPE_OF, records)) == types):
+                return answer
+        nodes, label = self._nodes, self._label
+        names = list(filter(nodes.__contains__, self._leaves))
+        leaf_ops = list(map(_OP_OF, map(nodes.__getitem__, names)))
+        found = {}
+        for kind in ("input", "param"):
+            found[kind] = list(compress(names, map(eq, leaf_ops, repeat(kind))))
+            found[kind].sort(key=label.__getitem__)
+        ordered = found["input"] + found["param"]
+        records = list(map(nodes.__getitem__, ordered))
+        ops, types = list(map(_OP_OF, records)), list(map(_TYPE_OF, records))
+        pairs = tuple(zip(ordered, types))
+        answer = (pairs[:len(found["input"])], pairs[len(found["input"]):])
+        self._interface_rows = (self._leaf_version, ordered, records, ops, types, answer)
+        return answer
 
     def inputs(self) -> list[str]:
         return self.values_of_kind("input")

@@ -30,11 +30,8 @@ class Interface:
 
     @classmethod
     def of(cls, graph: Graph) -> Interface:
-        def signature(names) -> Signature:
-            return tuple([(name, graph.type(name)) for name in names])
-
-        leaves = graph.leaves_by_kind()
-        return cls(signature(leaves["input"]), signature(leaves["param"]), signature(graph.outputs))
+        inputs, params = graph.interface_leaves()
+        return cls(inputs, params, tuple([(name, graph.type(name)) for name in graph.outputs]))
 
     def differences(self, after: Interface) -> list[str]:
         """One line per part that differs from `after` (empty when the interface is kept)."""
