@@ -58,7 +58,7 @@ def grow_region(graph: Graph, root: str, max_steps: int, max_inputs: int,
     elementwise = _ElementwiseOps() if elementwise is None else elementwise
     nodes = graph.data_by_name()
     outputs = graph.outputs
-    user_count, edge_targets = graph.user_count, graph.edge_targets
+    readers_of = graph.readers_by_name()
     region = {root}
     root_data = nodes[root]
     steps = _steps_of(root_data)
@@ -72,9 +72,10 @@ def grow_region(graph: Graph, root: str, max_steps: int, max_inputs: int,
         if not elementwise[data.op]:
             continue
         # every read of the candidate is by one region member, and it is no graph output
-        if user_count(candidate) != 1 or candidate in outputs:
+        readers = readers_of[candidate]
+        if len(readers) != 1 or candidate in outputs:
             continue
-        (reader,) = edge_targets(candidate)
+        (reader,) = readers
         if reader not in region:
             continue
         grown_steps = steps + _steps_of(data)
@@ -93,13 +94,18 @@ def _steps_of(data) -> int:
     return len(parse_chain(data.attrs["chain"])) if data.op == "fused_elementwise" else 1
 
 
-def region_chain(graph: Graph, members: list[str]) -> tuple[list[str], str]:
-    """(inputs, chain text) computing the last of `members` (given in schedule order)."""
+def region_chain(graph: Graph, members: list[str], texts: dict | None = None) -> tuple[list[str], str]:
+    """(inputs, chain text) computing the last of `members` (given in schedule order).
+
+    `texts` may carry a `fuse_regions` run's chains by their members' (op, attributes
+    object, arguments): a model's layers repeat the same regions, and each distinct one is
+    written once. The memo holds the attribute objects, so no id in a key is reused."""
     nodes = graph.data_by_name()
     inputs: list[str] = []
     input_index: dict[str, int] = {}
     result_step: dict[str, int] = {}  # member -> index of the step holding its result
-    steps: list[ChainStep] = []
+    shape: list[tuple] = []  # per member: (op, attributes object, arguments, step offset)
+    step_count = 0
 
     def argument(value: str) -> tuple:
         if value in result_step:
@@ -111,19 +117,31 @@ def region_chain(graph: Graph, members: list[str]) -> tuple[list[str], str]:
 
     for member in members:
         data = nodes[member]
-        operands = [argument(value) for value in data.operands]
-        op = data.op
+        operands = tuple([argument(value) for value in data.operands])
+        shape.append((data.op, data.attrs, operands, step_count))
+        step_count += _steps_of(data)
+        result_step[member] = step_count - 1
+    key = tuple([(op, id(attributes), operands) for op, attributes, operands, _ in shape])
+    known = texts.get(key) if texts is not None else None
+    if known is None:
+        known = (_chain_text(shape), [attributes for _, attributes, _, _ in shape])
+        if texts is not None:
+            texts[key] = known
+    return inputs, known[0]
+
+
+def _chain_text(shape: list[tuple]) -> str:
+    steps: list[ChainStep] = []
+    for op, attributes, operands, offset in shape:
         if op == "fused_elementwise":
-            offset = len(steps)
-            for step in parse_chain(data.attrs["chain"]):
+            for step in parse_chain(attributes["chain"]):
                 args = tuple(operands[ref] if kind == "$" else ("%", offset + ref) for kind, ref in step.args)
                 steps.append(ChainStep(step.op, args, step.attrs))
         else:
             schema = get_op(op).attributes
-            attrs = tuple((key, value) for key, value in data.attrs.items() if key in schema)
-            steps.append(ChainStep(op, tuple(operands), attrs))
-        result_step[member] = len(steps) - 1
-    return inputs, format_chain(steps)
+            steps.append(ChainStep(op, operands, tuple((key, value) for key, value in attributes.items()
+                                                       if key in schema)))
+    return format_chain(steps)
 
 
 def fuse_regions(graph: Graph, max_steps: int, max_inputs: int) -> int:
@@ -133,6 +151,7 @@ def fuse_regions(graph: Graph, max_steps: int, max_inputs: int) -> int:
     position = {name: index for index, name in enumerate(schedule)}
     nodes = graph.data_by_name()
     elementwise = _ElementwiseOps()
+    texts: dict = {}
     made = 0
     for root in reversed(schedule):
         data = nodes.get(root)
@@ -142,7 +161,7 @@ def fuse_regions(graph: Graph, max_steps: int, max_inputs: int) -> int:
         if len(region) < 2:
             continue
         members = sorted(region, key=position.__getitem__)
-        inputs, chain = region_chain(graph, members)
+        inputs, chain = region_chain(graph, members, texts)
         provenance = tuple(dict.fromkeys(item for member in members for item in nodes[member].provenance))
         fused = graph.add_op("fused_elementwise", inputs, {"chain": chain}, before=root, origin=root,
                              provenance=provenance)

@@ -301,6 +301,11 @@ class GraphReading:
         graph; its keys are exactly the values stored, whatever the schedule says)."""
         return MappingProxyType(self._nodes)
 
+    def readers_by_name(self) -> Mapping[str, Mapping[str, NoEdgeData]]:
+        """Every value's readers (each once, as the keys of a read-only mapping) by name: what
+        `edge_targets` and `user_count` answer for one value, for walks that ask it of many."""
+        return MappingProxyType(self._successors)
+
     def comes_before(self, first: str, second: str) -> bool:
         """Whether `first` is earlier than `second` in the schedule (O(1))."""
         return self._label[first] < self._label[second]
