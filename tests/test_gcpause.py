@@ -1,4 +1,4 @@
-"""The collector pauses around bulk graph work: thresholds restored, objects made inside
+"""The collector around bulk graph work: thresholds and on/off restored, objects made inside
 moved to the oldest generation without a scan, cycles still collected, a caller's frozen
 objects left frozen."""
 
@@ -47,13 +47,30 @@ def test_objects_made_inside_leave_the_young_generation(collector_on, pause):
     assert in_oldest_generation(kept)  # moved there without a young collection scanning them
 
 
-def test_nested_blocks_promote_once_at_the_outermost_exit(collector_on):
+def test_an_inner_block_promotes_at_its_own_exit_and_restores_the_outer_state(collector_on):
     with fewer_collections():
+        raised = gc.get_threshold()
         with no_collections():
             inner = [Cell() for _ in range(2_000)]
-        assert gc.isenabled()
-        assert not in_oldest_generation(inner)  # the inner block's exit moved nothing
-    assert in_oldest_generation(inner)
+            assert not gc.isenabled()
+        assert gc.isenabled() and gc.get_threshold() == raised
+        assert in_oldest_generation(inner)  # no young collection left to scan them
+        outer = [Cell() for _ in range(2_000)]
+        assert not in_oldest_generation(outer)
+    assert in_oldest_generation(outer)
+
+
+def test_a_compile_leaves_the_collector_as_it_found_it(collector_on):
+    import rlxir
+
+    graph = rlxir.parse("graph g(B) {\n  input %x : f32[B, 4]\n  %y = relu(%x) : f32[B, 4]\n  output %y\n}\n").main
+    thresholds = gc.get_threshold()
+    rlxir.compile(graph, "rocm", {"B": 2})
+    assert gc.isenabled() and gc.get_threshold() == thresholds
+    gc.disable()
+    rlxir.compile(graph, "cpu", {"B": 2})
+    assert not gc.isenabled()
+    gc.enable()
 
 
 def test_cycles_made_inside_are_found_by_a_full_collection(collector_on):

@@ -69,9 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(arguments[0] if arguments else None)
     args = parser.parse_args(arguments)
     try:
-        # One raised collector threshold for the whole command: the parse, bind, pipeline and
-        # plan each raise it too, and each, restoring the default on its way out, set off a
-        # collection over every object made since the last (0.3 s of a 10^5-node compile).
+        # One raised collector threshold for the whole command (the parse, bind, pipeline and
+        # plan turn the collector off themselves; rlxir/gcpause.py says why).
         with fewer_collections():
             code = args.run(args) or EXIT_OK
         if sys.stdout is not None:  # closed (>&-): what was printed is dropped, as print() does

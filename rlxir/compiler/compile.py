@@ -21,7 +21,6 @@ import attrs
 
 from rlxir.targets.devices import format_bytes
 from rlxir.errors import RlxError, UnboundSymbolError
-from rlxir.gcpause import fewer_collections
 from rlxir.ir.graph import Graph
 from rlxir.compiler.budget import Budget
 from rlxir.compiler.memory_plan import MemoryPlan, plan_graph
@@ -130,12 +129,9 @@ def prepare_exec_graph(graph: Graph, target: Target, bindings: Mapping[str, int]
                        options: CompileOptions | None = None) -> ExecGraph:
     """Everything `target`'s compile does before planning: bind, then run its pipeline."""
     options = options or CompileOptions()
-    # One block for both: the collector's catch-up over the whole heap, which ends each
-    # block, then runs once (seconds at 10^6 nodes), not after the bind and again after the passes.
-    with fewer_collections():
-        bound, values = bind_for_compile(graph, bindings)
-        ctx = PassContext(target=target, bindings=dict(values))
-        Pipeline.parse(target.pipeline).run(bound, ctx, options.instruments)
+    bound, values = bind_for_compile(graph, bindings)  # each of the two runs with the collector off
+    ctx = PassContext(target=target, bindings=dict(values))
+    Pipeline.parse(target.pipeline).run(bound, ctx, options.instruments)
     return ExecGraph(bound, tuple(ctx.stats), values)
 
 
@@ -161,9 +157,8 @@ def plan_for_target(graph: Graph, target: Target, bindings: Mapping[str, int] | 
                     options: CompileOptions | None = None) -> CompileResult:
     """`plan_compile` for a target already resolved: the public functions resolve a name
     once and every step below takes the `Target` itself."""
-    with fewer_collections():  # one collector catch-up for the passes and the plan
-        exec_graph = prepare_exec_graph(graph, target, bindings, options)
-        plan = plan_exec_graph(exec_graph, target, options)
+    exec_graph = prepare_exec_graph(graph, target, bindings, options)
+    plan = plan_exec_graph(exec_graph, target, options)
     return CompileResult(target, exec_graph.graph, plan, exec_graph.stages, dict(exec_graph.bindings))
 
 

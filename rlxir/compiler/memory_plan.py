@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import attrs
 
 from rlxir.targets.devices import format_bytes
-from rlxir.gcpause import fewer_collections
+from rlxir.gcpause import no_collections
 from rlxir.ir.graph import Graph
 from rlxir.compiler.lifetimes import graph_buffers
 from rlxir.planning import aligned_size, get_planner, validate_plan
@@ -129,7 +129,7 @@ def plan_graph(graph: Graph, planner: str, alignment: int, sizing: str, mode: st
     slot); the others use the views `lower` marked.
     """
     view_rule = "bump" if planner == "bump" else "lir"
-    with fewer_collections():
+    with no_collections():
         buffers, info = graph_buffers(graph, sizing, view_rule, mode, weight_layout)
         result = get_planner(planner).plan(buffers, alignment, time_budget)
         if validate:

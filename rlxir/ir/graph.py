@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from rlxir.errors import IRTypeError, Location, RlxError, VerifyError
-from rlxir.gcpause import fewer_collections
+from rlxir.gcpause import no_collections
 from rlxir.ir.inference import infer_result
 from rlxir.ir.graph_reading import (NO_EDGE_DATA, SCHEDULE_END, GraphError, GraphReading, SharedAttrs,
                                     ValueNode)
@@ -107,9 +107,10 @@ class Graph(GraphReading):
         # networkx caches conversions for its dispatch backends on the graph; changes made
         # outside its methods clear that cache by hand (`G.__networkx_cache__.clear()` in
         # the documentation of `networkx.config.cache_converted_graphs`).
-        cache = getattr(self._nx, "__networkx_cache__", None)
-        if cache:
-            cache.clear()
+        if self._nx is not None:
+            cache = getattr(self._nx, "__networkx_cache__", None)
+            if cache:
+                cache.clear()
 
     # --- building -----------------------------------------------------------------------
     def fresh_name(self, hint: str = "t") -> str:
@@ -129,10 +130,12 @@ class Graph(GraphReading):
             raise GraphError("give before= or after=, not both")
         anchor_next = SCHEDULE_END
         if before is not None:
-            self.data(before)
+            if before not in self._nodes:
+                raise self._missing(before)
             anchor_next = before
         elif after is not None:
-            self.data(after)
+            if after not in self._nodes:
+                raise self._missing(after)
             anchor_next = self._next[after]
         anchor_prev = self._prev[anchor_next]
         self._next[anchor_prev] = name
@@ -272,7 +275,6 @@ class Graph(GraphReading):
                 raise GraphError(f"operand %{operand} of {op} is not defined", loc)
         if not opdef.accepts_arity(len(operands)):
             raise IRTypeError(f"{op} takes {opdef.arity_text()}, got {len(operands)}", loc)
-        nodes = self._nodes
         canonical, inferred = infer_result(opdef, tuple(nodes[operand].type for operand in operands), attrs)
         if type is not None and type != inferred:
             raise IRTypeError(f"result type {type} differs from the inferred {inferred}", loc, expected=str(inferred))
@@ -446,7 +448,7 @@ class Graph(GraphReading):
         result.loc, result.output_loc = self.loc, self.output_loc
         bound_types: dict = {}
         inferred: dict = {}
-        with fewer_collections():
+        with no_collections():
             order = self.schedule()
             for name in order:
                 _rebuild_node(result, name, self._nodes[name], values, bound_types, inferred)

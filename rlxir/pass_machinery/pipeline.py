@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rlxir.errors import Location, RlxError, SourceText, close_names
-from rlxir.gcpause import fewer_collections
+from rlxir.gcpause import no_collections
 from rlxir.ir.graph import Graph
 from rlxir.ir.interface import Interface, keep_output_names
 from rlxir.pass_machinery.pass_base import (Pass, PassContext, PassEntry, PassStat, available_passes,
@@ -83,7 +83,7 @@ class Pipeline:
     def run(self, graph: Graph, ctx: PassContext | None = None, instruments: Sequence[Instrument] = ()) -> Graph:
         """Run every pass on `graph` in place (see `run_pipeline` for a copying variant)."""
         ctx = ctx or PassContext()
-        with fewer_collections():
+        with no_collections():
             interface = None
             for index, entry in enumerate(self.entries):
                 # Without instruments nothing touches the graph between two passes, so the
