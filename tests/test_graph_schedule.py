@@ -1,0 +1,63 @@
+"""The schedule is the order of the graph's linked list through every kind of change:
+inserts before the first value, after the last, between two, moves, erases and renames,
+including the relabelling when the labels between two values run out."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rlxir
+from rlxir.ir.graph_reading import SCHEDULE_END
+
+START = "graph g() {\n  input %x : f32[4]\n  %y = relu(%x) : f32[4]\n  output %y\n}\n"
+STEPS = st.lists(st.tuples(st.sampled_from(["before", "after", "end", "move", "erase", "rename"]),
+                           st.integers(0, 10**6)), max_size=120)
+
+
+def walked(graph) -> list[str]:
+    """The values in the order of the linked list itself."""
+    order, cursor = [], graph._next[SCHEDULE_END]
+    while cursor != SCHEDULE_END:
+        order.append(cursor)
+        cursor = graph._next[cursor]
+    return order
+
+
+@settings(max_examples=150, deadline=None)
+@given(STEPS)
+def test_the_schedule_is_the_linked_lists_order(steps):
+    graph = rlxir.parse(START, "g.rlx").main
+    made = 0
+    for kind, pick in steps:
+        names = graph.schedule()
+        anchor = names[pick % len(names)]
+        if kind in ("before", "after", "end"):
+            made += 1
+            where = {"before": {"before": anchor}, "after": {"after": anchor}, "end": {}}[kind]
+            graph.add_op("exp", ["x"], name=f"n{made}", **where)
+        elif kind == "move" and graph.kind(anchor) == "op":
+            other = names[(pick // 7) % len(names)]
+            if other != anchor and graph.kind(other) == "op" and not graph.users(anchor):
+                graph.move_before(anchor, other)
+        elif kind == "erase" and graph.kind(anchor) == "op" and not graph.users(anchor) and anchor not in graph.outputs:
+            graph.erase(anchor)
+        elif kind == "rename" and graph.kind(anchor) == "op":
+            made += 1
+            graph.rename(anchor, f"r{made}")
+        assert graph.schedule() == walked(graph)
+
+
+def test_labels_run_out_and_are_given_again_in_the_same_order(monkeypatch):
+    graph = rlxir.parse(START, "g.rlx").main
+    relabels = []
+    relabel = type(graph)._relabel
+    monkeypatch.setattr(type(graph), "_relabel", lambda self: (relabels.append(1), relabel(self)))
+    for index in range(100):  # alternating anchors: each insert takes the middle of the gap left
+        graph.add_op("exp", ["x"], name=f"n{index}", before="y" if index % 2 else graph.schedule()[-2])
+    assert relabels
+    assert graph.schedule() == walked(graph)
+    for index in range(100):  # before the first value: labels below the first, and below zero
+        graph.add_op("exp", ["x"], name=f"head{index}", before=graph.schedule()[0])
+    assert graph.schedule() == walked(graph)
+    assert graph.schedule()[:2] == ["head99", "head98"]
