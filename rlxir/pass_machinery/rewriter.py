@@ -81,10 +81,14 @@ def rewrite_greedy(graph: Graph, rules: Sequence[Rule], max_rewrites: int | None
     """
     by_op, general = _index_rules(rules)
     cap = max_rewrites if max_rewrites is not None else 10 * len(graph) + 1000
-    worklist = deque(graph.schedule())
+    nodes = graph.data_by_name()
+    schedule = graph.schedule()
+    # Without general rules, a node whose op no rule names is skipped whenever it is taken
+    # from the worklist: it starts without them (most nodes of a big graph), and a rewrite
+    # that makes one queues it, to be skipped as before.
+    worklist = deque(schedule if general else [name for name in schedule if nodes[name].op in by_op])
     queued = set(worklist)
     rewrites, recent = 0, deque(maxlen=8)
-    nodes = graph.data_by_name()
     while worklist:
         node = worklist.popleft()
         queued.discard(node)
