@@ -99,7 +99,8 @@ class Graph(GraphReading):
         for target in self._successors.pop(name):
             del self._predecessors[target][name]
         del self._nodes[name]
-        if self._leaves.pop(name, self) is not self:
+        if name in self._leaves:
+            del self._leaves[name]
             self._leaf_version += 1
         self._changed()
 
