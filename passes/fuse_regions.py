@@ -22,25 +22,6 @@ from rlxir.ops import get_op
 from rlxir.ops.chain import ChainStep, format_chain, parse_chain
 
 
-def fusible(graph: Graph, node: str) -> bool:
-    opdef = get_op(graph.op(node))  # None for inputs, params and consts
-    return opdef is not None and opdef.has("elementwise")
-
-
-def step_count(graph: Graph, node: str) -> int:
-    if graph.op(node) == "fused_elementwise":
-        return len(parse_chain(graph.attr(node, "chain")))
-    return 1
-
-
-def _sole_reader_in(graph: Graph, value: str, region: set[str]) -> bool:
-    """Every read of `value` is by one node of `region`, and `value` is no graph output."""
-    if graph.user_count(value) != 1 or value in graph.outputs:
-        return False
-    (reader,) = graph.edge_targets(value)
-    return reader in region
-
-
 class _ElementwiseOps(dict):
     """op name -> whether it is elementwise (False for inputs, params and consts), looked up
     in the registry once per op name for one run of `fuse_regions`."""
@@ -51,11 +32,9 @@ class _ElementwiseOps(dict):
         return answer
 
 
-def grow_region(graph: Graph, root: str, max_steps: int, max_inputs: int,
-                elementwise: dict[str, bool] | None = None) -> set[str]:
-    """The members of the region rooted at `root` (greedy, operands left to right, depth first).
-    `elementwise` may carry `fuse_regions`' answers of which ops are elementwise."""
-    elementwise = _ElementwiseOps() if elementwise is None else elementwise
+def grow_region(graph: Graph, root: str, max_steps: int, max_inputs: int, elementwise: _ElementwiseOps) -> set[str]:
+    """The members of the region rooted at `root` (greedy, operands left to right, depth first);
+    `elementwise` is the run's answers of which ops are elementwise."""
     nodes = graph.data_by_name()
     outputs = graph.outputs
     readers_of = graph.readers_by_name()
@@ -90,16 +69,16 @@ def grow_region(graph: Graph, root: str, max_steps: int, max_inputs: int,
 
 
 def _steps_of(data) -> int:
-    """`step_count` of a node from its data record."""
+    """How many chain steps a node brings to a region, from its data record."""
     return len(parse_chain(data.attrs["chain"])) if data.op == "fused_elementwise" else 1
 
 
-def region_chain(graph: Graph, members: list[str], texts: dict | None = None) -> tuple[list[str], str]:
+def region_chain(graph: Graph, members: list[str], texts: dict) -> tuple[list[str], str]:
     """(inputs, chain text) computing the last of `members` (given in schedule order).
 
-    `texts` may carry a `fuse_regions` run's chains by their members' (op, attributes
-    object, arguments): a model's layers repeat the same regions, and each distinct one is
-    written once. The memo holds the attribute objects, so no id in a key is reused."""
+    `texts` holds a `fuse_regions` run's chains by their members' (op, attributes object,
+    arguments): a model's layers repeat the same regions, and each distinct one is written
+    once. The memo holds the attribute objects, so no id in a key is reused."""
     nodes = graph.data_by_name()
     inputs: list[str] = []
     input_index: dict[str, int] = {}
@@ -122,11 +101,9 @@ def region_chain(graph: Graph, members: list[str], texts: dict | None = None) ->
         step_count += _steps_of(data)
         result_step[member] = step_count - 1
     key = tuple([(op, id(attributes), operands) for op, attributes, operands, _ in shape])
-    known = texts.get(key) if texts is not None else None
+    known = texts.get(key)
     if known is None:
-        known = (_chain_text(shape), [attributes for _, attributes, _, _ in shape])
-        if texts is not None:
-            texts[key] = known
+        known = texts[key] = (_chain_text(shape), [attributes for _, attributes, _, _ in shape])
     return inputs, known[0]
 
 

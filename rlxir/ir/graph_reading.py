@@ -342,27 +342,14 @@ class GraphReading:
         found.sort(key=self._label.__getitem__)
         return found
 
-    def leaves_by_kind(self) -> dict[str, list[str]]:
-        """``{"input": [...], "param": [...], "const": [...]}``, each in schedule order, from
-        one read of the graph's leaves (what `values_of_kind` gives for each, at the cost of
-        one of them)."""
-        nodes, label = self._nodes, self._label
-        found: dict[str, list[str]] = {kind: [] for kind in LEAF_KINDS}
-        for name in self._leaves:
-            data = nodes.get(name)
-            if data is not None:
-                found[data.op].append(name)
-        for names in found.values():
-            names.sort(key=label.__getitem__)
-        return found
-
     def interface_leaves(self) -> tuple[tuple[tuple[str, TensorType], ...], tuple[tuple[str, TensorType], ...]]:
         """(inputs, params), each ((name, type), ...) in schedule order: what the interface
         check after every pass reads. Names and order are kept from the previous call while
         no leaf was stored, dropped, renamed or moved (the graph counts those changes); each
         call still checks that every input and param has the same record, op and type, which
-        a pass may also change directly (through `graph.nx`, or a record's fields). The reads are C-level iterators (`map`, `compress`, `zip`):
-        a model's tens of thousands of params cost milliseconds, not a loop over them."""
+        a pass may also change directly (through `graph.nx`, or a record's fields). The reads
+        are C-level iterators (`map`, `compress`, `zip`): a model's tens of thousands of
+        params cost milliseconds, not a loop over them."""
         rows = self._interface_rows
         if rows is not None and rows[0] == self._leaf_version:
             _, ordered, records, ops, types, answer = rows
