@@ -91,6 +91,24 @@ def test_graph_mutations_show_in_networkx_views_and_clear_its_cache():
     assert graph.nx.__networkx_cache__ == {}
 
 
+def test_edges_follow_operand_order_and_reader_order_whichever_way_a_value_is_stored():
+    # One edge per distinct operand: a value's predecessors in operand order, a value's
+    # successors in the order its readers were stored; the parser, add_op, bind and
+    # rename all store this way, and networkx sees the same.
+    graph = rlxir.parse("graph g(N=4) {\n  input %x : f32[N]\n  input %y : f32[N]\n  %a = add(%y, %x)\n"
+                        "  %b = mul(%a, %a)\n  %c = sub(%x, %a)\n  output %b, %c\n}\n").main
+    for built in (graph, graph.bind(N=8)):
+        assert list(built.nx.pred["a"]) == ["y", "x"] and list(built.nx.pred["b"]) == ["a"]
+        assert list(built.nx.succ["a"]) == ["b", "c"] and list(built.nx.succ["x"]) == ["a", "c"]
+    added = graph.add_op("concat", ["c", "y", "c"], {"axis": 0})
+    assert list(graph.nx.pred[added]) == ["c", "y"] and list(graph.nx.succ["y"]) == ["a", added]
+    graph.nx.__networkx_cache__ = {"backends": {"probe": "stale"}}
+    graph.rename("a", "renamed")
+    assert list(graph.nx.pred["renamed"]) == ["y", "x"] and set(graph.nx.succ["renamed"]) == {"b", "c"}
+    assert graph.nx.__networkx_cache__ == {}  # storing a value clears networkx's cache
+    rlxir.verify(graph)
+
+
 def test_public_networkx_mutations_show_in_the_graph():
     # The verifier relies on this to report edges that disagree with operands.
     graph = rlxir.parse(TEXT).main

@@ -28,7 +28,7 @@ from rlxir.ir.graph_reading import (NO_EDGE_DATA, SCHEDULE_END, GraphError, Grap
                                     ValueNode)
 from rlxir.ops import LEAF_KINDS, OpDef, check_attributes, get_op
 from rlxir.symbolic import Expr, format_dim, substitute
-from rlxir.types import TensorType
+from rlxir.types import TensorType, canonical_type
 
 if TYPE_CHECKING:
     from rlxir.ir.nx_graph import ValueDiGraph
@@ -75,14 +75,20 @@ class Graph(GraphReading):
             self._nx = ValueDiGraph.over(self._nodes, self._successors, self._predecessors)
         return self._nx
 
-    def _store_node(self, name: str, data: ValueNode) -> None:
+    def _store_node(self, name: str, data: ValueNode, linked: bool = False) -> None:
+        """Store a new value; `linked`: with its edges, one from each distinct operand in
+        operand order (what a `_link` per operand makes, without a call per edge)."""
         self._nodes[name] = data
         self._successors[name] = {}
-        self._predecessors[name] = {}
+        self._predecessors[name] = predecessors = dict.fromkeys(data.operands, NO_EDGE_DATA) if linked else {}
+        successors = self._successors
+        for operand in predecessors:
+            successors[operand][name] = NO_EDGE_DATA
         if data.op in LEAF_KINDS:
             self._leaves[name] = None
             self._leaf_version += 1
-        self._changed()
+        if self._nx is not None:
+            self._changed()
 
     def _link(self, source: str, target: str) -> None:
         if target not in self._successors[source]:
@@ -192,9 +198,7 @@ class Graph(GraphReading):
                   loc: Location | None, provenance: tuple, before: str | None, after: str | None) -> str:
         if name in self._nodes:
             raise GraphError(f"value %{name} is already defined", loc)
-        self._store_node(name, ValueNode(op, operands, attrs, type_, loc, provenance))
-        for operand in operands:
-            self._link(operand, name)
+        self._store_node(name, ValueNode(op, operands, attrs, type_, loc, provenance), linked=True)
         self._insert(name, before, after)
         return name
 
@@ -203,9 +207,7 @@ class Graph(GraphReading):
         """Store a value the parser has checked (`name` new, operands present, `attrs` and
         `type_` from `infer_result`) with its edges, not yet in the schedule: the parser
         appends a run of them in one go (`append_to_schedule`)."""
-        self._store_node(name, ValueNode(op, operands, attrs, type_, loc, (name,)))
-        for operand in operands:
-            self._link(operand, name)
+        self._store_node(name, ValueNode(op, operands, attrs, type_, loc, (name,)), linked=True)
 
     def append_to_schedule(self, names: list[str]) -> None:
         """Put stored values that are not in the schedule yet at its end, in order: what
@@ -348,9 +350,7 @@ class Graph(GraphReading):
             self._unlink_edge(old, user)
         del self._nodes[old], self._successors[old], self._predecessors[old]
         self._leaves.pop(old, None)
-        self._store_node(new, data)
-        for operand in operands:
-            self._link(operand, new)
+        self._store_node(new, data, linked=True)
         for user in users:
             user_data = self._nodes[user]
             user_data.operands = tuple(new if operand == old else operand for operand in user_data.operands)
@@ -523,9 +523,7 @@ def _rebuild_node(result: Graph, name: str, data: ValueNode, values: Mapping[str
             if memo_key is not None:
                 inferred[memo_key] = hit
         canonical, type_ = hit
-        result._store_node(name, ValueNode(op, operands, canonical, type_, data.loc, data.provenance))
-        for operand in operands:
-            result._link(operand, name)
+        result._store_node(name, ValueNode(op, operands, canonical, type_, data.loc, data.provenance), linked=True)
     # Each distinct (written, bound) pair is checked once; the memo keys pairs beside types.
     if type_ is not data.type and (data.type, type_) not in bound_types:
         _check_dims_not_negative(name, data.type, type_, values, data.loc)
@@ -538,7 +536,7 @@ def _bound_type(name: str, data: ValueNode, values: Mapping[str, int], bound_typ
     bound = bound_types.get(symbolic)
     if bound is None:
         try:
-            bound = bound_types[symbolic] = symbolic.bind(values)
+            bound = bound_types[symbolic] = canonical_type(symbolic.bind(values))
         except ZeroDivisionError:
             given = ", ".join(f"{symbol}={value}" for symbol, value in values.items())
             raise RlxError(f"with {given}, a dim of %{name} ({symbolic}) divides by zero", data.loc,

@@ -25,6 +25,8 @@ from rlxir.symbolic import Expr, add, floordiv, mul, sub
 from rlxir.ir.syntax_errors import end_of, loc_at as _loc_at
 from rlxir.types import TensorType
 
+# `OPERAND` with the name after the % as its group: `findall` then gives the bare names.
+_OPERAND_NAME = re.compile(OPERAND.pattern.replace("%", "%(", 1) + ")")
 
 class StatementTransformer(Transformer):
     """Grammar callbacks; they forward to the `GraphBuilder` of the parse under way."""
@@ -178,13 +180,13 @@ class StatementTransformer(Transformer):
         defined_at, names, values, inferred_for = builder.defined_at, builder.names, builder.values, builder.inferred
         types_read, infer = builder.types, self._infer
         filename, source, store = builder.source.filename, builder.source, builder.graph.store_parsed
-        operand_names = OPERAND.findall
+        operand_names = _OPERAND_NAME.findall
 
         def quick_op(found: re.Match, line: int, column: int) -> bool:
             name, op, args, attrs_text, type_text = found.group("NAME", "OP", "ARGS", "ATTRS", "TYPE")
             if name in defined_at:
                 return False
-            operands = tuple([names.get(operand[1:]) for operand in operand_names(args)])
+            operands = tuple(map(names.get, operand_names(args)))
             if None in operands:
                 return False
             key = (op, attrs_text, tuple([values[operand].type for operand in operands]))
