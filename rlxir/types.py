@@ -68,3 +68,22 @@ class TensorType:
 
     def __str__(self) -> str:
         return f"{self.dtype.value}[{', '.join(format_dim(dim) for dim in self.shape)}]"
+
+
+_CANONICAL: dict[TensorType, TensorType] = {}
+_CANONICAL_LIMIT = 100_000
+
+
+def canonical_type(type_: TensorType) -> TensorType:
+    """The one object this process hands out for types equal to `type_`.
+
+    Types are keys, or parts of keys, of the dicts a graph is built and rewritten with (the
+    inference cache, bind's and the planner's memos), and a dict compares an equal key by
+    identity before it calls `__eq__`. Inference, the parser and bind store these objects
+    in the graph; any other equal object still compares and hashes equal."""
+    found = _CANONICAL.get(type_)
+    if found is None:
+        if len(_CANONICAL) >= _CANONICAL_LIMIT:
+            _CANONICAL.clear()
+        _CANONICAL[type_] = found = type_
+    return found

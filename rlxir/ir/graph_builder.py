@@ -21,7 +21,7 @@ from rlxir.ops import annotation_specs, get_op
 from rlxir.ops.registry import format_attr_value
 from rlxir.symbolic import DimSyntaxError, Expr, free_symbols, parse_dim
 from rlxir.ir.syntax_errors import dtype_hint, syntax_error
-from rlxir.types import TensorType
+from rlxir.types import TensorType, canonical_type
 
 OPERAND = re.compile(r"%[A-Za-z0-9_.]+")
 _COMMENT = re.compile(r"#[^\n]*")
@@ -104,7 +104,7 @@ class GraphBuilder:
             for piece in inner.split(","):
                 dims.append(self._dim(piece, token, offset))
                 offset += len(piece) + 1
-        result = TensorType(dtype, tuple(dims))
+        result = canonical_type(TensorType(dtype, tuple(dims)))
         self.types[text] = result
         return result
 

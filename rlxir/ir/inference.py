@@ -9,7 +9,7 @@ from typing import Any
 from rlxir.ir.graph_reading import NO_ATTRS, SharedAttrs
 from rlxir.ops import OpDef, check_attributes
 from rlxir.ops.registry import annotation_version
-from rlxir.types import TensorType
+from rlxir.types import TensorType, canonical_type
 
 _INFERRED: dict = {}
 _INFERRED_LIMIT = 200_000
@@ -34,7 +34,7 @@ def infer_result(opdef: OpDef, operand_types: tuple, attrs: Mapping[str, Any] | 
     if hit is not None:
         return hit
     canonical, full = check_attributes(opdef, attrs or {})
-    inferred = opdef.shape_rule(operand_types, full)
+    inferred = canonical_type(opdef.shape_rule(operand_types, full))
     shared = SharedAttrs(canonical) if canonical else NO_ATTRS
     if key is not None:
         if len(_INFERRED) >= _INFERRED_LIMIT:
