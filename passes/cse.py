@@ -10,18 +10,16 @@ from rlxir.ops import get_op
 from rlxir.pass_machinery.pass_base import Pass, PassContext, register_pass
 
 
-def _key(graph: Graph, node: str):
-    return _Keys().of(graph.data(node))
-
-
 class _Keys:
-    """The merge key of a node: what `cse` compares. The attributes' part of the key is
+    """The merge key of a node: what `cse` compares (keys from one `_Keys` compare; its
+    attributes part is a number it gives out). The attributes' part of the key is
     computed once per shared attributes object (`SharedAttrs`: one per distinct application
     in a big graph, read-only; kept here so its id stays its own), and whether an op is
     commutative once per op."""
 
     def __init__(self) -> None:
         self._attrs: dict[int, tuple] = {}
+        self._numbers: dict[tuple, int] = {}  # attributes key -> a small int standing for it
         self._commutative: dict[str, bool] = {}
 
     def of(self, data):
@@ -33,10 +31,12 @@ class _Keys:
         if type(attrs) is SharedAttrs:
             known = self._attrs.get(id(attrs))
             if known is None:
-                known = self._attrs[id(attrs)] = (attrs, _attrs_key(attrs))
+                # equal keys get one number, so the merge key hashes an int, not nested tuples
+                number = self._numbers.setdefault(_attrs_key(attrs), len(self._numbers))
+                known = self._attrs[id(attrs)] = (attrs, number)
             attrs_key = known[1]
         else:
-            attrs_key = _attrs_key(attrs)
+            attrs_key = self._numbers.setdefault(_attrs_key(attrs), len(self._numbers))
         operands = data.operands
         commutative = self._commutative.get(op)
         if commutative is None:

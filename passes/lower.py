@@ -40,6 +40,11 @@ def element_bytes(target: Target, graph: Graph, value: str) -> int:
     return 4 if target.sizing == "f32" else graph.type(value).dtype.itemsize
 
 
+NODE_DEPENDENT = frozenset({"reshape", "cast", "slice", "attention", "conv2d", "selective_scan"})
+"""The ops whose LIR depends on the node (`is_view` may hold, `workspace_bytes` may be
+non-zero); every other op's LIR depends on its op alone."""
+
+
 def is_view(graph: Graph, node: str) -> bool:
     """reshape, a cast to the same dtype, and a slice on axis 0 alias their operand."""
     op = graph.op(node)
@@ -142,11 +147,13 @@ def lower(graph: Graph, target: Target, bindings: dict) -> bool:
     sizer = _Sizer(graph, bindings)
     roots: dict[str, tuple[str, int]] = {}
     checked_ops: set[str] = set()
-    # (op, shared attributes object, LIR) -> (that object, the attributes `set_attrs` stored):
+    # (op, shared attributes object, LIR) -> (that object, the attributes `set_attrs` stored,
+    # None when they stay as they are):
     # the ops of a model repeat a few attribute sets, each one `SharedAttrs` object, and their
     # annotations repeat too, so each distinct combination is validated once. The object is
     # kept in the value so that its id stays its own.
-    stored: dict[tuple, tuple[dict, dict]] = {}
+    stored: dict[tuple, tuple[dict, dict | None]] = {}
+    per_op: dict[str, tuple[dict, tuple]] = {}  # op -> its LIR and items, outside NODE_DEPENDENT
     nodes = graph.data_by_name()
     changed = False
     for node in graph.schedule():
@@ -158,19 +165,30 @@ def lower(graph: Graph, target: Target, bindings: dict) -> bool:
         if op not in checked_ops:
             _check_no_clash(graph, node)
             checked_ops.add(op)
+        if op in NODE_DEPENDENT:
+            lir = annotations(graph, node, target, sizer, roots)
+            items = tuple(lir.items())
+        elif op in per_op:
+            roots[node] = (node, 0)
+            lir, items = per_op[op]
+        else:
+            lir = annotations(graph, node, target, sizer, roots)
+            lir, items = per_op[op] = (lir, tuple(lir.items()))
         current = data.attrs
-        lir = annotations(graph, node, target, sizer, roots)
-        kept = {key: value for key, value in current.items() if key not in LIR_ANNOTATIONS}
-        annotated = {**kept, **lir}
-        if annotated != current:
-            key = (op, id(current), tuple(lir.items())) if type(current) is SharedAttrs else None
-            known = stored.get(key) if key is not None else None
-            if known is None:
+        key = (op, id(current), items) if type(current) is SharedAttrs else None
+        known = stored.get(key) if key is not None else None
+        if known is None:
+            kept = {name: value for name, value in current.items() if name not in LIR_ANNOTATIONS}
+            annotated = {**kept, **lir}
+            result = None
+            if annotated != current:
                 graph.set_attrs(node, annotated)
-                if key is not None:
-                    stored[key] = (current, dict(data.attrs))
-            else:
-                data.attrs = dict(known[1])
+                result = dict(data.attrs)
+                changed = True
+            if key is not None:
+                stored[key] = (current, result)
+        elif known[1] is not None:
+            data.attrs = dict(known[1])
             changed = True
     return changed
 

@@ -106,9 +106,10 @@ def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str =
         data = nodes[name]
         kind = data.op if data.op in LEAF_KINDS else "op"
         type_ = data.type
-        if type_ not in sized:
-            sized[type_] = (value_bytes(graph, name, sizing), str(type_))
-        size, text = sized[type_]
+        known = sized.get(type_)
+        if known is None:
+            known = sized[type_] = (value_bytes(graph, name, sizing), str(type_))
+        size, text = known
         if kind == "param" and mode == "backward_activations_only":
             buffers.append(Buffer(name, 0, end, size, fixed_offset=_weight_offset(graph, name, weight_layout)))
         elif kind in ("input", "param", "const"):

@@ -62,10 +62,8 @@ def _index_rules(rules: Sequence[Rule]) -> tuple[dict, list]:
 def _try_rules(graph: Graph, node: str, by_op: dict, general: list):
     """Apply the first rule that rewrites `node`; returns (rule, revisit) or (None, None)."""
     indexed = by_op.get(graph.op(node), ())
-    if not indexed and not general:
-        return None, None
-    for rule in [*indexed, *general]:
-        if rule not in indexed and not rule.matches(graph, node):  # indexed rules matched by op
+    for rule in [*indexed, *general] if general else indexed:
+        if general and rule not in indexed and not rule.matches(graph, node):  # indexed rules matched by op
             continue
         result = rule.apply(graph, node)
         if result:
