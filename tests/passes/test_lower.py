@@ -147,3 +147,43 @@ def test_the_example_in_docs_lir_md_is_what_lower_writes():
     plain = re.sub(r"(, )?(kernel_family|view_of|view_offset|side_buffer) = (\"[^\"]*\"|\d+)", "", example)
     plain = plain.replace(" {}", "").replace("{, ", "{")
     assert rlxir.print_graph(lowered("cuda", plain)) == rlxir.print_graph(annotated)
+
+
+REPEATS = """\
+graph repeats(B=2) {
+  input %x : f32[B, 8]
+  param %w : f32[8, 8]
+  %m1 = matmul(%x, %w)
+  %r1 = relu(%m1)
+  %m2 = matmul(%r1, %w)
+  %r2 = relu(%m2)
+  %s0 = slice(%r2) {axis = 0, start = 1, len = 1}
+  %s1 = slice(%r2) {axis = 1, start = 1, len = 4}
+  %s2 = slice(%r1) {axis = 1, start = 1, len = 4}
+  %c0 = cast(%s1) {to = f32}
+  %c1 = cast(%s2) {to = f16}
+  %t = reshape(%s0) {shape = [8]}
+  output %t, %c0, %c1
+}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("text", [MODEL, REPEATS], ids=["model", "repeats"])
+def test_each_node_gets_the_lir_its_own_annotation_gives(target, text):
+    # lower reuses an op's LIR across nodes outside NODE_DEPENDENT and memoises per shared
+    # attributes; each node must still carry exactly what annotating it alone gives.
+    from rlxir.passes.lower import LIR_ANNOTATIONS, _Sizer, annotations
+    from rlxir.targets.target import get_target
+
+    graph = rlxir.parse(text).main
+    done = lowered(target, text)
+    roots: dict = {}
+    sizer = _Sizer(graph, {})
+    for node in graph.schedule():
+        if graph.kind(node) != "op":
+            roots[node] = (node, 0)
+            continue
+        alone = annotations(graph, node, get_target(target), sizer, roots)
+        written = {key: value for key, value in done.attrs(node).items() if key in LIR_ANNOTATIONS}
+        assert written == alone, node
