@@ -5,7 +5,8 @@ from __future__ import annotations
 import attrs
 
 from rlxir.dtypes import DType
-from rlxir.ir.graph import Graph, infer_result
+from rlxir.ir.graph import Graph
+from rlxir.ir.inference import infer_result
 from rlxir.ops import get_op
 from rlxir.ops.chain import format_chain, parse_chain
 from rlxir.pass_machinery.pass_base import Pass, PassContext, register_pass
@@ -114,7 +115,7 @@ class F32Exec(Pass):
             operand_types = tuple(nodes[operand].type for operand in data.operands)
             key = (data.op, id(data.attrs), operand_types)
             known = kept_types.get(key)
-            if known is None or known[0] is not data.attrs:
+            if known is None:  # the value holds the attributes object: its id stays its own
                 known = kept_types[key] = (data.attrs, _type_if_unchanged(graph, node, opdef, operand_types))
             if known[1] is not None and known[1] == data.type:
                 continue

@@ -5,7 +5,8 @@ from __future__ import annotations
 import attrs
 
 from rlxir.dtypes import DType
-from rlxir.ir.graph import Graph, infer_result
+from rlxir.ir.graph import Graph
+from rlxir.ir.inference import infer_result
 from rlxir.ir.interface import can_take_output_name
 from rlxir.pass_machinery.pass_base import Pass, PassContext, register_pass
 from rlxir.pass_machinery.rewriter import Rule, rewrite_greedy

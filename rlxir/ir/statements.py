@@ -28,6 +28,7 @@ from rlxir.types import TensorType
 # `OPERAND` with the name after the % as its group: `findall` then gives the bare names.
 _OPERAND_NAME = re.compile(OPERAND.pattern.replace("%", "%(", 1) + ")")
 
+
 class StatementTransformer(Transformer):
     """Grammar callbacks; they forward to the `GraphBuilder` of the parse under way."""
 
