@@ -87,7 +87,9 @@ def test_a_callers_frozen_objects_stay_frozen(collector_on):
         frozen = gc.get_freeze_count()
         with fewer_collections():
             made = [Cell() for _ in range(1_000)]
-        assert gc.get_freeze_count() == frozen
+        # Unfreezing would drop the count to nothing; a few frozen objects may be freed
+        # meanwhile by another thread (a test runner's I/O thread).
+        assert frozen - 100 <= gc.get_freeze_count() <= frozen
         assert len(made) == len(held)
     finally:
         gc.unfreeze()
