@@ -1,0 +1,110 @@
+"""The occupancy tree's placement loop compiled with Numba, where Numba is installed.
+
+`place_over_compiled_tree` places buffers one at a time by the rule of `place_in_order`,
+over the same segment tree as `OccupancyTree` (rlxir/planning/occupancy.py says how it
+works): the same cover nodes, the same ``own`` and ``sub`` range lists, the same updates
+skipped past a node's last query. The offsets are the same, buffer for buffer; only the
+loop runs as machine code instead of Python (docs/performance.md, "The placement loop
+compiled", has the timings).
+
+Layout. Every range list lives in one int64 pool: list ``v`` (``own[v]`` for ``v <
+2 * base``, ``sub[v - 2 * base]`` above) is the run ``pool[start : start + length]``
+with room for ``capacity`` bounds (a row of `meta`). A list that outgrows its room moves
+to the end of the pool with twice the room; the pool itself doubles when full. A
+query gathers the ranges taken at its slots, sorts them by start (into buckets by their
+high address bits, then an insertion sort) and scans the gaps of their union for the
+best fit.
+
+Numba compiles the loop on first use and caches the machine code beside this file (or
+in the user's cache folder when that is read-only), so the compile (a few seconds) is
+paid once per installation. Without Numba, or with ``RLXIR_COMPILED_PLANNER=0`` in the
+environment, `compiled_placement_available()` is False and the Python tree is used.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from rlxir.planning.occupancy import last_query_ranks, leaf_base
+from rlxir.planning.problem import Problem
+
+# Placements per call of the compiled loop: progress is reported between calls.
+CALL_EVERY = 4096
+
+# Pool bounds reserved per buffer up front (it doubles when that is not enough).
+_POOL_PER_BUFFER = 16
+
+# Columns of `meta`: where a list starts in the pool, how many bounds it holds, its room.
+_START, _LENGTH, _CAPACITY = 0, 1, 2
+
+
+def compiled_placement_available() -> bool:
+    """Whether `place_over_compiled_tree` can run: Numba imports and the environment does
+    not turn it off (``RLXIR_COMPILED_PLANNER=0``)."""
+    if os.environ.get("RLXIR_COMPILED_PLANNER", "1") == "0":
+        return False
+    return _kernels() is not None
+
+
+def place_over_compiled_tree(
+    problem: Problem,
+    order: Sequence[int],
+    progress: Callable[[int, int], None] | None = None,
+    stop_at: int | None = None,
+) -> list[int] | None:
+    """Offsets (one per buffer, input order) of best-fit placement in `order`, as
+    `place_in_order` defines it (fixed offsets first, size-0 buffers at 0; None once a
+    placed buffer ends at or above `stop_at`), computed by the compiled loop.
+
+    Only for int64-safe problems (`Problem.int64_safe`) and when
+    `compiled_placement_available()`; `progress(placed, total)` is called every
+    `CALL_EVERY` placements.
+    """
+    kernels = _kernels()
+    if kernels is None or not problem.int64_safe:
+        raise RuntimeError("the compiled placement needs Numba and an int64-safe problem")
+    place_run = kernels
+    n = len(problem)
+    order_array = np.asarray(order, dtype=np.int64).reshape(len(order))
+    fixed = np.array([-1 if offset is None else offset for offset in problem.fixed], dtype=np.int64).reshape(n)
+    fixed_indices = np.flatnonzero(fixed >= 0).astype(np.int64)
+    sequence = np.concatenate([fixed_indices, order_array])
+    base = leaf_base(problem.slot_count)
+    last_query = np.asarray(
+        last_query_ranks(problem.slot_lo[order_array], problem.slot_hi[order_array],
+                         np.arange(len(order_array), dtype=np.int64), base),
+        dtype=np.int64,
+    )
+    sizes = problem.size_keys.astype(np.int64, copy=False)
+    meta = np.zeros((3 * base, 3), dtype=np.int64)
+    pool = np.empty(max(1024, _POOL_PER_BUFFER * n), dtype=np.int64)
+    used = np.zeros(1, dtype=np.int64)
+    offsets = np.zeros(n, dtype=np.int64)
+    limit = (1 << 62) if stop_at is None else min(stop_at, 1 << 62)
+    total = len(order_array)
+    fixed_count = len(fixed_indices)
+    for first in range(0, len(sequence), CALL_EVERY):
+        placed = max(0, first - fixed_count)
+        if progress is not None and placed < total:
+            progress(placed, total)
+        stop = min(first + CALL_EVERY, len(sequence))
+        stopped, pool = place_run(problem.slot_lo, problem.slot_hi, sizes, fixed, sequence, first, stop,
+                                  fixed_count, base, last_query, meta, pool, used, limit, offsets)
+        if stopped:
+            return None
+    return offsets.tolist()
+
+
+@cache
+def _kernels() -> Any:
+    """The compiled placement loop, or None where Numba does not import."""
+    try:
+        from rlxir.planning.tree_kernel import place_run
+    except ImportError:
+        return None
+    return place_run

@@ -1,0 +1,113 @@
+"""The compiled placement loop against the Python occupancy tree and the naive rule.
+
+Skipped where Numba does not import (the Python tree is then the only one used)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlxir.planning import Buffer, LivenessPlanner
+from rlxir.planning import compiled_tree, greedy
+from rlxir.planning.compiled_tree import compiled_placement_available, place_over_compiled_tree
+from rlxir.planning.greedy import _place_over_tree, place_in_order
+from rlxir.planning.orderings import by_area, by_size, peak_first
+from rlxir.planning.problem import Problem
+
+from .reference import naive_best_fit
+from .strategies import ALIGNMENTS, buffer_lists, crowded_buffers
+
+needs_compiled = pytest.mark.skipif(not compiled_placement_available(), reason="Numba does not import here")
+
+
+def over_tree(problem, order, stop_at=None):
+    return _place_over_tree(problem, list(order), float("inf"), None, stop_at)
+
+
+@needs_compiled
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_compiled_placement_equals_the_naive_rule(data):
+    alignment = data.draw(ALIGNMENTS)
+    buffers = data.draw(buffer_lists(max_buffers=40, with_fixed=True, alignment=alignment))
+    problem = Problem.build(buffers, alignment)
+    order = data.draw(st.sampled_from([by_size, by_area, peak_first]))(problem)
+    offsets = place_over_compiled_tree(problem, order)
+    assert offsets == naive_best_fit(buffers, alignment, order)
+    assert offsets == over_tree(problem, order)
+
+
+@needs_compiled
+@pytest.mark.parametrize("seed", [1, 2])
+def test_compiled_placement_equals_the_python_tree_on_crowded_instances(seed, monkeypatch):
+    # Hundreds of buffers live at once: long range lists, lists that move, a pool that grows.
+    monkeypatch.setattr(compiled_tree, "_POOL_PER_BUFFER", 1)
+    problem = Problem.build(crowded_buffers(3000, seed), 64)
+    for ordering in (by_size, peak_first):
+        order = ordering(problem)
+        assert place_over_compiled_tree(problem, order) == over_tree(problem, order)
+
+
+@needs_compiled
+def test_compiled_placement_stops_where_the_python_tree_stops():
+    problem = Problem.build(crowded_buffers(1500, 3), 1)
+    order = by_size(problem)
+    offsets = place_over_compiled_tree(problem, order)
+    arena = max(offset + size for offset, size in zip(offsets, problem.sizes))
+    assert place_over_compiled_tree(problem, order, stop_at=arena + 1) == offsets
+    assert place_over_compiled_tree(problem, order, stop_at=arena) is None
+    assert over_tree(problem, order, stop_at=arena) is None
+
+
+@needs_compiled
+def test_compiled_placement_keeps_fixed_offsets_and_reports_progress(monkeypatch):
+    monkeypatch.setattr(compiled_tree, "CALL_EVERY", 100)
+    buffers = [Buffer(f"f{k}", k, k + 50, 64, fixed_offset=64 * k) for k in range(4)]
+    buffers += crowded_buffers(1000, 4)
+    problem = Problem.build(buffers, 1)
+    order = [index for index in by_size(problem) if problem.fixed[index] is None]
+    heard: list[tuple[int, int]] = []
+    offsets = place_over_compiled_tree(problem, order, progress=lambda placed, total: heard.append((placed, total)))
+    assert offsets[:4] == [0, 64, 128, 192]
+    assert offsets == over_tree(problem, order)
+    assert [placed for placed, _ in heard] == sorted({placed for placed, _ in heard})
+    assert heard[0] == (0, 1000) and len(heard) >= 10
+
+
+@needs_compiled
+def test_place_in_order_compiles_large_passes_without_a_deadline_only(monkeypatch):
+    monkeypatch.setattr(greedy, "_COMPILED_FROM", 100)
+    problem = Problem.build(crowded_buffers(600, 5), 1)
+    order = by_size(problem)
+    expected = over_tree(problem, order)
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return place_over_compiled_tree(*args, **kwargs)
+
+    monkeypatch.setattr(greedy, "place_over_compiled_tree", counted)
+    assert place_in_order(problem, order) == expected
+    assert len(calls) == 1
+    assert place_in_order(problem, order, deadline=float(10**12)) == expected
+    assert len(calls) == 1  # a pass with a deadline keeps to the Python tree
+    plan = LivenessPlanner().plan(problem.buffers, 1)
+    assert len(calls) >= 2 and plan.arena_bytes >= plan.lower_bound_bytes
+
+
+def test_the_environment_turns_the_compiled_loop_off(monkeypatch):
+    monkeypatch.setenv("RLXIR_COMPILED_PLANNER", "0")
+    assert not compiled_placement_available()
+    monkeypatch.setattr(greedy, "_COMPILED_FROM", 1)
+    problem = Problem.build(crowded_buffers(300, 6), 1)
+    order = by_size(problem)
+    monkeypatch.setattr(greedy, "place_over_compiled_tree", lambda *args, **kwargs: pytest.fail("compiled loop ran"))
+    assert place_in_order(problem, order) == over_tree(problem, order)
+
+
+def test_without_numba_the_compiled_loop_is_unavailable(monkeypatch):
+    monkeypatch.setattr(compiled_tree, "_kernels", lambda: None)
+    assert not compiled_placement_available()
+    with pytest.raises(RuntimeError, match="Numba"):
+        place_over_compiled_tree(Problem.build([Buffer("a", 0, 1, 8)], 1), [0])
