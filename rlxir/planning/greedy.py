@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from rlxir.planning.batched import overlap_pairs, place_batched, schedule_batches
-from rlxir.planning.compiled_tree import compiled_placement_available, place_over_compiled_tree
+from rlxir.planning.compiled import place_over_compiled_tree, use_compiled
 from rlxir.planning.occupancy import OccupancyTree, last_query_ranks, leaf_base
 from rlxir.planning.problem import Problem
 
@@ -24,11 +24,6 @@ _BATCHED_FROM = 4096
 
 # Buffers live per slot, on average, from which the occupancy tree keeps int64 arrays.
 _CROWDED_FROM = 64
-
-# Buffers from which a pass without a deadline runs the compiled tree, where it is
-# available: below, the Python tree takes a few hundred milliseconds at most, about what
-# loading the compiled loop costs a process the first time.
-_COMPILED_FROM = 16384
 
 
 def place_in_order(
@@ -57,18 +52,14 @@ def place_in_order(
     On instances of thousands of buffers that overlap a few tens of others each (and
     whose order does not chain them, see `schedule_batches`), the placements are
     computed in batches with NumPy (`place_batched`); elsewhere one at a time over an
-    `OccupancyTree`, or, for `_COMPILED_FROM` buffers or more without a `deadline`, over
-    the same tree compiled (`place_over_compiled_tree`, where Numba is installed). All
-    give the same offsets.
+    `OccupancyTree`, or, without a `deadline` on large instances (`use_compiled`), over the
+    same tree compiled (`place_over_compiled_tree`). All give the same offsets.
     """
     pairs = overlap_pairs(problem) if len(problem) >= _BATCHED_FROM else None
     batches = None if pairs is None else schedule_batches(problem, order, pairs)
     if batches is not None:
         return place_batched(problem, batches, deadline, progress, stop_at)
-    # A deadline stays with the Python tree: the first compile of the loop in an
-    # installation takes seconds, which a time budget cannot absorb.
-    if (deadline == math.inf and problem.int64_safe and len(problem) >= _COMPILED_FROM
-            and compiled_placement_available()):
+    if deadline == math.inf and use_compiled(problem):
         return place_over_compiled_tree(problem, order, progress, stop_at)
     return _place_over_tree(problem, list(order), deadline, progress, stop_at)
 

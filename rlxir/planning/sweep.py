@@ -27,6 +27,7 @@ from collections.abc import Callable
 import numpy as np
 
 from rlxir.planning.bounds import peak_slot
+from rlxir.planning.compiled import run_sweep_compiled, use_compiled
 from rlxir.planning.problem import Problem
 
 # Events between two looks at the clock.
@@ -66,7 +67,8 @@ def peak_sweep_best_fit(problem: Problem, deadline: float = math.inf) -> list[in
     slots first (ties: largest, input order); the forward pass then frees and places like
     `sweep_best_fit` (ties: input order) over the later slots, the backward pass over the
     earlier ones with time mirrored (a buffer is placed at its last slot and freed before
-    its first).
+    its first). Without a deadline, large instances run the passes compiled
+    (`use_compiled`; same offsets).
     """
     n = len(problem)
     offsets = [0] * n
@@ -87,6 +89,13 @@ def peak_sweep_best_fit(problem: Problem, deadline: float = math.inf) -> list[in
         (np.flatnonzero(lo > peak), lo, hi),
         (np.flatnonzero(hi <= peak), mirror - hi, mirror - lo),  # time mirrored
     )
+    if deadline == math.inf and use_compiled(problem):
+        # The stack has no gaps (it was only ever taken from): each half starts at its top.
+        offset_array = np.array(offsets, dtype=np.int64)
+        for placed, first_slot, end_slot in halves:
+            run_sweep_compiled(_event_array(problem, first_slot, end_slot, placed, at_peak), problem, offset_array,
+                               stack.top)
+        return offset_array.tolist()
     for placed, first_slot, end_slot in halves:
         events = _events(problem, first_slot, end_slot, placed, at_peak)
         if not _run(events, n, offsets, sizes, stack.copy(), deadline):
@@ -121,6 +130,17 @@ def _events(
     placed: np.ndarray | None = None,
     held: np.ndarray | None = None,
 ) -> list[int]:
+    """`_event_array` as a list of Python ints (what the Python loop reads fastest)."""
+    return _event_array(problem, slot_lo, slot_hi, placed, held).tolist()
+
+
+def _event_array(
+    problem: Problem,
+    slot_lo: np.ndarray | None = None,
+    slot_hi: np.ndarray | None = None,
+    placed: np.ndarray | None = None,
+    held: np.ndarray | None = None,
+) -> np.ndarray:
     """Event ``i < n`` places buffer i, event ``n + i`` frees it: by slot, frees first,
     then placements largest first (ties: longest lifetime, input order).
 
@@ -142,7 +162,7 @@ def _events(
     life_keys = np.concatenate([zeros, lifetimes])
     event_ids = np.concatenate([freed + n, placed])
     order = np.lexsort((event_ids, life_keys, size_keys, is_start, slots))
-    return event_ids[order].tolist()
+    return event_ids[order]
 
 
 def _stack_the_rest(offsets: list[int], sizes: list[int], events: list[int], n: int, highest: int) -> None:

@@ -1,6 +1,7 @@
-"""The compiled placement loop against the Python occupancy tree and the naive rule.
+"""The compiled loops against their Python twins: the placement over the occupancy tree
+(and the naive rule), and the free-gap sweep of the pass from the peak.
 
-Skipped where Numba does not import (the Python tree is then the only one used)."""
+Skipped where Numba does not import (the Python loops are then the only ones used)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlxir.planning import Buffer, LivenessPlanner
-from rlxir.planning import compiled_tree, greedy
-from rlxir.planning.compiled_tree import compiled_placement_available, place_over_compiled_tree
+from rlxir.planning import compiled, greedy, sweep
+from rlxir.planning.compiled import compiled_placement_available, place_over_compiled_tree
 from rlxir.planning.greedy import _place_over_tree, place_in_order
 from rlxir.planning.orderings import by_area, by_size, peak_first
 from rlxir.planning.problem import Problem
+from rlxir.planning.sweep import peak_sweep_best_fit
 
 from .reference import naive_best_fit
 from .strategies import ALIGNMENTS, buffer_lists, crowded_buffers
@@ -42,7 +44,7 @@ def test_compiled_placement_equals_the_naive_rule(data):
 @pytest.mark.parametrize("seed", [1, 2])
 def test_compiled_placement_equals_the_python_tree_on_crowded_instances(seed, monkeypatch):
     # Hundreds of buffers live at once: long range lists, lists that move, a pool that grows.
-    monkeypatch.setattr(compiled_tree, "_POOL_PER_BUFFER", 1)
+    monkeypatch.setattr(compiled, "_POOL_PER_BUFFER", 1)
     problem = Problem.build(crowded_buffers(3000, seed), 64)
     for ordering in (by_size, peak_first):
         order = ordering(problem)
@@ -62,7 +64,7 @@ def test_compiled_placement_stops_where_the_python_tree_stops():
 
 @needs_compiled
 def test_compiled_placement_keeps_fixed_offsets_and_reports_progress(monkeypatch):
-    monkeypatch.setattr(compiled_tree, "CALL_EVERY", 100)
+    monkeypatch.setattr(compiled, "CALL_EVERY", 100)
     buffers = [Buffer(f"f{k}", k, k + 50, 64, fixed_offset=64 * k) for k in range(4)]
     buffers += crowded_buffers(1000, 4)
     problem = Problem.build(buffers, 1)
@@ -77,7 +79,7 @@ def test_compiled_placement_keeps_fixed_offsets_and_reports_progress(monkeypatch
 
 @needs_compiled
 def test_place_in_order_compiles_large_passes_without_a_deadline_only(monkeypatch):
-    monkeypatch.setattr(greedy, "_COMPILED_FROM", 100)
+    monkeypatch.setattr(compiled, "COMPILED_FROM", 100)
     problem = Problem.build(crowded_buffers(600, 5), 1)
     order = by_size(problem)
     expected = over_tree(problem, order)
@@ -99,7 +101,7 @@ def test_place_in_order_compiles_large_passes_without_a_deadline_only(monkeypatc
 def test_the_environment_turns_the_compiled_loop_off(monkeypatch):
     monkeypatch.setenv("RLXIR_COMPILED_PLANNER", "0")
     assert not compiled_placement_available()
-    monkeypatch.setattr(greedy, "_COMPILED_FROM", 1)
+    monkeypatch.setattr(compiled, "COMPILED_FROM", 1)
     problem = Problem.build(crowded_buffers(300, 6), 1)
     order = by_size(problem)
     monkeypatch.setattr(greedy, "place_over_compiled_tree", lambda *args, **kwargs: pytest.fail("compiled loop ran"))
@@ -107,7 +109,41 @@ def test_the_environment_turns_the_compiled_loop_off(monkeypatch):
 
 
 def test_without_numba_the_compiled_loop_is_unavailable(monkeypatch):
-    monkeypatch.setattr(compiled_tree, "_kernels", lambda: None)
+    monkeypatch.setattr(compiled, "_kernels", lambda: None)
     assert not compiled_placement_available()
     with pytest.raises(RuntimeError, match="Numba"):
         place_over_compiled_tree(Problem.build([Buffer("a", 0, 1, 8)], 1), [0])
+
+
+def python_peak_sweep(problem, monkeypatch):
+    with monkeypatch.context() as patch:
+        patch.setattr(sweep, "use_compiled", lambda problem: False)
+        return peak_sweep_best_fit(problem)
+
+
+@needs_compiled
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_the_compiled_sweep_equals_the_python_sweep(data):
+    alignment = data.draw(ALIGNMENTS)
+    buffers = data.draw(buffer_lists(max_buffers=60, alignment=alignment))
+    problem = Problem.build(buffers, alignment)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compiled, "COMPILED_FROM", 0)
+        offsets = peak_sweep_best_fit(problem)
+        expected = python_peak_sweep(problem, patch)
+    assert offsets == expected
+
+
+@needs_compiled
+@pytest.mark.parametrize("seed", [7, 8])
+def test_the_compiled_sweep_equals_the_python_sweep_on_crowded_instances(seed, monkeypatch):
+    monkeypatch.setattr(compiled, "COMPILED_FROM", 100)
+    problem = Problem.build(crowded_buffers(4000, seed), 16)
+    calls = []
+    monkeypatch.setattr(sweep, "run_sweep_compiled", lambda *args: calls.append(1) or compiled.run_sweep_compiled(*args))
+    offsets = peak_sweep_best_fit(problem)
+    assert len(calls) == 2  # both halves, forward and backward from the peak
+    assert offsets == python_peak_sweep(problem, monkeypatch)
+    assert peak_sweep_best_fit(problem, deadline=float(10**12)) == offsets
+    assert len(calls) == 2  # with a deadline the Python loop runs

@@ -1,4 +1,4 @@
-"""The occupancy tree's placement loop compiled with Numba, where Numba is installed.
+"""The planner's two hot loops compiled with Numba, where Numba is installed.
 
 `place_over_compiled_tree` places buffers one at a time by the rule of `place_in_order`,
 over the same segment tree as `OccupancyTree` (rlxir/planning/occupancy.py says how it
@@ -15,10 +15,16 @@ query gathers the ranges taken at its slots, sorts them by start (into buckets b
 high address bits, then an insertion sort) and scans the gaps of their union for the
 best fit.
 
-Numba compiles the loop on first use and caches the machine code beside this file (or
-in the user's cache folder when that is read-only), so the compile (a few seconds) is
-paid once per installation. Without Numba, or with ``RLXIR_COMPILED_PLANNER=0`` in the
-environment, `compiled_placement_available()` is False and the Python tree is used.
+`run_sweep_compiled` applies the events of rlxir/planning/sweep.py's free-gap sweep
+(used by the pass from the peak) the same way: the free gaps are kept twice, sorted by
+(size, start) for the best fit and by start for the neighbours a freed range joins.
+
+Both are used for passes of `COMPILED_FROM` buffers or more that have no deadline
+(`use_compiled`). Numba compiles the loops on first use and caches the machine code
+beside this file (or in the user's cache folder when that is read-only), so the compile
+(a few seconds) is paid once per installation. Without Numba, or with
+``RLXIR_COMPILED_PLANNER=0`` in the environment, `compiled_placement_available()` is
+False and the Python loops run.
 """
 
 from __future__ import annotations
@@ -33,14 +39,16 @@ import numpy as np
 from rlxir.planning.occupancy import last_query_ranks, leaf_base
 from rlxir.planning.problem import Problem
 
+# Buffers from which a pass without a deadline runs compiled, where it can: below, the
+# Python loops take a few hundred milliseconds at most, about what loading the compiled
+# ones costs a process the first time.
+COMPILED_FROM = 16384
+
 # Placements per call of the compiled loop: progress is reported between calls.
 CALL_EVERY = 4096
 
 # Pool bounds reserved per buffer up front (it doubles when that is not enough).
 _POOL_PER_BUFFER = 16
-
-# Columns of `meta`: where a list starts in the pool, how many bounds it holds, its room.
-_START, _LENGTH, _CAPACITY = 0, 1, 2
 
 
 def compiled_placement_available() -> bool:
@@ -49,6 +57,14 @@ def compiled_placement_available() -> bool:
     if os.environ.get("RLXIR_COMPILED_PLANNER", "1") == "0":
         return False
     return _kernels() is not None
+
+
+def use_compiled(problem: Problem) -> bool:
+    """Whether a pass over `problem` without a deadline runs compiled: `COMPILED_FROM`
+    buffers or more, int64-safe, and the compiled loops available. (A pass with a
+    deadline keeps to Python: the first compile in an installation takes seconds, which a
+    time budget cannot absorb.)"""
+    return len(problem) >= COMPILED_FROM and problem.int64_safe and compiled_placement_available()
 
 
 def place_over_compiled_tree(
@@ -65,10 +81,7 @@ def place_over_compiled_tree(
     `compiled_placement_available()`; `progress(placed, total)` is called every
     `CALL_EVERY` placements.
     """
-    kernels = _kernels()
-    if kernels is None or not problem.int64_safe:
-        raise RuntimeError("the compiled placement needs Numba and an int64-safe problem")
-    place_run = kernels
+    place_run = _kernel(problem, "place_run")
     n = len(problem)
     order_array = np.asarray(order, dtype=np.int64).reshape(len(order))
     fixed = np.array([-1 if offset is None else offset for offset in problem.fixed], dtype=np.int64).reshape(n)
@@ -100,11 +113,32 @@ def place_over_compiled_tree(
     return offsets.tolist()
 
 
+def run_sweep_compiled(events: np.ndarray, problem: Problem, offsets: np.ndarray, top: int) -> None:
+    """Apply `events` (event ``i < n`` places buffer i, ``n + i`` frees it, as sweep.py's
+    `_event_array` orders them) to a free list with no gap and its top at `top`, writing
+    each placed buffer's offset into `offsets` (int64, one per buffer): what sweep.py's
+    `_apply` does with a `_FreeList` in that state. Needs an int64-safe `problem`."""
+    sweep_run = _kernel(problem, "sweep_run")
+    n = len(problem)
+    state = np.array([0, top, top], dtype=np.int64)
+    # A gap lies below or between live buffers: never more gaps than buffers, plus one.
+    gap_arrays = [np.empty(n + 2, dtype=np.int64) for _ in range(4)]
+    sweep_run(np.asarray(events, dtype=np.int64), n, problem.size_keys.astype(np.int64, copy=False), offsets, state,
+              *gap_arrays)
+
+
+def _kernel(problem: Problem, name: str) -> Any:
+    kernels = _kernels()
+    if kernels is None or not problem.int64_safe:
+        raise RuntimeError("the compiled loops need Numba and an int64-safe problem")
+    return getattr(kernels, name)
+
+
 @cache
 def _kernels() -> Any:
-    """The compiled placement loop, or None where Numba does not import."""
+    """The module of compiled loops, or None where Numba does not import."""
     try:
-        from rlxir.planning.tree_kernel import place_run
+        from rlxir.planning import kernels
     except ImportError:
         return None
-    return place_run
+    return kernels
