@@ -72,6 +72,7 @@ def place_over_compiled_tree(
     order: Sequence[int],
     progress: Callable[[int, int], None] | None = None,
     stop_at: int | None = None,
+    stop_cell: list[int] | None = None,
 ) -> list[int] | None:
     """Offsets (one per buffer, input order) of best-fit placement in `order`, as
     `place_in_order` defines it (fixed offsets first, size-0 buffers at 0; None once a
@@ -79,7 +80,9 @@ def place_over_compiled_tree(
 
     Only for int64-safe problems (`Problem.int64_safe`) and when
     `compiled_placement_available()`; `progress(placed, total)` is called every
-    `CALL_EVERY` placements.
+    `CALL_EVERY` placements. `stop_cell`, a one-element list, lowers `stop_at` while the
+    pass runs (another thread may write it; it is read between calls of the loop, so a
+    pass may place up to `CALL_EVERY` buffers past a new value before it stops).
     """
     place_run = _kernel(problem, "place_run")
     n = len(problem)
@@ -106,6 +109,8 @@ def place_over_compiled_tree(
         if progress is not None and placed < total:
             progress(placed, total)
         stop = min(first + CALL_EVERY, len(sequence))
+        if stop_cell is not None:
+            limit = min(limit, stop_cell[0])
         stopped, pool = place_run(problem.slot_lo, problem.slot_hi, sizes, fixed, sequence, first, stop,
                                   fixed_count, base, last_query, meta, pool, used, limit, offsets)
         if stopped:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 
 import attrs
 
 from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink, placed_share
+from rlxir.planning.compiled import place_over_compiled_tree, use_compiled
 from rlxir.planning.greedy import place_in_order
 from rlxir.planning.orderings import by_size, peak_first
 from rlxir.planning.problem import Problem
@@ -66,6 +69,10 @@ class LivenessPlanner:
             peak = problem.result(peak_sweep_best_fit(problem), self.name, 0.0)
             if peak.arena_bytes == peak.lower_bound_bytes:
                 return attrs.evolve(peak, seconds=time.perf_counter() - started)
+        retry_ahead = None
+        if peak is not None and peak.arena_bytes > peak.lower_bound_bytes * self.retry_above:
+            # The retry is likely: start it now on another core, if it runs compiled.
+            retry_ahead = _RetryAhead.start(problem, peak.arena_bytes)
         # Abandoned (None) as soon as it cannot end below the pass from the peak.
         offsets = place_in_order(problem, by_size(problem), progress=_placing(progress, "greedy by size"),
                                  stop_at=None if peak is None else peak.arena_bytes)
@@ -79,12 +86,66 @@ class LivenessPlanner:
             retry_above = result.lower_bound_bytes
         if result.arena_bytes > retry_above:
             # Abandoned (None) as soon as it cannot end below the arena in hand.
-            offsets = place_in_order(problem, peak_first(problem), progress=_placing(progress, "peak-first retry"),
-                                     stop_at=result.arena_bytes)
+            placing = _placing(progress, "peak-first retry")
+            if retry_ahead is not None:
+                offsets = retry_ahead.finish(result.arena_bytes, placing)
+            else:
+                offsets = place_in_order(problem, peak_first(problem), progress=placing, stop_at=result.arena_bytes)
             if offsets is not None:
                 retry = problem.result(offsets, self.name, 0.0)
                 result = retry if retry.arena_bytes < result.arena_bytes else result
+        elif retry_ahead is not None:
+            retry_ahead.finish(0, None)  # not needed: stop it at its next look at the cell
         return attrs.evolve(result, seconds=time.perf_counter() - started)
+
+
+class _RetryAhead:
+    """The peak-first retry run compiled in a thread beside the by-size pass (the loop
+    releases the interpreter lock), stopped at the arena in hand once that is known.
+
+    Its offsets do not depend on where it stops, and its plan is kept only when strictly
+    smaller than the arena in hand, as in sequence: starting early changes when the answer
+    comes, not what it is. Started only when the pass from the peak ended more than
+    `retry_above` over the bound, where the retry usually runs (the crowded instances),
+    so elsewhere no core does work that is thrown away.
+    """
+
+    def __init__(self, problem: Problem, stop_at: int):
+        self.stop_cell = [stop_at]
+        self.heard: list[tuple[int, int]] = []
+        self.outcome: list[list[int] | None] = []
+        self.failure: list[BaseException] = []
+        self.thread = threading.Thread(target=self._run, args=(problem,), name="rlxir-retry", daemon=True)
+
+    @classmethod
+    def start(cls, problem: Problem, stop_at: int) -> _RetryAhead | None:
+        """A retry started beside this thread; None where it would not run compiled or
+        there is one core."""
+        if not use_compiled(problem) or (os.cpu_count() or 1) < 2:
+            return None
+        ahead = cls(problem, stop_at)
+        ahead.thread.start()
+        return ahead
+
+    def _run(self, problem: Problem) -> None:
+        try:
+            self.outcome.append(place_over_compiled_tree(problem, peak_first(problem),
+                                                         progress=lambda placed, total: self.heard.append((placed, total)),
+                                                         stop_cell=self.stop_cell))
+        except BaseException as error:  # re-raised in the caller's thread by `finish`
+            self.failure.append(error)
+
+    def finish(self, stop_at: int, progress: Callable[[int, int], None] | None) -> list[int] | None:
+        """The retry's offsets, or None if it stopped at `stop_at` or above; waits for it,
+        passing its progress on."""
+        self.stop_cell[0] = min(self.stop_cell[0], stop_at)
+        while self.thread.is_alive():
+            self.thread.join(0.25)
+            if progress is not None and self.heard:
+                progress(*self.heard[-1])
+        if self.failure:
+            raise self.failure[0]
+        return self.outcome[0]
 
 
 def _placing(sink: ProgressSink | None, what: str) -> Callable[[int, int], None] | None:

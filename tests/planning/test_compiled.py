@@ -147,3 +147,42 @@ def test_the_compiled_sweep_equals_the_python_sweep_on_crowded_instances(seed, m
     assert offsets == python_peak_sweep(problem, monkeypatch)
     assert peak_sweep_best_fit(problem, deadline=float(10**12)) == offsets
     assert len(calls) == 2  # with a deadline the Python loop runs
+
+
+@needs_compiled
+def test_liveness_plans_the_same_with_its_retry_run_ahead(monkeypatch):
+    # The retry runs ahead (in a thread, compiled) where the pass from the peak misses the
+    # bound by more than 1 %; the plans are those of the passes run one after the other.
+    from rlxir.planning import liveness
+
+    monkeypatch.setattr(compiled, "COMPILED_FROM", 100)
+    started = []
+    start = liveness._RetryAhead.start
+    monkeypatch.setattr(liveness._RetryAhead, "start",
+                        classmethod(lambda cls, *args: started.append(1) or start(*args)))
+    planner = LivenessPlanner(peak_pass_from=100)
+    for seed in range(6):
+        buffers = crowded_buffers(2500, seed, longest=1200)
+        plan = planner.plan(buffers, 16)
+        with monkeypatch.context() as patch:
+            patch.setenv("RLXIR_COMPILED_PLANNER", "0")
+            in_sequence = planner.plan(buffers, 16)
+        assert plan.offsets == in_sequence.offsets
+        assert plan.arena_bytes == in_sequence.arena_bytes
+    assert started  # the crowded lists miss the bound from the peak by more than 1 %
+
+
+@needs_compiled
+def test_a_failure_in_the_retry_run_ahead_reaches_the_caller(monkeypatch):
+    from rlxir.planning import liveness
+
+    monkeypatch.setattr(compiled, "COMPILED_FROM", 100)
+
+    def broken(*args, **kwargs):
+        raise MemoryError("no room for the range lists")
+
+    monkeypatch.setattr(liveness, "place_over_compiled_tree", broken)
+    ahead = liveness._RetryAhead.start(Problem.build(crowded_buffers(500, 1), 1), 10**9)
+    assert ahead is not None
+    with pytest.raises(MemoryError, match="range lists"):
+        ahead.finish(10**9, None)
