@@ -59,12 +59,18 @@ def compiled_placement_available() -> bool:
     return _kernels() is not None
 
 
-def use_compiled(problem: Problem) -> bool:
+def use_compiled(problem: Problem, cold_from: int | None = None) -> bool:
     """Whether a pass over `problem` without a deadline runs compiled: `COMPILED_FROM`
-    buffers or more, int64-safe, and the compiled loops available. (A pass with a
-    deadline keeps to Python: the first compile in an installation takes seconds, which a
-    time budget cannot absorb.)"""
-    return len(problem) >= COMPILED_FROM and problem.int64_safe and compiled_placement_available()
+    buffers or more, int64-safe, and the compiled loops available. With `cold_from`, a
+    process that has not loaded the loops yet (about 0.3 s) loads them only for that many
+    buffers or more: for a pass whose Python loop is cheap, loading costs more than it
+    saves. (A pass with a deadline keeps to Python: the first compile in an installation
+    takes seconds, which a time budget cannot absorb.)"""
+    if len(problem) < COMPILED_FROM or not problem.int64_safe:
+        return False
+    if cold_from is not None and len(problem) < cold_from and not _kernels.cache_info().currsize:
+        return False
+    return compiled_placement_available()
 
 
 def place_over_compiled_tree(

@@ -5,6 +5,8 @@ Skipped where Numba does not import (the Python loops are then the only ones use
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -115,9 +117,30 @@ def test_without_numba_the_compiled_loop_is_unavailable(monkeypatch):
         place_over_compiled_tree(Problem.build([Buffer("a", 0, 1, 8)], 1), [0])
 
 
+@needs_compiled
+def test_a_pass_with_a_cheap_python_loop_does_not_load_the_compiled_loops(monkeypatch):
+    loads = []
+
+    @functools.cache
+    def kernels():
+        loads.append(1)
+        from rlxir.planning import kernels as module
+
+        return module
+
+    monkeypatch.setattr(compiled, "_kernels", kernels)
+    monkeypatch.setattr(compiled, "COMPILED_FROM", 10)
+    problem = Problem.build(crowded_buffers(300, 1), 1)
+    assert not compiled.use_compiled(problem, cold_from=1000)
+    assert not loads
+    assert compiled.use_compiled(problem, cold_from=100)
+    assert loads == [1]
+    assert compiled.use_compiled(problem, cold_from=1000)  # loaded now: no reason to keep to Python
+
+
 def python_peak_sweep(problem, monkeypatch):
     with monkeypatch.context() as patch:
-        patch.setattr(sweep, "use_compiled", lambda problem: False)
+        patch.setattr(sweep, "use_compiled", lambda problem, cold_from=None: False)
         return peak_sweep_best_fit(problem)
 
 
@@ -130,6 +153,7 @@ def test_the_compiled_sweep_equals_the_python_sweep(data):
     problem = Problem.build(buffers, alignment)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(compiled, "COMPILED_FROM", 0)
+        patch.setattr(sweep, "_COLD_COMPILED_FROM", 0)
         offsets = peak_sweep_best_fit(problem)
         expected = python_peak_sweep(problem, patch)
     assert offsets == expected
@@ -139,6 +163,7 @@ def test_the_compiled_sweep_equals_the_python_sweep(data):
 @pytest.mark.parametrize("seed", [7, 8])
 def test_the_compiled_sweep_equals_the_python_sweep_on_crowded_instances(seed, monkeypatch):
     monkeypatch.setattr(compiled, "COMPILED_FROM", 100)
+    monkeypatch.setattr(sweep, "_COLD_COMPILED_FROM", 100)
     problem = Problem.build(crowded_buffers(4000, seed), 16)
     calls = []
     monkeypatch.setattr(sweep, "run_sweep_compiled", lambda *args: calls.append(1) or compiled.run_sweep_compiled(*args))
