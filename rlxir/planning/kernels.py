@@ -163,6 +163,19 @@ def best_fit(pool: np.ndarray, meta: np.ndarray, taken: np.ndarray, taken_count:
     return covered if best_gap < 0 else best_offset
 
 
+
+@jit
+def cover(node: int, base: int, meta: np.ndarray, nodes: np.ndarray, node_count: int, taken: np.ndarray,
+          taken_count: int) -> tuple[int, int]:
+    """Note `node` as a cover node of a query, and its range list (``own`` of a leaf,
+    ``sub`` of an inner node) as taken when it holds any; the new counts."""
+    nodes[node_count] = node
+    listed = node if node >= base else 2 * base + node
+    if meta[listed, 1]:
+        taken[taken_count] = listed
+        taken_count += 1
+    return node_count + 1, taken_count
+
 @jit
 def place_run(slot_lo: np.ndarray, slot_hi: np.ndarray, sizes: np.ndarray, fixed: np.ndarray,
               sequence: np.ndarray, first: int, stop: int, fixed_count: int, base: int,
@@ -201,21 +214,11 @@ def place_run(slot_lo: np.ndarray, slot_hi: np.ndarray, sizes: np.ndarray, fixed
         right = hi + base
         while left < right:
             if left & 1:
-                nodes[node_count] = left
-                node_count += 1
-                listed = left if left >= base else sub + left
-                if meta[listed, 1]:
-                    taken[taken_count] = listed
-                    taken_count += 1
+                node_count, taken_count = cover(left, base, meta, nodes, node_count, taken, taken_count)
                 left += 1
             if right & 1:
                 right -= 1
-                nodes[node_count] = right
-                node_count += 1
-                listed = right if right >= base else sub + right
-                if meta[listed, 1]:
-                    taken[taken_count] = listed
-                    taken_count += 1
+                node_count, taken_count = cover(right, base, meta, nodes, node_count, taken, taken_count)
             left >>= 1
             right >>= 1
         # Buffers stored above the cover nodes sit on the paths from the end leaves up.
