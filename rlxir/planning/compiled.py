@@ -126,7 +126,7 @@ def place_over_compiled_tree(
 
 def run_sweep_compiled(events: np.ndarray, problem: Problem, offsets: np.ndarray, top: int) -> None:
     """Apply `events` (event ``i < n`` places buffer i, ``n + i`` frees it, as sweep.py's
-    `_event_array` orders them) to a free list with no gap and its top at `top`, writing
+    `_events` orders them) to a free list with no gap and its top at `top`, writing
     each placed buffer's offset into `offsets` (int64, one per buffer): what sweep.py's
     `_apply` does with a `_FreeList` in that state. Needs an int64-safe `problem`."""
     sweep_run = _kernel(problem, "sweep_run")

@@ -52,7 +52,7 @@ def sweep_best_fit(
     n = len(problem)
     offsets = [0] * n
     sizes = problem.sizes
-    events = _events(problem)
+    events = _events(problem).tolist()  # Python ints: what the loop below reads fastest
     free = _FreeList(sum(sizes))
     for first in range(0, len(events), CHECK_EVERY):
         if progress is not None:
@@ -98,11 +98,11 @@ def peak_sweep_best_fit(problem: Problem, deadline: float = math.inf) -> list[in
         # The stack has no gaps (it was only ever taken from): each half starts at its top.
         offset_array = np.array(offsets, dtype=np.int64)
         for placed, first_slot, end_slot in halves:
-            run_sweep_compiled(_event_array(problem, first_slot, end_slot, placed, at_peak), problem, offset_array,
+            run_sweep_compiled(_events(problem, first_slot, end_slot, placed, at_peak), problem, offset_array,
                                stack.top)
         return offset_array.tolist()
     for placed, first_slot, end_slot in halves:
-        events = _events(problem, first_slot, end_slot, placed, at_peak)
+        events = _events(problem, first_slot, end_slot, placed, at_peak).tolist()
         if not _run(events, n, offsets, sizes, stack.copy(), deadline):
             return None
     return offsets
@@ -129,17 +129,6 @@ def _apply(events: list[int], n: int, offsets: list[int], sizes: list[int], free
 
 
 def _events(
-    problem: Problem,
-    slot_lo: np.ndarray | None = None,
-    slot_hi: np.ndarray | None = None,
-    placed: np.ndarray | None = None,
-    held: np.ndarray | None = None,
-) -> list[int]:
-    """`_event_array` as a list of Python ints (what the Python loop reads fastest)."""
-    return _event_array(problem, slot_lo, slot_hi, placed, held).tolist()
-
-
-def _event_array(
     problem: Problem,
     slot_lo: np.ndarray | None = None,
     slot_hi: np.ndarray | None = None,
