@@ -147,9 +147,16 @@ def _kernel(problem: Problem, name: str) -> Any:
 
 @cache
 def _kernels() -> Any:
-    """The module of compiled loops, or None where Numba does not import."""
+    """The module of compiled loops, or None where it cannot be set up: Numba missing, or
+    failing on this platform (for instance a RuntimeError when no folder can hold its
+    cache). The Python loops then run; nothing is lost but time."""
     try:
-        from rlxir.planning import kernels
-    except ImportError:
+        return _import_kernels()
+    except Exception:
         return None
+
+
+def _import_kernels() -> Any:
+    from rlxir.planning import kernels
+
     return kernels

@@ -211,3 +211,11 @@ def test_a_failure_in_the_retry_run_ahead_reaches_the_caller(monkeypatch):
     assert ahead is not None
     with pytest.raises(MemoryError, match="range lists"):
         ahead.finish(10**9, None)
+
+
+def test_a_numba_that_fails_to_set_up_leaves_the_python_loops(monkeypatch):
+    def failing():
+        raise RuntimeError("cannot cache function 'place_run': no locator available")
+
+    monkeypatch.setattr(compiled, "_import_kernels", failing)
+    assert compiled._kernels.__wrapped__() is None
