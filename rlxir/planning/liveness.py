@@ -50,6 +50,10 @@ class LivenessPlanner:
     crowded200000). When the greedy pass stopped at the peak pass's arena, its own arena
     is unknown, so the retry runs in any case: the result is never above what the two
     greedy passes alone return.
+
+    On large instances the passes run compiled (rlxir/planning/compiled.py; same
+    offsets), and where the pass from the peak ended more than `retry_above` over the
+    bound the retry starts at once in a second thread (`_RetryAhead`): same plan, sooner.
     """
 
     name: str = "liveness"
