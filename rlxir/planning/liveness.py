@@ -124,8 +124,8 @@ class _RetryAhead:
     @classmethod
     def start(cls, problem: Problem, stop_at: int) -> _RetryAhead | None:
         """A retry started beside this thread; None where it would not run compiled or
-        there is one core."""
-        if not use_compiled(problem) or (os.cpu_count() or 1) < 2:
+        the process may use one core only."""
+        if not use_compiled(problem) or _usable_cores() < 2:
             return None
         ahead = cls(problem, stop_at)
         ahead.thread.start()
@@ -150,6 +150,13 @@ class _RetryAhead:
         if self.failure:
             raise self.failure[0]
         return self.outcome[0]
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its affinity mask where the platform has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _placing(sink: ProgressSink | None, what: str) -> Callable[[int, int], None] | None:

@@ -219,3 +219,16 @@ def test_a_numba_that_fails_to_set_up_leaves_the_python_loops(monkeypatch):
 
     monkeypatch.setattr(compiled, "_import_kernels", failing)
     assert compiled._kernels.__wrapped__() is None
+
+
+@needs_compiled
+def test_the_retry_does_not_run_ahead_on_one_core(monkeypatch):
+    from rlxir.planning import liveness
+
+    monkeypatch.setattr(compiled, "COMPILED_FROM", 100)
+    problem = Problem.build(crowded_buffers(500, 2), 1)
+    monkeypatch.setattr(liveness, "_usable_cores", lambda: 1)
+    assert liveness._RetryAhead.start(problem, 10**9) is None
+    monkeypatch.setattr(liveness, "_usable_cores", lambda: 2)
+    ahead = liveness._RetryAhead.start(problem, 10**9)
+    assert ahead is not None and ahead.finish(10**9, None) is not None
