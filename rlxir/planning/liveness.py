@@ -77,9 +77,14 @@ class LivenessPlanner:
         if peak is not None and peak.arena_bytes > peak.lower_bound_bytes * self.retry_above:
             # The retry is likely: start it now on another core, if it runs compiled.
             retry_ahead = _RetryAhead.start(problem, peak.arena_bytes)
-        # Abandoned (None) as soon as it cannot end below the pass from the peak.
-        offsets = place_in_order(problem, by_size(problem), progress=_placing(progress, "greedy by size"),
-                                 stop_at=None if peak is None else peak.arena_bytes)
+        try:
+            # Abandoned (None) as soon as it cannot end below the pass from the peak.
+            offsets = place_in_order(problem, by_size(problem), progress=_placing(progress, "greedy by size"),
+                                     stop_at=None if peak is None else peak.arena_bytes)
+        except BaseException:
+            if retry_ahead is not None:
+                retry_ahead.stop_cell[0] = 0  # an interrupted plan leaves no work running behind it
+            raise
         if offsets is not None:
             result = problem.result(offsets, self.name, 0.0)
             retry_above = result.lower_bound_bytes * self.retry_above

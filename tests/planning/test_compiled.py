@@ -232,3 +232,26 @@ def test_the_retry_does_not_run_ahead_on_one_core(monkeypatch):
     monkeypatch.setattr(liveness, "_usable_cores", lambda: 2)
     ahead = liveness._RetryAhead.start(problem, 10**9)
     assert ahead is not None and ahead.finish(10**9, None) is not None
+
+
+@needs_compiled
+def test_an_interrupted_plan_stops_its_retry_run_ahead(monkeypatch):
+    from rlxir.planning import liveness
+
+    monkeypatch.setattr(compiled, "COMPILED_FROM", 100)
+    aheads = []
+    start = liveness._RetryAhead.start
+    monkeypatch.setattr(liveness._RetryAhead, "start",
+                        classmethod(lambda cls, *args: aheads.append(start(*args)) or aheads[-1]))
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(liveness, "place_in_order", interrupted)
+    buffers = crowded_buffers(2500, 0, longest=1200)
+    with pytest.raises(KeyboardInterrupt):
+        LivenessPlanner(peak_pass_from=100).plan(buffers, 16)
+    assert aheads and aheads[0] is not None
+    assert aheads[0].stop_cell == [0]
+    aheads[0].thread.join(10)
+    assert not aheads[0].thread.is_alive()
