@@ -98,11 +98,8 @@ def place_over_compiled_tree(
     fixed_indices = np.flatnonzero(fixed >= 0).astype(np.int64)
     sequence = np.concatenate([fixed_indices, order_array])
     base = leaf_base(problem.slot_count)
-    last_query = np.asarray(
-        last_query_ranks(problem.slot_lo[order_array], problem.slot_hi[order_array],
-                         np.arange(len(order_array), dtype=np.int64), base),
-        dtype=np.int64,
-    )
+    last_query = last_query_ranks(problem.slot_lo[order_array], problem.slot_hi[order_array],
+                                  np.arange(len(order_array), dtype=np.int64), base)
     sizes = problem.size_keys.astype(np.int64, copy=False)
     meta = np.zeros((3 * base, 3), dtype=np.int64)
     pool = np.empty(max(1024, _POOL_PER_BUFFER * n), dtype=np.int64)

@@ -112,6 +112,6 @@ def _tree_for(problem: Problem, order: list[int]) -> OccupancyTree:
     indices = np.asarray(order, dtype=np.int64).reshape(len(order))
     last_query = last_query_ranks(
         problem.slot_lo[indices], problem.slot_hi[indices], np.arange(len(order), dtype=np.int64), base
-    )
+    ).tolist()  # the Python tree reads Python ints fastest
     live_per_slot = int((problem.slot_hi - problem.slot_lo).sum()) / max(problem.slot_count, 1)
     return OccupancyTree(problem.slot_count, last_query, problem.int64_safe, live_per_slot >= _CROWDED_FROM)

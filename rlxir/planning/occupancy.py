@@ -48,8 +48,8 @@ def leaf_base(slot_count: int) -> int:
     return base
 
 
-def last_query_ranks(slot_lo: np.ndarray, slot_hi: np.ndarray, rank: np.ndarray, base: int) -> list[int]:
-    """For every tree node, the highest `rank` of a query having it as a cover node.
+def last_query_ranks(slot_lo: np.ndarray, slot_hi: np.ndarray, rank: np.ndarray, base: int) -> np.ndarray:
+    """For every tree node, the highest `rank` of a query having it as a cover node (int64).
 
     Nodes no query covers get -1. Vectorised over all queries: one pass per tree level,
     walking the standard bottom-up decomposition of ``[lo, hi)`` for all of them at once.
@@ -60,7 +60,7 @@ def last_query_ranks(slot_lo: np.ndarray, slot_hi: np.ndarray, rank: np.ndarray,
     while True:
         open_ = left < right
         if not open_.any():
-            return last.tolist()
+            return last
         take_left = open_ & ((left & 1) == 1)
         np.maximum.at(last, left[take_left], rank[take_left])
         left = left + take_left

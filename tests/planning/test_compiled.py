@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlxir.planning import Buffer, LivenessPlanner
-from rlxir.planning import compiled, greedy, sweep
+from rlxir.planning import compiled, greedy, liveness, sweep
 from rlxir.planning.compiled import compiled_placement_available, place_over_compiled_tree
 from rlxir.planning.greedy import _place_over_tree, place_in_order
 from rlxir.planning.orderings import by_area, by_size, peak_first
@@ -174,17 +174,21 @@ def test_the_compiled_sweep_equals_the_python_sweep_on_crowded_instances(seed, m
     assert len(calls) == 2  # with a deadline the Python loop runs
 
 
+def retries_started(monkeypatch) -> list:
+    """What every `_RetryAhead.start` of the test returns (None where none started), in order."""
+    started: list = []
+    start = liveness._RetryAhead.start
+    monkeypatch.setattr(liveness._RetryAhead, "start",
+                        classmethod(lambda cls, *args: started.append(start(*args)) or started[-1]))
+    return started
+
+
 @needs_compiled
 def test_liveness_plans_the_same_with_its_retry_run_ahead(monkeypatch):
     # The retry runs ahead (in a thread, compiled) where the pass from the peak misses the
     # bound by more than 1 %; the plans are those of the passes run one after the other.
-    from rlxir.planning import liveness
-
     monkeypatch.setattr(compiled, "COMPILED_FROM", 100)
-    started = []
-    start = liveness._RetryAhead.start
-    monkeypatch.setattr(liveness._RetryAhead, "start",
-                        classmethod(lambda cls, *args: started.append(1) or start(*args)))
+    started = retries_started(monkeypatch)
     planner = LivenessPlanner(peak_pass_from=100)
     for seed in range(6):
         buffers = crowded_buffers(2500, seed, longest=1200)
@@ -194,13 +198,11 @@ def test_liveness_plans_the_same_with_its_retry_run_ahead(monkeypatch):
             in_sequence = planner.plan(buffers, 16)
         assert plan.offsets == in_sequence.offsets
         assert plan.arena_bytes == in_sequence.arena_bytes
-    assert started  # the crowded lists miss the bound from the peak by more than 1 %
+    assert any(started)  # the crowded lists miss the bound from the peak by more than 1 %
 
 
 @needs_compiled
 def test_a_failure_in_the_retry_run_ahead_reaches_the_caller(monkeypatch):
-    from rlxir.planning import liveness
-
     monkeypatch.setattr(compiled, "COMPILED_FROM", 100)
 
     def broken(*args, **kwargs):
@@ -223,8 +225,6 @@ def test_a_numba_that_fails_to_set_up_leaves_the_python_loops(monkeypatch):
 
 @needs_compiled
 def test_the_retry_does_not_run_ahead_on_one_core(monkeypatch):
-    from rlxir.planning import liveness
-
     monkeypatch.setattr(compiled, "COMPILED_FROM", 100)
     problem = Problem.build(crowded_buffers(500, 2), 1)
     monkeypatch.setattr(liveness, "_usable_cores", lambda: 1)
@@ -236,13 +236,8 @@ def test_the_retry_does_not_run_ahead_on_one_core(monkeypatch):
 
 @needs_compiled
 def test_an_interrupted_plan_stops_its_retry_run_ahead(monkeypatch):
-    from rlxir.planning import liveness
-
     monkeypatch.setattr(compiled, "COMPILED_FROM", 100)
-    aheads = []
-    start = liveness._RetryAhead.start
-    monkeypatch.setattr(liveness._RetryAhead, "start",
-                        classmethod(lambda cls, *args: aheads.append(start(*args)) or aheads[-1]))
+    aheads = retries_started(monkeypatch)
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
