@@ -8,7 +8,7 @@ from typing import Any
 
 from rlxir.ir.graph_reading import NO_ATTRS, SharedAttrs
 from rlxir.ops import OpDef, check_attributes
-from rlxir.ops.registry import annotation_version
+from rlxir.ops.registry import annotation_version, attribute_key
 from rlxir.types import TensorType, canonical_type
 
 _INFERRED: dict = {}
@@ -27,7 +27,7 @@ def infer_result(opdef: OpDef, operand_types: tuple, attrs: Mapping[str, Any] | 
     """
     try:
         key = (opdef, annotation_version(), operand_types,
-               tuple((name, _typed(value)) for name, value in attrs.items()) if attrs else ())
+               tuple((name, attribute_key(value)) for name, value in attrs.items()) if attrs else ())
         hit = _INFERRED.get(key)
     except TypeError:  # an unhashable attribute value: infer without the cache
         key, hit = None, None
@@ -41,13 +41,3 @@ def infer_result(opdef: OpDef, operand_types: tuple, attrs: Mapping[str, Any] | 
             _INFERRED.clear()
         _INFERRED[key] = (shared, inferred)
     return shared, inferred
-
-
-def _typed(value: object) -> object:
-    """`value` as a cache key that keeps apart what Python calls equal: ``True == 1 == 1.0``
-    (a bool given for an int attribute must not hit the int's entry) and ``-0.0 == 0.0``."""
-    if isinstance(value, tuple):
-        return tuple(_typed(item) for item in value)
-    if isinstance(value, float):
-        return float, value.hex()
-    return type(value), value

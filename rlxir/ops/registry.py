@@ -148,6 +148,17 @@ def annotation_version() -> int:
     return _ANNOTATION_VERSION[0]
 
 
+def attribute_key(value: object) -> object:
+    """An attribute value as a cache key that keeps apart what Python calls equal: ``True ==
+    1 == 1.0`` (a bool given for an int attribute must not hit the int's entry) and ``-0.0
+    == 0.0``. Results memoised on attributes (inference, a chain's step types) key on it."""
+    if isinstance(value, tuple):
+        return tuple(attribute_key(item) for item in value)
+    if isinstance(value, float):
+        return float, value.hex()
+    return type(value), value
+
+
 def get_op(name: str) -> OpDef | None:
     return _OPS.get(name)
 
