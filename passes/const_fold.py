@@ -36,23 +36,32 @@ class ConstFold(Pass):
         arrays: dict[str, np.ndarray] = {}
         changed = False
         nodes = graph.data_by_name()
-        for node in graph.schedule():
-            data = nodes[node]
-            # only an op whose operands are all consts can fold (`_foldable` asks the rest)
-            if data.op in LEAF_KINDS or not data.operands or any(nodes[operand].op != "const"
-                                                                 for operand in data.operands):
-                continue
-            if not self._foldable(graph, node):
-                continue
-            result = _evaluate(graph, node, arrays)
-            if result is None:
-                continue
-            const = graph.add_const(graph.fresh_name(node), graph.type(node), _literal(result), before=node,
-                                    loc=graph.location(node), provenance=graph.provenance(node))
-            arrays[const] = result
-            graph.replace_all_uses(node, const)
-            graph.erase(node)
-            changed = True
+        readers = graph.readers_by_name()
+        # Only an op reading a const can fold, so the pass visits the consts' readers, in
+        # schedule order, then the readers of the consts it made, and so on: the other
+        # values of a big graph are never looked at. A value folds where its operands are
+        # all consts whichever round finds it, so the graph out is the one walk's.
+        pending = {reader for const in graph.values_of_kind("const") for reader in readers[const]}
+        while pending:
+            made: set[str] = set()
+            for node in graph.in_schedule_order(name for name in pending if name in nodes):
+                data = nodes[node]
+                # only an op whose operands are all consts can fold (`_foldable` asks the rest)
+                if data.op in LEAF_KINDS or any(nodes[operand].op != "const" for operand in data.operands):
+                    continue
+                if not self._foldable(graph, node):
+                    continue
+                result = _evaluate(graph, node, arrays)
+                if result is None:
+                    continue
+                const = graph.add_const(graph.fresh_name(node), graph.type(node), _literal(result), before=node,
+                                        loc=graph.location(node), provenance=graph.provenance(node))
+                arrays[const] = result
+                made.update(readers[node])
+                graph.replace_all_uses(node, const)
+                graph.erase(node)
+                changed = True
+            pending = made
         return changed
 
     def _foldable(self, graph: Graph, node: str) -> bool:

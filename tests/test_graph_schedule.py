@@ -4,11 +4,12 @@ including the relabelling when the labels between two values run out."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rlxir
-from rlxir.ir.graph_reading import SCHEDULE_END
+from rlxir.ir.graph_reading import SCHEDULE_END, GraphError
 
 START = "graph g() {\n  input %x : f32[4]\n  %y = relu(%x) : f32[4]\n  output %y\n}\n"
 STEPS = st.lists(st.tuples(st.sampled_from(["before", "after", "end", "move", "erase", "rename"]),
@@ -46,6 +47,9 @@ def test_the_schedule_is_the_linked_lists_order(steps):
             made += 1
             graph.rename(anchor, f"r{made}")
         assert graph.schedule() == walked(graph)
+        # Any values, given in any order, come back in the schedule's order.
+        some = graph.schedule()[pick % 3::2][::-1]
+        assert graph.in_schedule_order(some) == [name for name in walked(graph) if name in some]
 
 
 def test_labels_run_out_and_are_given_again_in_the_same_order(monkeypatch):
@@ -61,3 +65,10 @@ def test_labels_run_out_and_are_given_again_in_the_same_order(monkeypatch):
         graph.add_op("exp", ["x"], name=f"head{index}", before=graph.schedule()[0])
     assert graph.schedule() == walked(graph)
     assert graph.schedule()[:2] == ["head99", "head98"]
+
+
+def test_in_schedule_order_names_a_value_the_graph_does_not_hold():
+    graph = rlxir.parse(START, "g.rlx").main
+    assert graph.in_schedule_order(["y", "x"]) == ["x", "y"]
+    with pytest.raises(GraphError, match="no value %gone"):
+        graph.in_schedule_order(["y", "gone"])

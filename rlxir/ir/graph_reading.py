@@ -327,6 +327,18 @@ class GraphReading:
             self._order = order
         return list(self._order)
 
+    def in_schedule_order(self, names: Iterable[str]) -> list[str]:
+        """`names` sorted by their places in the schedule, O(k log k) for k names: for a
+        pass that visits only the values it can change (the readers of some values, say)
+        rather than walking the whole schedule."""
+        ordered = list(names)
+        try:
+            ordered.sort(key=self._label.__getitem__)
+        except KeyError:
+            missing = next(name for name in ordered if name not in self._nodes)
+            raise self._missing(missing) from None
+        return ordered
+
     def positions(self) -> dict[str, int]:
         """Schedule position of every value."""
         return {name: index for index, name in enumerate(self.schedule())}
