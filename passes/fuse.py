@@ -161,15 +161,15 @@ def fuse_shared_input_matmuls(graph: Graph) -> int:
 def _merge_group(graph: Graph, x: str, products: list[str]) -> None:
     first = products[0]
     weights = [graph.operands(product)[1] for product in products]
-    schedule = graph.schedule()  # earlier merges moved values: positions as they are now
-    position = {name: index for index, name in enumerate(schedule)}
-    last_weight = max(position[weight] for weight in weights)
-    if last_weight > position[first]:
+    # Where the values are now (earlier merges moved some), from the schedule's labels and
+    # links: a merge costs what its group spans, not a pass over the graph (a whole-graph
+    # read per merge made a transformer's fuse quadratic in its layers).
+    last_weight = graph.in_schedule_order(weights)[-1]
+    if graph.comes_before(first, last_weight):
         # the concat needs every weight before the first matmul: the params defined between it
         # and the last weight move up together, in their order, so the params keep their order
         # (the graph's interface); a param has no operands, so nothing else changes
-        between = [name for name in schedule[position[first]:last_weight + 1]
-                   if graph.kind(name) == "param"]
+        between = [name for name in graph.schedule_span(first, last_weight) if graph.kind(name) == "param"]
         for param in between:
             graph.move_before(param, first)
     provenance = merged_provenance(graph, products)

@@ -50,6 +50,11 @@ def test_the_schedule_is_the_linked_lists_order(steps):
         # Any values, given in any order, come back in the schedule's order.
         some = graph.schedule()[pick % 3::2][::-1]
         assert graph.in_schedule_order(some) == [name for name in walked(graph) if name in some]
+        # A stretch of the schedule, read along the links, is the same slice of it.
+        order = walked(graph)
+        first, last = order[pick % len(order)], order[(pick // 5) % len(order)]
+        expected = order[order.index(first):order.index(last) + 1]
+        assert graph.schedule_span(first, last) == expected
 
 
 def test_labels_run_out_and_are_given_again_in_the_same_order(monkeypatch):
@@ -67,8 +72,10 @@ def test_labels_run_out_and_are_given_again_in_the_same_order(monkeypatch):
     assert graph.schedule()[:2] == ["head99", "head98"]
 
 
-def test_in_schedule_order_names_a_value_the_graph_does_not_hold():
+def test_in_schedule_order_and_schedule_span_name_a_value_the_graph_does_not_hold():
     graph = rlxir.parse(START, "g.rlx").main
     assert graph.in_schedule_order(["y", "x"]) == ["x", "y"]
     with pytest.raises(GraphError, match="no value %gone"):
         graph.in_schedule_order(["y", "gone"])
+    with pytest.raises(GraphError, match="no value %gone"):
+        graph.schedule_span("x", "gone")

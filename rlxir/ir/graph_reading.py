@@ -339,6 +339,21 @@ class GraphReading:
             raise self._missing(missing) from None
         return ordered
 
+    def schedule_span(self, first: str, last: str) -> list[str]:
+        """The values from `first` through `last` in schedule order (empty when `last` comes
+        before `first`), read along the schedule's links: O(values in the span) however
+        big the graph, for a pass that rearranges one stretch of it."""
+        label, following = self._label, self._next
+        for name in (first, last):
+            if name not in self._nodes:
+                raise self._missing(name)
+        if label[last] < label[first]:
+            return []
+        span = [first]
+        while span[-1] != last:
+            span.append(following[span[-1]])
+        return span
+
     def positions(self) -> dict[str, int]:
         """Schedule position of every value."""
         return {name: index for index, name in enumerate(self.schedule())}

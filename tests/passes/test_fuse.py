@@ -145,3 +145,42 @@ graph g(B) {
     fused = run_pipeline(graph, "fuse")
     assert [fused.op(node) for node in fused.ops()] == ["fused_matmul_bias_act", "fused_elementwise"]
     assert_same_outputs(graph, fused, {"B": 2})
+
+
+INTERLEAVED = """\
+graph qkv(B) {
+  input %h0 : f32[B, 8]
+  param %wq0 : f32[8, 8]
+  %q0 = matmul(%h0, %wq0)
+  param %wk0 : f32[8, 4]
+  param %bias0 : f32[8]
+  %k0 = matmul(%h0, %wk0)
+  param %wv0 : f32[8, 4]
+  %v0 = matmul(%h0, %wv0)
+  %kv0 = concat(%k0, %v0) {axis = 1}
+  %s0 = add(%q0, %kv0)
+  %h1 = add(%s0, %bias0)
+  param %wq1 : f32[8, 8]
+  %q1 = matmul(%h1, %wq1)
+  param %wk1 : f32[8, 8]
+  %k1 = matmul(%h1, %wk1)
+  %y = add(%q1, %k1)
+  output %y
+}
+"""
+
+
+def test_weights_defined_after_the_first_matmul_move_up_with_the_params_between():
+    graph = rlxir.parse(INTERLEAVED).main
+    fused = run_pipeline(graph, "fuse{target=cuda,patterns=shared_input_matmul}")
+    concats = [node for node in fused.schedule() if fused.op(node) == "concat" and fused.attr(node, "axis") == 1
+               and fused.kind(fused.operands(node)[0]) == "param"]
+    assert [fused.operands(node) for node in concats] == [("wq0", "wk0", "wv0"), ("wq1", "wk1")]
+    # Every param of a group (and %bias0, defined among them) now comes before its concat,
+    # and the params keep their order: the graph's interface.
+    schedule = fused.schedule()
+    for concat in concats:
+        assert all(schedule.index(weight) < schedule.index(concat) for weight in fused.operands(concat))
+    assert schedule.index("bias0") < schedule.index(concats[0])
+    assert fused.values_of_kind("param") == graph.values_of_kind("param")
+    assert_same_outputs(graph, fused, {"B": 3})
