@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -27,9 +27,11 @@ def validate_plan(
     time share an address. The error names the offending buffer(s) with their live
     intervals and address ranges.
 
-    O(n log n): a sweep over start and end events keeps the address ranges of the live
-    buffers sorted by offset; since those are pairwise disjoint, a new buffer can only
-    collide with its two neighbours. The overlapping pairs are never enumerated.
+    A sweep over start and end events keeps the address ranges of the live buffers
+    sorted by offset (`_LiveRanges`: sorted chunks, so no event shifts more than one
+    chunk however many buffers are live); since those ranges are pairwise disjoint, a
+    new buffer can only collide with its two neighbours. The overlapping pairs are never
+    enumerated.
     """
     problem = Problem.build(buffers, alignment)
     placed = _offsets_in_order(problem.buffers, offsets)
@@ -95,38 +97,86 @@ def _event_order(problem: Problem) -> np.ndarray:
 def _check_disjoint_while_live(problem: Problem, placed: list[int]) -> None:
     n = len(problem)
     sizes = problem.sizes
-    live_offsets: list[int] = []  # sorted; live buffers are disjoint, so offsets are unique
-    live_ids: list[int] = []
+    live = _LiveRanges()  # live buffers are disjoint, so their offsets are unique
     for event in _event_order(problem).tolist():
         index = event % n
         if sizes[index] == 0:
             continue  # an empty buffer holds no address
         offset = placed[index]
-        position = bisect_left(live_offsets, offset)
+        chunk, position = live.locate(offset)
         if event >= n:
-            del live_offsets[position], live_ids[position]
+            live.remove(chunk, position)
             continue
-        _check_neighbours(problem, placed, live_offsets, live_ids, position, index)
-        live_offsets.insert(position, offset)
-        live_ids.insert(position, index)
-
-
-def _check_neighbours(
-    problem: Problem,
-    placed: list[int],
-    live_offsets: list[int],
-    live_ids: list[int],
-    position: int,
-    index: int,
-) -> None:
-    """Check the buffer about to go live at `position` against the live ranges beside it."""
-    offset = placed[index]
-    if position > 0:
-        below = live_ids[position - 1]
-        if placed[below] + problem.sizes[below] > offset:
+        below, above = live.neighbours(chunk, position)
+        if below is not None and placed[below] + sizes[below] > offset:
             _raise_overlap(problem, placed, below, index)
-    if position < len(live_offsets) and live_offsets[position] < offset + problem.sizes[index]:
-        _raise_overlap(problem, placed, live_ids[position], index)
+        if above is not None and placed[above] < offset + sizes[index]:
+            _raise_overlap(problem, placed, above, index)
+        live.insert(chunk, position, offset, index)
+
+
+_CHUNK = 512
+"""Live ranges per chunk of `_LiveRanges` after a split (a chunk splits past twice this)."""
+
+
+class _LiveRanges:
+    """The live buffers by offset: sorted runs ("chunks") of at most 2 * `_CHUNK` offsets
+    with their buffer ids, and each chunk's first offset. An insertion or removal shifts
+    one chunk, not the whole live set: with one sorted list, validating a training graph
+    (its thousands of params live throughout) grew with the square of its size (0.34 s
+    at 10^5 statements, 2.3 s at 3x10^5)."""
+
+    def __init__(self) -> None:
+        self.offsets: list[list[int]] = []
+        self.ids: list[list[int]] = []
+        self.firsts: list[int] = []
+
+    def locate(self, offset: int) -> tuple[int, int]:
+        """(chunk, position) where `offset` is, or would go."""
+        if not self.firsts:
+            return 0, 0
+        chunk = max(bisect_right(self.firsts, offset) - 1, 0)
+        return chunk, bisect_left(self.offsets[chunk], offset)
+
+    def neighbours(self, chunk: int, position: int) -> tuple[int | None, int | None]:
+        """The ids of the live buffers just below and just above (chunk, position)."""
+        ids = self.ids
+        if not ids:
+            return None, None
+        if position > 0:
+            below = ids[chunk][position - 1]
+        else:
+            below = ids[chunk - 1][-1] if chunk > 0 else None
+        if position < len(ids[chunk]):
+            above = ids[chunk][position]
+        else:
+            above = ids[chunk + 1][0] if chunk + 1 < len(ids) else None
+        return below, above
+
+    def insert(self, chunk: int, position: int, offset: int, index: int) -> None:
+        if not self.offsets:
+            self.offsets.append([offset])
+            self.ids.append([index])
+            self.firsts.append(offset)
+            return
+        offsets, ids = self.offsets[chunk], self.ids[chunk]
+        offsets.insert(position, offset)
+        ids.insert(position, index)
+        if position == 0:
+            self.firsts[chunk] = offset
+        if len(offsets) > 2 * _CHUNK:
+            self.offsets.insert(chunk + 1, offsets[_CHUNK:])
+            self.ids.insert(chunk + 1, ids[_CHUNK:])
+            self.firsts.insert(chunk + 1, offsets[_CHUNK])
+            del offsets[_CHUNK:], ids[_CHUNK:]
+
+    def remove(self, chunk: int, position: int) -> None:
+        offsets, ids = self.offsets[chunk], self.ids[chunk]
+        del offsets[position], ids[position]
+        if not offsets:
+            del self.offsets[chunk], self.ids[chunk], self.firsts[chunk]
+        elif position == 0:
+            self.firsts[chunk] = offsets[0]
 
 
 def _raise_overlap(problem: Problem, placed: list[int], first: int, second: int) -> None:
