@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rlxir
+from rlxir.ir import labels
 from rlxir.ir.graph_reading import SCHEDULE_END, GraphError
 
 START = "graph g() {\n  input %x : f32[4]\n  %y = relu(%x) : f32[4]\n  output %y\n}\n"
@@ -60,8 +61,9 @@ def test_the_schedule_is_the_linked_lists_order(steps):
 def test_labels_run_out_and_are_given_again_in_the_same_order(monkeypatch):
     graph = rlxir.parse(START, "g.rlx").main
     relabels = []
-    relabel = type(graph)._relabel
-    monkeypatch.setattr(type(graph), "_relabel", lambda self: (relabels.append(1), relabel(self)))
+    for name in ("relabel_around", "relabel_all"):
+        original = getattr(labels, name)
+        monkeypatch.setattr(labels, name, lambda *args, original=original: (relabels.append(1), original(*args))[1])
     for index in range(100):  # alternating anchors: each insert takes the middle of the gap left
         graph.add_op("exp", ["x"], name=f"n{index}", before="y" if index % 2 else graph.schedule()[-2])
     assert relabels
@@ -79,3 +81,21 @@ def test_in_schedule_order_and_schedule_span_name_a_value_the_graph_does_not_hol
         graph.in_schedule_order(["y", "gone"])
     with pytest.raises(GraphError, match="no value %gone"):
         graph.schedule_span("x", "gone")
+
+
+def test_inserts_that_keep_returning_to_one_place_relabel_only_around_it(monkeypatch):
+    """An optimizer puts each state param before the first op while appending its update
+    at the end: a gap halved every time, used up every ~32 params. The stretch around it
+    is relabelled, never the whole schedule, and the order holds throughout."""
+    text = "graph g() {\n  input %x : f32[4]\n" + "".join(f"  %a{i} = exp(%x)\n" for i in range(50)) + \
+        "  output %a49\n}\n"
+    graph = rlxir.parse(text, "g.rlx").main
+    whole = []
+    monkeypatch.setattr(labels, "relabel_all", lambda *args: whole.append(1))
+    for index in range(2000):
+        graph.add_param(f"state{index}", rlxir.TensorType(rlxir.DType.f32, (4,)), before="a0")
+        graph.add_op("exp", ["x"], name=f"update{index}")
+    order = walked(graph)
+    assert graph.schedule() == order
+    assert all(graph._label[first] < graph._label[second] for first, second in zip(order, order[1:]))
+    assert order[1:2001] == [f"state{index}" for index in range(2000)] and not whole

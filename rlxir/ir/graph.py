@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 from rlxir.errors import IRTypeError, Location, RlxError, VerifyError
 from rlxir.gcpause import no_collections
 from rlxir.ir.inference import infer_result
+from rlxir.ir.labels import SPACING, label_between
 from rlxir.ir.graph_reading import (NO_EDGE_DATA, SCHEDULE_END, GraphError, GraphReading, SharedAttrs,
                                     ValueNode)
 from rlxir.ops import LEAF_KINDS, OpDef, check_attributes, get_op
@@ -156,34 +157,8 @@ class Graph(GraphReading):
         else:
             self._order = None
 
-    # Schedule labels: integers increasing along the schedule, spaced apart so a node
-    # inserted between two others takes the midpoint; when a gap is used up, every node
-    # is relabelled (rare). They make "which comes first" O(1) without renumbering.
-    # A node inserted right after the previously inserted one (a decomposition adding its
-    # nodes before its anchor, a chain of after= inserts) takes a small step instead of
-    # the midpoint: halving would use the gap up every ~32 inserts, and relabelling the
-    # whole schedule that often makes big unrolls quadratic.
-    _SPACING = 1 << 32
-    _SEQUENTIAL_SHIFT = 12
-
     def _label_between(self, before: str, after: str) -> int:
-        label = self._label
-        if after == SCHEDULE_END:
-            return (label[before] if before != SCHEDULE_END else 0) + self._SPACING
-        low = label[before] if before != SCHEDULE_END else label[after] - 2 * self._SPACING
-        gap = label[after] - low
-        if gap >= 2:
-            sequential = before != SCHEDULE_END and before == self._last_inserted
-            return low + (max(gap >> self._SEQUENTIAL_SHIFT, 1) if sequential else gap // 2)
-        self._relabel()
-        return self._label_between(before, after)
-
-    def _relabel(self) -> None:
-        cursor, value, nxt = self._next[SCHEDULE_END], 0, self._next
-        while cursor != SCHEDULE_END:
-            value += self._SPACING
-            self._label[cursor] = value
-            cursor = nxt[cursor]
+        return label_between(self._label, self._prev, self._next, before, after, self._last_inserted)
 
     def _unlink(self, name: str) -> None:
         if name in self._leaves:  # a leaf moving: the interface's order may change
@@ -214,7 +189,7 @@ class Graph(GraphReading):
         adding each at the end does, in one go."""
         if not names:
             return
-        spacing, last = self._SPACING, self._prev[SCHEDULE_END]
+        spacing, last = SPACING, self._prev[SCHEDULE_END]
         links = [last, *names, SCHEDULE_END]
         self._next.update(zip(links, links[1:]))
         self._prev.update(zip(links[1:], links))
