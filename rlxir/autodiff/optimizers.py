@@ -197,8 +197,14 @@ class _UpdateBuilder:
     def output(self, state: str, value: str) -> str:
         """Name `value` ``next.<state>``: the updated state, an output of the step."""
         name = UPDATED_PREFIX + state
-        self.graph.rename(value, name)
+        self.rename(value, name)
         return name
+
+    def rename(self, value: str, name: str) -> None:
+        """Call `value`, made by this builder, `name`. No lowered view can name a value
+        made here, so no scan of the graph's views follows (one per rename made the
+        update quadratic in the number of params)."""
+        self.graph.rename(value, name, views=False)
 
     def step_count(self, dtype: DType) -> str:
         """``t = opt.step + 1`` (made once), and ``next.opt.step`` = t."""
@@ -234,7 +240,7 @@ class _UpdateBuilder:
             self.output(current, new)
             new = self.op("cast", UPDATED_PREFIX + current, to=weight_type.dtype)
         name = UPDATED_PREFIX + weight
-        graph.rename(new, name)
+        self.rename(new, name)
         return name
 
     def decayed(self, current: str, gradient: str, dtype: DType) -> str:
