@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlxir.planning import Buffer, PlanError, validate
-from rlxir.planning import validate_plan
+from rlxir.planning import Buffer, PlanError, validate, validate_plan
 
 from .strategies import buffer_lists
 
