@@ -12,7 +12,9 @@ the previous size, scaled to a 4x step: about 4 means linear. The shapes:
   optimizer puts every state param before the first op and names each update), of an
   attention stack and of an MLP whose params are all declared first, for rocm;
 - **train-text**: bench/generators.py's training text (thousands of params live
-  throughout), compiled for rocm with the plan validated, as `rlxir compile` does.
+  throughout), compiled for rocm with the plan validated, as `rlxir compile` does;
+- **concat**: one concat of 8 values per size unit, computed two ways, so rocm's `cse`
+  merges all but two of its operands.
 """
 
 from __future__ import annotations
@@ -61,6 +63,13 @@ def params_first_text(layers: int) -> str:
     return "\n".join(lines)
 
 
+def concat_text(values: int) -> str:
+    lines = ["graph wide(B) {", "  input %x : f32[B, 4]"]
+    lines += [f"  %e{i} = {'sin' if i % 2 else 'cos'}(%x)" for i in range(values)]
+    lines += ["  %c = concat(" + ", ".join(f"%e{i}" for i in range(values)) + ") {axis = 1}", "  output %c", "}"]
+    return "\n".join(lines)
+
+
 def compile_text(text: str) -> None:
     rlxir.compile(rlxir.parse(text, "<shape>").main, "rocm", {"B": 2})
 
@@ -74,13 +83,14 @@ SHAPES = {
     "attention-train": (attention_text, train_step, 1),
     "params-first-train": (params_first_text, train_step, 1),
     "train-text": (lambda size: train_text(size), compile_text, 50),  # statements, not layers
+    "concat": (concat_text, compile_text, 8),  # values concatenated
 }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000],
-                        help="layers per shape (train-text: 50x as many statements)")
+                        help="layers per shape (train-text: 50x as many statements; concat: 8x as many values)")
     parser.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=list(SHAPES))
     parser.add_argument("--json", action="store_true", help="one JSON row per shape and size instead of the table")
     args = parser.parse_args()

@@ -22,7 +22,8 @@ class _Keys:
         self._numbers: dict[tuple, int] = {}  # attributes key -> a small int standing for it
         self._commutative: dict[str, bool] = {}
 
-    def of(self, data):
+    def of(self, data, operands: tuple):
+        """The key of `data` read as applied to `operands`."""
         op = data.op
         if op == "const":
             value = data.attrs["value"]
@@ -37,7 +38,6 @@ class _Keys:
             attrs_key = known[1]
         else:
             attrs_key = self._numbers.setdefault(_attrs_key(attrs), len(self._numbers))
-        operands = data.operands
         commutative = self._commutative.get(op)
         if commutative is None:
             opdef = get_op(op)
@@ -61,19 +61,25 @@ class CommonSubexpressionElimination(Pass):
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
         seen: dict = {}
-        changed = False
+        merged: dict[str, str] = {}  # node -> the earlier identical one it becomes
         nodes = graph.data_by_name()
         keys = _Keys()
         for node in graph.schedule():
             data = nodes[node]
             if data.op in ("input", "param"):
                 continue
-            key = keys.of(data)
+            operands = data.operands
+            if merged:  # a node reading a merged value is keyed as reading what replaces it
+                operands = tuple([merged.get(operand, operand) for operand in operands])
+            key = keys.of(data, operands)
             original = seen.get(key)
             if original is None:
                 seen[key] = node
                 continue
-            graph.replace_all_uses(node, original)
+            merged[node] = original
+        # All the merges at once: a reader of many merged values (a concat of thousands of
+        # them) has its operands rewritten once, not once per merge.
+        graph.replace_uses(merged)
+        for node in merged:
             graph.erase(node)
-            changed = True
-        return changed
+        return bool(merged)

@@ -7,6 +7,7 @@ import math
 import pytest
 
 import rlxir
+from rlxir.pass_machinery.pipeline import run_pipeline
 
 
 def _graph(*statements: str) -> str:
@@ -138,3 +139,50 @@ def test_the_output_list_replaces_through_its_index_of_positions_after_any_chang
     outputs.sort()
     outputs.append("g")
     assert outputs.replace("g", "i") == 2 and outputs == ["f", "f", "f", "i", "h", "i"] and outputs.count("i") == 2
+
+
+def _structure(graph) -> tuple:
+    """Everything a replacement touches, edge order included: each value's operands and
+    readers (in their dicts' order), the outputs."""
+    return ([(name, graph.operands(name), list(graph.edge_targets(name)), list(graph.edge_sources(name)))
+             for name in graph.schedule()], list(graph.outputs))
+
+
+REPLACED = """\
+graph g(B) {
+  input %x : f32[B, 4]
+  %a = exp(%x)
+  %b = exp(%x)
+  %c = exp(%x)
+  %d = neg(%x)
+  %e = neg(%x)
+  %cat = concat(%a, %b, %d, %c, %e, %b) {axis = 1}
+  %s = add(%b, %e)
+  output %cat, %s, %c
+}
+"""
+
+
+def test_replacing_many_values_at_once_is_replacing_them_one_by_one():
+    one_by_one, at_once = rlxir.parse(REPLACED).main, rlxir.parse(REPLACED).main
+    mapping = {"b": "a", "c": "a", "e": "d"}
+    for old, new in mapping.items():
+        one_by_one.replace_all_uses(old, new)
+    at_once.replace_uses(mapping)
+    assert _structure(at_once) == _structure(one_by_one)
+    assert at_once.operands("cat") == ("a", "a", "d", "a", "d", "a") and list(at_once.outputs) == ["cat", "s", "a"]
+
+
+def test_replacing_a_value_by_one_that_is_replaced_too_is_refused():
+    graph = rlxir.parse(REPLACED).main
+    with pytest.raises(rlxir.GraphError, match="both replaced and a replacement"):
+        graph.replace_uses({"b": "a", "a": "d"})
+
+
+def test_cse_merges_thousands_of_operands_of_one_reader_in_order():
+    text = ("graph g(B) {\n  input %x : f32[B, 2]\n" + "".join(
+        f"  %e{i} = {'sin' if i % 3 else 'cos'}(%x)\n" for i in range(3000))
+        + "  %cat = concat(" + ", ".join(f"%e{i}" for i in range(3000)) + ") {axis = 1}\n  output %cat\n}\n")
+    merged = run_pipeline(rlxir.parse(text).main, "cse")
+    assert merged.operands("cat") == tuple("e0" if i % 3 == 0 else "e1" for i in range(3000))
+    assert len(merged) == 4

@@ -309,6 +309,25 @@ class Graph(GraphReading):
         changed += self.outputs.replace(old, new)
         return changed
 
+    def replace_uses(self, mapping: Mapping[str, str]) -> None:
+        """`replace_all_uses(old, new)` for each pair of `mapping`, in its order, with every
+        reader's operands rewritten once: k values merged into one reader of k operands cost
+        O(k), not O(k^2). No value may be both replaced and a replacement."""
+        if any(new in mapping for new in mapping.values()):
+            raise GraphError("replace_uses: a value is both replaced and a replacement")
+        readers: dict[str, None] = {}
+        for old, new in mapping.items():
+            self.data(old), self.data(new)
+            for user in list(self._successors[old]):
+                self._unlink_edge(old, user)
+                self._link(new, user)
+                readers[user] = None
+            self.outputs.replace(old, new)
+        for user in readers:
+            data = self._nodes[user]
+            data.operands = tuple([mapping.get(operand, operand) for operand in data.operands])
+        self._changed()
+
     def rename(self, old: str, new: str, *, views: bool = True) -> None:
         """Call value `old` `new` from now on: its readers, the outputs and the schedule
         follow (its place in the schedule and its provenance stay). Lowered views that name
