@@ -62,14 +62,16 @@ class CommonSubexpressionElimination(Pass):
     def run(self, graph: Graph, ctx: PassContext) -> bool:
         seen: dict = {}
         merged: dict[str, str] = {}  # node -> the earlier identical one it becomes
+        rereads: set[str] = set()  # nodes reading a merged one: keyed as reading its original
         nodes = graph.data_by_name()
+        readers = graph.readers_by_name()
         keys = _Keys()
         for node in graph.schedule():
             data = nodes[node]
             if data.op in ("input", "param"):
                 continue
             operands = data.operands
-            if merged:  # a node reading a merged value is keyed as reading what replaces it
+            if node in rereads:
                 operands = tuple([merged.get(operand, operand) for operand in operands])
             key = keys.of(data, operands)
             original = seen.get(key)
@@ -77,6 +79,7 @@ class CommonSubexpressionElimination(Pass):
                 seen[key] = node
                 continue
             merged[node] = original
+            rereads.update(readers[node])
         # All the merges at once: a reader of many merged values (a concat of thousands of
         # them) has its operands rewritten once, not once per merge.
         graph.replace_uses(merged)
