@@ -2,7 +2,7 @@
 
 Usage: python bench/shapes.py [--sizes 500 2000] [--shapes qkv attention-train ...] [--json]
 
-Each shape is written at every size (layers, or statements for `train-text`), compiled in
+Each shape is written at every size (layers; statements for `train-text`, values for `concat`), compiled in
 this process, and timed (wall seconds of parse + compile); "x per 4x" is the time against
 the previous size, scaled to a 4x step: about 4 means linear. The shapes:
 
