@@ -82,7 +82,7 @@ SHAPES = {
     "qkv": (qkv_text, compile_text, 1),
     "attention-train": (attention_text, train_step, 1),
     "params-first-train": (params_first_text, train_step, 1),
-    "train-text": (lambda size: train_text(size), compile_text, 50),  # statements, not layers
+    "train-text": (train_text, compile_text, 50),  # statements, not layers
     "concat": (concat_text, compile_text, 8),  # values concatenated
 }
 

@@ -312,7 +312,9 @@ class Graph(GraphReading):
     def replace_uses(self, mapping: Mapping[str, str]) -> None:
         """`replace_all_uses(old, new)` for each pair of `mapping`, in its order, with every
         reader's operands rewritten once: k values merged into one reader of k operands cost
-        O(k), not O(k^2). No value may be both replaced and a replacement."""
+        O(k), not O(k^2). No value may be both replaced and a replacement. (`replace_all_uses`
+        keeps its own loop for one pair: a pass calls it tens of thousands of times, and
+        going through a mapping cost `fuse` a few per cent.)"""
         if any(new in mapping for new in mapping.values()):
             raise GraphError("replace_uses: a value is both replaced and a replacement")
         readers: dict[str, None] = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 import numpy as np
 
@@ -119,9 +120,12 @@ _CHUNK = 512
 """Live ranges per chunk of `_LiveRanges` after a split (a chunk splits past twice this)."""
 
 
+_first = itemgetter(0)
+
+
 class _LiveRanges:
-    """The live buffers by offset: sorted runs ("chunks") of at most 2 * `_CHUNK` offsets
-    with their buffer ids, and each chunk's first offset. An insertion or removal shifts
+    """The live buffers by offset: sorted runs ("chunks") of at most 2 * `_CHUNK` offsets,
+    with their buffer ids. An insertion or removal shifts
     one chunk, not the whole live set: with one sorted list, validating a training graph
     (its thousands of params live throughout) grew with the square of its size (0.34 s
     at 10^5 statements, 2.3 s at 3x10^5)."""
@@ -129,13 +133,12 @@ class _LiveRanges:
     def __init__(self) -> None:
         self.offsets: list[list[int]] = []
         self.ids: list[list[int]] = []
-        self.firsts: list[int] = []
 
     def locate(self, offset: int) -> tuple[int, int]:
         """(chunk, position) where `offset` is, or would go."""
-        if not self.firsts:
+        if not self.offsets:
             return 0, 0
-        chunk = max(bisect_right(self.firsts, offset) - 1, 0)
+        chunk = max(bisect_right(self.offsets, offset, key=_first) - 1, 0)
         return chunk, bisect_left(self.offsets[chunk], offset)
 
     def neighbours(self, chunk: int, position: int) -> tuple[int | None, int | None]:
@@ -157,26 +160,20 @@ class _LiveRanges:
         if not self.offsets:
             self.offsets.append([offset])
             self.ids.append([index])
-            self.firsts.append(offset)
             return
         offsets, ids = self.offsets[chunk], self.ids[chunk]
         offsets.insert(position, offset)
         ids.insert(position, index)
-        if position == 0:
-            self.firsts[chunk] = offset
         if len(offsets) > 2 * _CHUNK:
             self.offsets.insert(chunk + 1, offsets[_CHUNK:])
             self.ids.insert(chunk + 1, ids[_CHUNK:])
-            self.firsts.insert(chunk + 1, offsets[_CHUNK])
             del offsets[_CHUNK:], ids[_CHUNK:]
 
     def remove(self, chunk: int, position: int) -> None:
         offsets, ids = self.offsets[chunk], self.ids[chunk]
         del offsets[position], ids[position]
         if not offsets:
-            del self.offsets[chunk], self.ids[chunk], self.firsts[chunk]
-        elif position == 0:
-            self.firsts[chunk] = offsets[0]
+            del self.offsets[chunk], self.ids[chunk]
 
 
 def _raise_overlap(problem: Problem, placed: list[int], first: int, second: int) -> None:
