@@ -1,19 +1,35 @@
 """The planner's two hot loops compiled with Numba, where Numba is installed.
 
 `place_over_compiled_tree` places buffers one at a time by the rule of `place_in_order`,
-over the same segment tree as `OccupancyTree` (rlxir/planning/occupancy.py says how it
-works): the same cover nodes, the same ``own`` and ``sub`` range lists, the same updates
-skipped past a node's last query. The offsets are the same, buffer for buffer; only the
-loop runs as machine code instead of Python (docs/performance.md, "The placement loop
-compiled", has the timings).
+over the segment tree of `OccupancyTree` (rlxir/planning/occupancy.py says how it works):
+the same cover nodes, and every query takes the union of the same ranges, so the offsets
+are the same, buffer for buffer. Where those ranges are kept differs in three ways, each
+to spend less on insertions (docs/performance.md, "Fewer lists to update", has the
+timings):
 
-Layout. Every range list lives in one int64 pool: list ``v`` (``own[v]`` for ``v <
-2 * base``, ``sub[v - 2 * base]`` above) is the run ``pool[start : start + length]``
-with room for ``capacity`` bounds (a row of `meta`). A list that outgrows its room moves
-to the end of the pool with twice the room; the pool itself doubles when full. A
-query gathers the ranges taken at its slots, sorts them by start (into buckets by their
-high address bits, then an insertion sort) and scans the gaps of their union for the
-best fit.
+- Only the nodes at even levels keep ``sub``. A query covering a node at an odd level
+  reads that node's ``own`` and its two children's lists (``sub``, or ``own`` of a leaf)
+  instead, so a range placed climbs through half as many ``sub`` lists.
+- Blocks: the nodes of 2^`BLOCK_LEVEL` slots each keep one more list, the union of the
+  ``own`` ranges stored at the block and at its ancestors up to `BLOCK_BAND` levels above.
+  A query's walk up from its end slots takes the ``own`` lists below the block level, the
+  two end blocks' lists (sorted already: merged in while the gaps are scanned, not
+  gathered and sorted), and ``own`` above the band. A range stored at a node in that
+  band goes to the lists of the blocks under it (at most 2^`BLOCK_BAND`) instead of its
+  ``own``, which nobody would read but the walk.
+- A buffer live to the last slot counts as live to the tree's end (no query lies beyond
+  that slot, so every query overlaps it as before): a buffer live throughout, like the
+  weights of a training step, is stored at the root alone rather than at a node per set
+  bit of the slot count.
+
+As in the Python tree, a list is not updated past the last query that reads it
+(`_read_until`). Layout: every range list lives in one int64 pool: list ``v`` (``own[v]``
+for ``v < 2 * base``, ``sub[v - 2 * base]`` up to ``3 * base``, the blocks' lists after)
+is the run ``pool[start : start + length]`` with room for ``capacity`` bounds (a row of
+`meta`). A list that outgrows its room moves to the end of the pool with twice the room;
+the pool itself doubles when full. A query gathers the ranges of the lists it takes,
+sorts them by start (into buckets by their high address bits, then an insertion sort)
+and scans the gaps of their union, with the block lists', for the best fit.
 
 `run_sweep_compiled` applies the events of rlxir/planning/sweep.py's free-gap sweep
 (used by the pass from the peak) the same way: the free gaps are kept twice, sorted by
@@ -47,6 +63,18 @@ COMPILED_FROM = 16384
 
 # Placements per call of the compiled loop: progress is reported between calls.
 CALL_EVERY = 4096
+
+# Tree level of the blocks: nodes of 2^BLOCK_LEVEL slots whose lists hold the ranges stored
+# at or above them, so a query's walk up from its end slots stops at that level.
+BLOCK_LEVEL = 8
+# Levels above the block level whose nodes' ranges also go to the blocks' lists (a node at
+# the top of that band holds 2^BLOCK_BAND blocks to update); further up, the nodes keep
+# ``own`` and a query's walk goes on through them.
+BLOCK_BAND = 6
+# Updates of blocks' lists per buffer, on average, that a band may cost: past that, the
+# long-lived ranges it would send to the blocks (activations kept for a backward pass
+# span half the schedule) cost more to spread than the walks save.
+BAND_UPDATES = 12
 
 # Pool bounds reserved per buffer up front (it doubles when that is not enough).
 _POOL_PER_BUFFER = 16
@@ -97,11 +125,17 @@ def place_over_compiled_tree(
     fixed = np.array([-1 if offset is None else offset for offset in problem.fixed], dtype=np.int64).reshape(n)
     fixed_indices = np.flatnonzero(fixed >= 0).astype(np.int64)
     sequence = np.concatenate([fixed_indices, order_array])
-    base = leaf_base(problem.slot_count)
-    last_query = last_query_ranks(problem.slot_lo[order_array], problem.slot_hi[order_array],
-                                  np.arange(len(order_array), dtype=np.int64), base)
+    base = max(2, leaf_base(problem.slot_count))
+    block_level = min(BLOCK_LEVEL, base.bit_length() - 1)
+    # A buffer live to the last slot is taken as live to the tree's end: no query lies past
+    # that slot, so every query overlaps it exactly as before, and a buffer live throughout
+    # is stored at the root alone instead of at one node per bit of the slot count.
+    slot_hi = np.where(problem.slot_hi == problem.slot_count, base, problem.slot_hi)
+    block_band = _block_band(problem, slot_hi, base, block_level)
+    read_until, block_read_until = _read_until(problem.slot_lo[order_array], slot_hi[order_array], base,
+                                               block_level)
     sizes = problem.size_keys.astype(np.int64, copy=False)
-    meta = np.zeros((3 * base, 3), dtype=np.int64)
+    meta = np.zeros((3 * base + (base >> block_level), 3), dtype=np.int64)
     pool = np.empty(max(1024, _POOL_PER_BUFFER * n), dtype=np.int64)
     used = np.zeros(1, dtype=np.int64)
     offsets = np.zeros(n, dtype=np.int64)
@@ -115,11 +149,49 @@ def place_over_compiled_tree(
         stop = min(first + CALL_EVERY, len(sequence))
         if stop_cell is not None:
             limit = min(limit, stop_cell[0])
-        stopped, pool = place_run(problem.slot_lo, problem.slot_hi, sizes, fixed, sequence, first, stop,
-                                  fixed_count, base, last_query, meta, pool, used, limit, offsets)
+        stopped, pool = place_run(problem.slot_lo, slot_hi, sizes, fixed, sequence, first, stop, fixed_count, base,
+                                  block_level, block_band, read_until, block_read_until, meta, pool, used, limit,
+                                  offsets)
         if stopped:
             return None
     return offsets.tolist()
+
+
+def _block_band(problem: Problem, slot_hi: np.ndarray, base: int, block_level: int) -> int:
+    """The widest band of levels above the block level, up to `BLOCK_BAND`, whose ranges
+    cost at most `BAND_UPDATES` updates of blocks' lists per buffer in all (a range stored
+    k levels above the block level updates 2^k of them)."""
+    counts = _kernel(problem, "cover_counts")(problem.slot_lo, slot_hi, base)
+    updates = 0
+    band = -1
+    for level in range(block_level, min(block_level + BLOCK_BAND, len(counts) - 1) + 1):
+        updates += int(counts[level]) << (level - block_level)
+        if updates > BAND_UPDATES * len(problem):
+            break
+        band += 1
+    return max(band, 0)
+
+
+def _read_until(slot_lo: np.ndarray, slot_hi: np.ndarray, base: int, block_level: int) -> tuple[np.ndarray, np.ndarray]:
+    """For the queries ``[slot_lo[r], slot_hi[r])`` in rank order: per tree node, the last
+    rank that reads the list the loop keeps for it, and per block, the last rank whose
+    path walk reads the block's list (-1 where none does; int64).
+
+    A node at an odd level keeps ``own`` for the queries covering it; one at an even level
+    keeps ``sub`` for those covering it or its parent (which reads its children's lists).
+    A query reads the lists of the blocks holding its first and its last slot."""
+    ranks = np.arange(len(slot_lo), dtype=np.int64)
+    last = last_query_ranks(slot_lo, slot_hi, ranks, base)
+    read_until = last.copy()
+    depth = base.bit_length() - 1
+    for level in range(2, depth + 1, 2):
+        nodes = np.arange(base >> level, 2 * base >> level)
+        nodes = nodes[nodes >= 2]  # the root has no parent
+        read_until[nodes] = np.maximum(last[nodes], last[nodes >> 1])
+    block_read_until = np.full(base >> block_level, -1, dtype=np.int64)
+    np.maximum.at(block_read_until, slot_lo >> block_level, ranks)
+    np.maximum.at(block_read_until, (slot_hi - 1) >> block_level, ranks)
+    return read_until, block_read_until
 
 
 def run_sweep_compiled(events: np.ndarray, problem: Problem, offsets: np.ndarray, top: int) -> None:

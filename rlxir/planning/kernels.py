@@ -104,11 +104,13 @@ def add_range(pool: np.ndarray, meta: np.ndarray, used: np.ndarray, index: int, 
 @jit
 def best_fit(pool: np.ndarray, meta: np.ndarray, taken: np.ndarray, taken_count: int, size: int,
              starts: np.ndarray, ends: np.ndarray, sorted_starts: np.ndarray, sorted_ends: np.ndarray,
-             tally: np.ndarray) -> int:
-    """`best_fit_offset` over the lists `taken[:taken_count]`. Their ranges are gathered
-    into `starts` and `ends` and, from two lists on, sorted by start: counted into about
-    four buckets per range by their high address bits, then an insertion sort orders
-    each bucket's few ranges. The gaps of the union are scanned in address order."""
+             tally: np.ndarray, block_a: int, block_b: int) -> int:
+    """`best_fit_offset` over the lists `taken[:taken_count]` and the block lists `block_a`
+    and `block_b` (-1: none). The lists' ranges are gathered into `starts` and `ends` and,
+    from two lists on, sorted by start: counted into about four buckets per range by their
+    high address bits, then an insertion sort orders each bucket's few ranges. The block
+    lists, sorted already, are merged in as the gaps of the union are scanned in address
+    order."""
     count = 0
     top = 0
     for t in range(taken_count):
@@ -150,44 +152,91 @@ def best_fit(pool: np.ndarray, meta: np.ndarray, taken: np.ndarray, taken_count:
             sorted_ends[j + 1] = end
         starts = sorted_starts
         ends = sorted_ends
+    # Three sorted streams: the gathered ranges (k), block list a (at_a), block list b (at_b).
+    at_a = 0
+    end_a = 0
+    if block_a >= 0:
+        at_a = meta[block_a, 0]
+        end_a = at_a + meta[block_a, 1]
+    at_b = 0
+    end_b = 0
+    if block_b >= 0:
+        at_b = meta[block_b, 0]
+        end_b = at_b + meta[block_b, 1]
+    past = 1 << 62  # above every address of an int64-safe problem
     best_gap = -1
     best_offset = 0
     covered = 0  # the end of the union of the ranges scanned so far
-    for k in range(count):
-        gap = starts[k] - covered
+    k = 0
+    while True:
+        next_k = starts[k] if k < count else past
+        next_a = pool[at_a] if at_a < end_a else past
+        next_b = pool[at_b] if at_b < end_b else past
+        if next_k <= next_a and next_k <= next_b:
+            if next_k == past:
+                break
+            start = next_k
+            end = ends[k]
+            k += 1
+        elif next_a <= next_b:
+            start = next_a
+            end = pool[at_a + 1]
+            at_a += 2
+        else:
+            start = next_b
+            end = pool[at_b + 1]
+            at_b += 2
+        gap = start - covered
         if gap >= size and (best_gap < 0 or gap < best_gap):
             best_gap = gap
             best_offset = covered
-        if ends[k] > covered:
-            covered = ends[k]
+        if end > covered:
+            covered = end
     return covered if best_gap < 0 else best_offset
 
 
-
 @jit
-def cover(node: int, base: int, meta: np.ndarray, nodes: np.ndarray, node_count: int, taken: np.ndarray,
-          taken_count: int) -> tuple[int, int]:
-    """Note `node` as a cover node of a query, and its range list (``own`` of a leaf,
-    ``sub`` of an inner node) as taken when it holds any; the new counts."""
-    nodes[node_count] = node
-    listed = node if node >= base else 2 * base + node
+def take(listed: int, meta: np.ndarray, taken: np.ndarray, taken_count: int) -> int:
+    """Note list `listed` as read by a query when it holds any range; the new count."""
     if meta[listed, 1]:
         taken[taken_count] = listed
         taken_count += 1
+    return taken_count
+
+
+@jit
+def cover(node: int, level: int, base: int, meta: np.ndarray, nodes: np.ndarray, levels: np.ndarray,
+          node_count: int, taken: np.ndarray, taken_count: int) -> tuple[int, int]:
+    """Note `node` (at `level`) as a cover node of a query, and the lists that hold the
+    ranges stored at or below it as taken: ``own`` of a leaf, ``sub`` of a node at an even
+    level, and for a node at an odd level (which keeps no ``sub``) its ``own`` and its two
+    children's lists. The new counts."""
+    nodes[node_count] = node
+    levels[node_count] = level
+    if node >= base:
+        taken_count = take(node, meta, taken, taken_count)
+    elif not level & 1:
+        taken_count = take(2 * base + node, meta, taken, taken_count)
+    else:
+        taken_count = take(node, meta, taken, taken_count)
+        for child in (2 * node, 2 * node + 1):
+            taken_count = take(child if child >= base else 2 * base + child, meta, taken, taken_count)
     return node_count + 1, taken_count
+
 
 @jit
 def place_run(slot_lo: np.ndarray, slot_hi: np.ndarray, sizes: np.ndarray, fixed: np.ndarray,
-              sequence: np.ndarray, first: int, stop: int, fixed_count: int, base: int,
-              last_query: np.ndarray, meta: np.ndarray, pool: np.ndarray, used: np.ndarray, limit: int,
-              offsets: np.ndarray) -> tuple[bool, np.ndarray]:
+              sequence: np.ndarray, first: int, stop: int, fixed_count: int, base: int, block_level: int,
+              block_band: int, read_until: np.ndarray, block_read_until: np.ndarray, meta: np.ndarray, pool: np.ndarray,
+              used: np.ndarray, limit: int, offsets: np.ndarray) -> tuple[bool, np.ndarray]:
     """Place `sequence[first:stop]` (the fixed buffers, then the order); True as soon
     as a buffer of the order ends at or above `limit`."""
     depth = 1
     while (1 << depth) < 2 * base:
         depth += 1
     nodes = np.empty(2 * depth + 2, dtype=np.int64)
-    taken = np.empty(4 * depth + 4, dtype=np.int64)
+    levels = np.empty(2 * depth + 2, dtype=np.int64)
+    taken = np.empty(8 * depth + 8, dtype=np.int64)
     scratch = 1024
     starts = np.empty(scratch, dtype=np.int64)
     range_ends = np.empty(scratch, dtype=np.int64)
@@ -195,6 +244,10 @@ def place_run(slot_lo: np.ndarray, slot_hi: np.ndarray, sizes: np.ndarray, fixed
     sorted_ends = np.empty(scratch, dtype=np.int64)
     tally = np.empty((1 << 15) + 1, dtype=np.int64)
     sub = 2 * base
+    first_block = base >> block_level  # the nodes at the block level are the blocks
+    below_blocks = 2 * first_block  # nodes from here on lie below the block level
+    above_band = first_block >> block_band  # nodes before this one lie above the band of levels
+    blocks = 3 * base - first_block  # row of block b is blocks + b (b counted from first_block)
     for position in range(first, stop):
         index = sequence[position]
         is_fixed = position < fixed_count
@@ -212,35 +265,46 @@ def place_run(slot_lo: np.ndarray, slot_hi: np.ndarray, sizes: np.ndarray, fixed
         taken_count = 0
         left = lo + base
         right = hi + base
+        level = 0
         while left < right:
             if left & 1:
-                node_count, taken_count = cover(left, base, meta, nodes, node_count, taken, taken_count)
+                node_count, taken_count = cover(left, level, base, meta, nodes, levels, node_count, taken,
+                                                taken_count)
                 left += 1
             if right & 1:
                 right -= 1
-                node_count, taken_count = cover(right, base, meta, nodes, node_count, taken, taken_count)
+                node_count, taken_count = cover(right, level, base, meta, nodes, levels, node_count, taken,
+                                                taken_count)
             left >>= 1
             right >>= 1
-        # Buffers stored above the cover nodes sit on the paths from the end leaves up.
+            level += 1
+        # Buffers stored above the cover nodes sit on the paths from the end leaves up: below
+        # the block level in the nodes' ``own``, from it up in the two end blocks' lists.
         left = (lo + base) >> 1
         right = (hi - 1 + base) >> 1
-        while left != right:
-            if meta[left, 1]:
-                taken[taken_count] = left
-                taken_count += 1
-            if meta[right, 1]:
-                taken[taken_count] = right
-                taken_count += 1
+        while left >= below_blocks:
+            taken_count = take(left, meta, taken, taken_count)
+            if right != left:
+                taken_count = take(right, meta, taken, taken_count)
             left >>= 1
             right >>= 1
+        block_a = blocks + left
+        block_b = blocks + right
+        if not meta[block_a, 1]:
+            block_a = -1
+        if right == left or not meta[block_b, 1]:
+            block_b = -1
+        left >>= block_band + 1
+        right >>= block_band + 1
         while left:
-            if meta[left, 1]:
-                taken[taken_count] = left
-                taken_count += 1
+            taken_count = take(left, meta, taken, taken_count)
+            if right != left:
+                taken_count = take(right, meta, taken, taken_count)
             left >>= 1
+            right >>= 1
         if is_fixed:
             offset = fixed[index]
-        elif taken_count == 0:
+        elif taken_count == 0 and block_a < 0 and block_b < 0:
             offset = 0
         else:
             ranges = 0
@@ -254,19 +318,38 @@ def place_run(slot_lo: np.ndarray, slot_hi: np.ndarray, sizes: np.ndarray, fixed
                 sorted_starts = np.empty(scratch, dtype=np.int64)
                 sorted_ends = np.empty(scratch, dtype=np.int64)
             offset = best_fit(pool, meta, taken, taken_count, size, starts, range_ends, sorted_starts, sorted_ends,
-                              tally)
+                              tally, block_a, block_b)
         end = offset + size
         if not is_fixed and end >= limit:
             return True, pool
         offsets[index] = offset
         for k in range(node_count):
             node = nodes[k]
-            pool = add_range(pool, meta, used, node, offset, end)
-            up = node >> 1 if node >= base else node
-            # `sub` up the tree, where a later query reads it, until a node holds the range.
+            level = levels[k]
+            # ``own``: read by the path walks below the block level, and by the queries
+            # covering a node at an odd level; above, an even level's ``sub`` holds it.
+            if node >= below_blocks or node < above_band or (level & 1 and read_until[node] > rank):
+                pool = add_range(pool, meta, used, node, offset, end)
+            if above_band <= node < below_blocks:
+                # Every block under the node, where a later query's path walk reads it.
+                low = node
+                high = node + 1
+                while low < first_block:
+                    low <<= 1
+                    high <<= 1
+                for block in range(low, high):
+                    if block_read_until[block - first_block] > rank:
+                        pool = add_range(pool, meta, used, blocks + block, offset, end)
+            if node >= base:
+                up = node >> 1
+                level = 1
+            else:
+                up = node
+            # ``sub`` at the even levels up the tree, where a later query reads it, until a
+            # node holds the range.
             while up:
-                listed = sub + up
-                if last_query[up] > rank:
+                if not level & 1 and read_until[up] > rank:
+                    listed = sub + up
                     length = meta[listed, 1]
                     if length:
                         head = meta[listed, 0]
@@ -275,7 +358,32 @@ def place_run(slot_lo: np.ndarray, slot_hi: np.ndarray, sizes: np.ndarray, fixed
                             break
                     pool = add_range(pool, meta, used, listed, offset, end)
                 up >>= 1
+                level += 1
     return False, pool
+
+
+@jit
+def cover_counts(slot_lo: np.ndarray, slot_hi: np.ndarray, base: int) -> np.ndarray:
+    """Per tree level, how many cover nodes the ranges ``[slot_lo[i], slot_hi[i])`` have there."""
+    depth = 1
+    while (1 << depth) < 2 * base:
+        depth += 1
+    counts = np.zeros(depth + 1, dtype=np.int64)
+    for i in range(len(slot_lo)):
+        left = slot_lo[i] + base
+        right = slot_hi[i] + base
+        level = 0
+        while left < right:
+            if left & 1:
+                counts[level] += 1
+                left += 1
+            if right & 1:
+                right -= 1
+                counts[level] += 1
+            left >>= 1
+            right >>= 1
+            level += 1
+    return counts
 
 
 @jit

@@ -6,6 +6,9 @@ Skipped where Numba does not import (the Python loops are then the only ones use
 from __future__ import annotations
 
 import functools
+import random
+
+import numpy as np
 
 import pytest
 from hypothesis import given, settings
@@ -15,6 +18,7 @@ from rlxir.planning import Buffer, LivenessPlanner
 from rlxir.planning import compiled, greedy, liveness, sweep
 from rlxir.planning.compiled import compiled_placement_available, place_over_compiled_tree
 from rlxir.planning.greedy import _place_over_tree, place_in_order
+from rlxir.planning.occupancy import leaf_base
 from rlxir.planning.orderings import by_area, by_size, peak_first
 from rlxir.planning.problem import Problem
 from rlxir.planning.sweep import peak_sweep_best_fit
@@ -37,20 +41,74 @@ def test_compiled_placement_equals_the_naive_rule(data):
     buffers = data.draw(buffer_lists(max_buffers=40, with_fixed=True, alignment=alignment))
     problem = Problem.build(buffers, alignment)
     order = data.draw(st.sampled_from([by_size, by_area, peak_first]))(problem)
-    offsets = place_over_compiled_tree(problem, order)
+    # Blocks from single pairs of slots up to the whole tree (the level is capped by its
+    # depth), with bands of levels above them from none to four.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compiled, "BLOCK_LEVEL", data.draw(st.integers(1, 8)))
+        patch.setattr(compiled, "BLOCK_BAND", data.draw(st.integers(0, 4)))
+        patch.setattr(compiled, "BAND_UPDATES", data.draw(st.sampled_from([0, 12, 10**9])))
+        offsets = place_over_compiled_tree(problem, order)
     assert offsets == naive_best_fit(buffers, alignment, order)
     assert offsets == over_tree(problem, order)
 
 
 @needs_compiled
-@pytest.mark.parametrize("seed", [1, 2])
-def test_compiled_placement_equals_the_python_tree_on_crowded_instances(seed, monkeypatch):
-    # Hundreds of buffers live at once: long range lists, lists that move, a pool that grows.
+@pytest.mark.parametrize(("seed", "block_level", "band"), [(1, 8, 4), (2, 8, 4), (1, 1, 0), (2, 3, 2), (1, 5, 1),
+                                                            (2, 6, 6)])
+def test_compiled_placement_equals_the_python_tree_on_crowded_instances(seed, block_level, band, monkeypatch):
+    # Hundreds of buffers live at once: long range lists, lists that move, a pool that grows;
+    # blocks of 2 to 256 slots in a tree of 4,096 leaves, bands of levels reaching the
+    # root or not.
     monkeypatch.setattr(compiled, "_POOL_PER_BUFFER", 1)
+    monkeypatch.setattr(compiled, "BLOCK_LEVEL", block_level)
+    monkeypatch.setattr(compiled, "BLOCK_BAND", band)
     problem = Problem.build(crowded_buffers(3000, seed), 64)
     for ordering in (by_size, peak_first):
         order = ordering(problem)
         assert place_over_compiled_tree(problem, order) == over_tree(problem, order)
+
+
+def cover_levels(lo: int, hi: int, base: int) -> list[int]:
+    """The levels of the cover nodes of slots [lo, hi) in a tree of `base` leaves."""
+    levels = []
+    left, right, level = lo + base, hi + base, 0
+    while left < right:
+        if left & 1:
+            levels.append(level)
+            left += 1
+        if right & 1:
+            right -= 1
+            levels.append(level)
+        left, right, level = left >> 1, right >> 1, level + 1
+    return levels
+
+
+@needs_compiled
+@pytest.mark.parametrize("long_lived", [0.0, 0.5])
+def test_the_band_of_block_levels_keeps_to_its_budget_of_updates(long_lived, monkeypatch):
+    # Half the buffers live across half the schedule (activations kept for a backward pass):
+    # spreading their ranges over blocks far above the block level would cost too much.
+    monkeypatch.setattr(compiled, "BLOCK_LEVEL", 3)
+    rng = random.Random(7)
+    buffers = [Buffer(f"t{k}", k, k + (1000 if rng.random() < long_lived else rng.randint(1, 40)), 64)
+               for k in range(2000)]
+    problem = Problem.build(buffers, 1)
+    base = leaf_base(problem.slot_count)
+    slot_hi = np.where(problem.slot_hi == problem.slot_count, base, problem.slot_hi)
+    band = compiled._block_band(problem, slot_hi, base, 3)
+
+    def updates(band: int) -> int:
+        return sum(1 << (level - 3) for lo, hi in zip(problem.slot_lo.tolist(), slot_hi.tolist())
+                   for level in cover_levels(lo, hi, base) if 3 <= level <= 3 + band)
+
+    assert updates(band) <= compiled.BAND_UPDATES * len(buffers)
+    if long_lived:
+        assert band < compiled.BLOCK_BAND
+        assert updates(band + 1) > compiled.BAND_UPDATES * len(buffers)
+    else:
+        assert band == compiled.BLOCK_BAND
+    order = by_size(problem)
+    assert place_over_compiled_tree(problem, order) == over_tree(problem, order)
 
 
 @needs_compiled
