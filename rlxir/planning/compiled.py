@@ -116,8 +116,9 @@ def place_over_compiled_tree(
     Only for int64-safe problems (`Problem.int64_safe`) and when
     `compiled_placement_available()`; `progress(placed, total)` is called every
     `CALL_EVERY` placements. `stop_cell`, a one-element list, lowers `stop_at` while the
-    pass runs (another thread may write it; it is read between calls of the loop, so a
-    pass may place up to `CALL_EVERY` buffers past a new value before it stops).
+    pass runs: another thread may write it; it is read between calls of the loop and at
+    the end, so a pass may place up to `CALL_EVERY` buffers past a new value before it
+    returns None (a buffer placed before the value was lowered counts as well).
     """
     place_run = _kernel(problem, "place_run")
     n = len(problem)
@@ -139,6 +140,7 @@ def place_over_compiled_tree(
     pool = np.empty(max(1024, _POOL_PER_BUFFER * n), dtype=np.int64)
     used = np.zeros(1, dtype=np.int64)
     offsets = np.zeros(n, dtype=np.int64)
+    highest = np.zeros(1, dtype=np.int64)
     limit = (1 << 62) if stop_at is None else min(stop_at, 1 << 62)
     total = len(order_array)
     fixed_count = len(fixed_indices)
@@ -149,11 +151,15 @@ def place_over_compiled_tree(
         stop = min(first + CALL_EVERY, len(sequence))
         if stop_cell is not None:
             limit = min(limit, stop_cell[0])
+            if highest[0] >= limit:
+                return None  # a buffer placed before the cell was lowered ends above it
         stopped, pool = place_run(problem.slot_lo, slot_hi, sizes, fixed, sequence, first, stop, fixed_count, base,
                                   block_level, block_band, read_until, block_read_until, meta, pool, used, limit,
-                                  offsets)
+                                  offsets, highest)
         if stopped:
             return None
+    if stop_cell is not None and highest[0] >= stop_cell[0]:
+        return None
     return offsets.tolist()
 
 

@@ -228,9 +228,10 @@ def cover(node: int, level: int, base: int, meta: np.ndarray, nodes: np.ndarray,
 def place_run(slot_lo: np.ndarray, slot_hi: np.ndarray, sizes: np.ndarray, fixed: np.ndarray,
               sequence: np.ndarray, first: int, stop: int, fixed_count: int, base: int, block_level: int,
               block_band: int, read_until: np.ndarray, block_read_until: np.ndarray, meta: np.ndarray, pool: np.ndarray,
-              used: np.ndarray, limit: int, offsets: np.ndarray) -> tuple[bool, np.ndarray]:
+              used: np.ndarray, limit: int, offsets: np.ndarray, highest: np.ndarray) -> tuple[bool, np.ndarray]:
     """Place `sequence[first:stop]` (the fixed buffers, then the order); True as soon
-    as a buffer of the order ends at or above `limit`."""
+    as a buffer of the order ends at or above `limit`. `highest[0]` keeps the highest end
+    of the order's buffers placed so far."""
     depth = 1
     while (1 << depth) < 2 * base:
         depth += 1
@@ -320,8 +321,11 @@ def place_run(slot_lo: np.ndarray, slot_hi: np.ndarray, sizes: np.ndarray, fixed
             offset = best_fit(pool, meta, taken, taken_count, size, starts, range_ends, sorted_starts, sorted_ends,
                               tally, block_a, block_b)
         end = offset + size
-        if not is_fixed and end >= limit:
-            return True, pool
+        if not is_fixed:
+            if end >= limit:
+                return True, pool
+            if end > highest[0]:
+                highest[0] = end
         offsets[index] = offset
         for k in range(node_count):
             node = nodes[k]

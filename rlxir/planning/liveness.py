@@ -6,6 +6,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from operator import add
 
 import attrs
 
@@ -14,7 +15,7 @@ from rlxir.planning.compiled import place_over_compiled_tree, use_compiled
 from rlxir.planning.greedy import place_in_order
 from rlxir.planning.orderings import by_size, peak_first
 from rlxir.planning.problem import Problem
-from rlxir.planning.sweep import peak_sweep_best_fit
+from rlxir.planning.sweep import COLD_COMPILED_FROM, peak_sweep_best_fit
 
 
 @attrs.frozen
@@ -52,8 +53,10 @@ class LivenessPlanner:
     greedy passes alone return.
 
     On large instances the passes run compiled (rlxir/planning/compiled.py; same
-    offsets), and where the pass from the peak ended more than `retry_above` over the
-    bound the retry starts at once in a second thread (`_RetryAhead`): same plan, sooner.
+    offsets), and, where the process may use two cores, the pass from the peak runs in a
+    second thread while this one places by size, followed there by the retry when the
+    pass from the peak ended more than `retry_above` over the bound (`_PassesAhead`):
+    same plan, sooner.
     """
 
     name: str = "liveness"
@@ -70,84 +73,160 @@ class LivenessPlanner:
         problem = Problem.build(buffers, alignment)
         peak = None
         if len(problem) >= self.peak_pass_from and all(offset is None for offset in problem.fixed):
-            peak = problem.result(peak_sweep_best_fit(problem), self.name, 0.0)
-            if peak.arena_bytes == peak.lower_bound_bytes:
-                return attrs.evolve(peak, seconds=time.perf_counter() - started)
-        retry_ahead = None
-        if peak is not None and peak.arena_bytes > peak.lower_bound_bytes * self.retry_above:
-            # The retry is likely: start it now on another core, if it runs compiled.
-            retry_ahead = _RetryAhead.start(problem, peak.arena_bytes)
-        try:
-            # Abandoned (None) as soon as it cannot end below the pass from the peak.
-            offsets = place_in_order(problem, by_size(problem), progress=_placing(progress, "greedy by size"),
-                                     stop_at=None if peak is None else peak.arena_bytes)
-        except BaseException:
-            if retry_ahead is not None:
-                retry_ahead.stop_cell[0] = 0  # an interrupted plan leaves no work running behind it
-            raise
-        if offsets is not None:
-            result = problem.result(offsets, self.name, 0.0)
-            retry_above = result.lower_bound_bytes * self.retry_above
-        else:
-            assert peak is not None  # without a stop_at, place_in_order always finishes
-            result = peak
-            # The greedy arena, unknown, may have been past the margin: retry in any case.
-            retry_above = result.lower_bound_bytes
+            ahead = _PassesAhead.start(problem, self.name, self.retry_above)
+            if ahead is None:
+                peak = problem.result(peak_sweep_best_fit(problem), self.name, 0.0)
+                if peak.arena_bytes == peak.lower_bound_bytes:
+                    return attrs.evolve(peak, seconds=time.perf_counter() - started)
+                if peak.arena_bytes > peak.lower_bound_bytes * self.retry_above:
+                    # The retry is likely: start it now on another core, if it runs compiled.
+                    ahead = _PassesAhead.start(problem, self.name, self.retry_above, peak)
+            if ahead is not None:
+                return attrs.evolve(self._plan_beside(problem, ahead, progress),
+                                    seconds=time.perf_counter() - started)
+        # Abandoned (None) as soon as it cannot end below the pass from the peak.
+        offsets = place_in_order(problem, by_size(problem), progress=_placing(progress, "greedy by size"),
+                                 stop_at=None if peak is None else peak.arena_bytes)
+        result, retry_above = self._by_size_or_peak(problem, offsets, peak)
         if result.arena_bytes > retry_above:
             # Abandoned (None) as soon as it cannot end below the arena in hand.
-            placing = _placing(progress, "peak-first retry")
-            if retry_ahead is not None:
-                offsets = retry_ahead.finish(result.arena_bytes, placing)
-            else:
-                offsets = place_in_order(problem, peak_first(problem), progress=placing, stop_at=result.arena_bytes)
-            if offsets is not None:
-                retry = problem.result(offsets, self.name, 0.0)
-                result = retry if retry.arena_bytes < result.arena_bytes else result
-        elif retry_ahead is not None:
-            retry_ahead.finish(0, None)  # not needed: stop it at its next look at the cell
+            offsets = place_in_order(problem, peak_first(problem), progress=_placing(progress, "peak-first retry"),
+                                     stop_at=result.arena_bytes)
+            result = self._smaller(problem, result, offsets)
         return attrs.evolve(result, seconds=time.perf_counter() - started)
 
+    def _plan_beside(self, problem: Problem, ahead: _PassesAhead, progress: ProgressSink | None) -> PlanResult:
+        """The plan of `plan`, with the pass from the peak (unless it ran already) and the
+        retry, where that pass misses the bound by more than the margin, run in `ahead`'s
+        thread while this one places by size."""
+        by_size_arena = _NO_STOP
+        try:
+            offsets = place_over_compiled_tree(problem, by_size(problem), progress=_placing(progress, "greedy by size"),
+                                               stop_cell=ahead.by_size_cell)
+            if offsets is not None:
+                # The retry can no longer win at or above this arena: stop it there now.
+                by_size_arena = max(map(add, offsets, problem.sizes), default=0)
+                ahead.retry_cell[0] = min(ahead.retry_cell[0], by_size_arena)
+            peak = ahead.peak_result()
+        except BaseException:
+            ahead.stop()  # an interrupted plan leaves no work running behind it
+            raise
+        if peak.arena_bytes == peak.lower_bound_bytes:
+            ahead.stop()
+            return peak
+        if offsets is not None and by_size_arena >= peak.arena_bytes:
+            # The peak's arena came after the by-size pass placed a buffer ending above it:
+            # in sequence the pass would have stopped there.
+            offsets = None
+        result, retry_above = self._by_size_or_peak(problem, offsets, peak)
+        if result.arena_bytes <= retry_above:
+            ahead.stop()  # not needed: it stops at its next look at the cell
+            return result
+        placing = _placing(progress, "peak-first retry")
+        if ahead.retrying:
+            offsets = ahead.finish_retry(result.arena_bytes, placing)
+        else:
+            # The pass from the peak was within the margin, the by-size pass did not beat it.
+            offsets = place_in_order(problem, peak_first(problem), progress=placing, stop_at=result.arena_bytes)
+        return self._smaller(problem, result, offsets)
 
-class _RetryAhead:
-    """The peak-first retry run compiled in a thread beside the by-size pass (the loop
-    releases the interpreter lock), stopped at the arena in hand once that is known.
+    def _by_size_or_peak(self, problem: Problem, offsets: list[int] | None,
+                         peak: PlanResult | None) -> tuple[PlanResult, int]:
+        """The plan in hand after the by-size pass (its `offsets`, None where it was
+        abandoned at the peak's arena) and the arena above which the retry runs."""
+        if offsets is not None:
+            result = problem.result(offsets, self.name, 0.0)
+            return result, result.lower_bound_bytes * self.retry_above
+        assert peak is not None  # without a stop, the by-size pass always finishes
+        # The greedy arena, unknown, may have been past the margin: retry in any case.
+        return peak, peak.lower_bound_bytes
 
-    Its offsets do not depend on where it stops, and its plan is kept only when strictly
-    smaller than the arena in hand, as in sequence: starting early changes when the answer
-    comes, not what it is. Started only when the pass from the peak ended more than
-    `retry_above` over the bound, where the retry usually runs (the crowded instances),
-    so elsewhere no core does work that is thrown away.
+    def _smaller(self, problem: Problem, result: PlanResult, offsets: list[int] | None) -> PlanResult:
+        """`result`, or the retry's plan (`offsets`, None where abandoned) when strictly smaller."""
+        if offsets is None:
+            return result
+        retry = problem.result(offsets, self.name, 0.0)
+        return retry if retry.arena_bytes < result.arena_bytes else result
+
+
+_NO_STOP = 1 << 62
+
+
+class _PassesAhead:
+    """The pass from the peak (or its plan, where it has run already), then, where it
+    misses the bound by more than the margin, the peak-first retry, run compiled in a
+    second thread while the caller's thread places by size (the compiled loops release
+    the interpreter lock).
+
+    The by-size pass reads `by_size_cell` between calls of its loop: the peak's arena once
+    that is known (0 where it is the bound: the by-size pass is not needed), so it stops as
+    it would have in sequence or later, never earlier; the caller compares the arenas
+    itself. The retry stops at `retry_cell`: the peak's arena, lowered to the arena in hand
+    once the by-size pass has it. Every offset is what the passes give in sequence:
+    starting early changes when the answer comes, not what it is. Started only where the
+    passes run compiled and the process may use two cores.
     """
 
-    def __init__(self, problem: Problem, stop_at: int):
-        self.stop_cell = [stop_at]
+    def __init__(self, problem: Problem, name: str, retry_above: float, peak: PlanResult | None):
+        stop = _NO_STOP if peak is None else peak.arena_bytes
+        self.by_size_cell = [stop]
+        self.retry_cell = [stop]
+        self.retrying = False
         self.heard: list[tuple[int, int]] = []
+        self.peak: list[PlanResult] = []
         self.outcome: list[list[int] | None] = []
         self.failure: list[BaseException] = []
-        self.thread = threading.Thread(target=self._run, args=(problem,), name="rlxir-retry", daemon=True)
+        self.peak_known = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(problem, name, retry_above, peak), name="rlxir-peak",
+                                       daemon=True)
 
     @classmethod
-    def start(cls, problem: Problem, stop_at: int) -> _RetryAhead | None:
-        """A retry started beside this thread; None where it would not run compiled or
-        the process may use one core only."""
-        if not use_compiled(problem) or _usable_cores() < 2:
+    def start(cls, problem: Problem, name: str, retry_above: float,
+              peak: PlanResult | None = None) -> _PassesAhead | None:
+        """The passes started beside this thread (the retry alone where the pass from the
+        `peak` has run already); None where the process may use one core only or the
+        passes would not run compiled. A process that has not loaded the compiled loops
+        loads them for the pass from the peak only from `COLD_COMPILED_FROM` buffers:
+        below, that pass reaches the bound in Python often enough (the plans of most
+        inference graphs) that loading them first would cost more."""
+        cold_from = COLD_COMPILED_FROM if peak is None else None
+        if _usable_cores() < 2 or not use_compiled(problem, cold_from=cold_from):
             return None
-        ahead = cls(problem, stop_at)
+        ahead = cls(problem, name, retry_above, peak)
         ahead.thread.start()
         return ahead
 
-    def _run(self, problem: Problem) -> None:
+    def _run(self, problem: Problem, name: str, retry_above: float, peak: PlanResult | None) -> None:
         try:
-            self.outcome.append(place_over_compiled_tree(problem, peak_first(problem),
-                                                         progress=lambda placed, total: self.heard.append((placed, total)),
-                                                         stop_cell=self.stop_cell))
-        except BaseException as error:  # re-raised in the caller's thread by `finish`
+            if peak is None:
+                peak = problem.result(peak_sweep_best_fit(problem), name, 0.0)
+            self.peak.append(peak)
+            at_bound = peak.arena_bytes == peak.lower_bound_bytes
+            self.by_size_cell[0] = 0 if at_bound else peak.arena_bytes
+            self.retry_cell[0] = min(self.retry_cell[0], peak.arena_bytes)
+            self.retrying = peak.arena_bytes > peak.lower_bound_bytes * retry_above
+            self.peak_known.set()
+            if self.retrying:
+                self.outcome.append(place_over_compiled_tree(
+                    problem, peak_first(problem), progress=lambda placed, total: self.heard.append((placed, total)),
+                    stop_cell=self.retry_cell))
+        except BaseException as error:  # re-raised in the caller's thread
             self.failure.append(error)
+        finally:
+            self.peak_known.set()
 
-    def finish(self, stop_at: int, progress: Callable[[int, int], None] | None) -> list[int] | None:
+    def peak_result(self) -> PlanResult:
+        """The pass from the peak's plan; waits for it."""
+        while not self.peak_known.wait(0.25):
+            pass
+        if not self.peak:
+            raise self.failure[0]
+        return self.peak[0]
+
+    def finish_retry(self, stop_at: int, progress: Callable[[int, int], None] | None) -> list[int] | None:
         """The retry's offsets, or None if it stopped at `stop_at` or above; waits for it,
         passing its progress on."""
-        self.stop_cell[0] = min(self.stop_cell[0], stop_at)
+        self.retry_cell[0] = min(self.retry_cell[0], stop_at)
         while self.thread.is_alive():
             self.thread.join(0.25)
             if progress is not None and self.heard:
@@ -155,6 +234,12 @@ class _RetryAhead:
         if self.failure:
             raise self.failure[0]
         return self.outcome[0]
+
+    def stop(self) -> None:
+        """Stop whatever still runs at its next look at a cell (the pass from the peak
+        has none: it ends on its own)."""
+        self.retry_cell[0] = 0
+        self.by_size_cell[0] = 0
 
 
 def _usable_cores() -> int:

@@ -36,7 +36,7 @@ CHECK_EVERY = 2048
 # Buffers from which the pass from the peak loads the compiled loops itself (below, it
 # runs compiled only once they are loaded): the Python sweep costs 1-2.5 us a buffer, the
 # compiled one about a third of that, and loading the loops about 0.3 s.
-_COLD_COMPILED_FROM = 200_000
+COLD_COMPILED_FROM = 200_000
 
 
 def sweep_best_fit(
@@ -94,7 +94,7 @@ def peak_sweep_best_fit(problem: Problem, deadline: float = math.inf) -> list[in
         (np.flatnonzero(lo > peak), lo, hi),
         (np.flatnonzero(hi <= peak), mirror - hi, mirror - lo),  # time mirrored
     )
-    if deadline == math.inf and use_compiled(problem, cold_from=_COLD_COMPILED_FROM):
+    if deadline == math.inf and use_compiled(problem, cold_from=COLD_COMPILED_FROM):
         # The stack has no gaps (it was only ever taken from): each half starts at its top.
         offset_array = np.array(offsets, dtype=np.int64)
         for placed, first_slot, end_slot in halves:
