@@ -218,7 +218,24 @@ def _kernel(problem: Problem, name: str) -> Any:
     kernels = _kernels()
     if kernels is None or not problem.int64_safe:
         raise RuntimeError("the compiled loops need Numba and an int64-safe problem")
-    return getattr(kernels, name)
+    return _interruptible(getattr(kernels, name))
+
+
+def _interruptible(loop: Callable[..., Any]) -> Callable[..., Any]:
+    """`loop`, with an interrupt (Ctrl-C) that lands during a call raised as the
+    KeyboardInterrupt it is. Numba's dispatcher can run the interrupt's handler in a
+    Python callback of its own (it unpickles constants) and then return its result with
+    that exception still set, which Python reports as a SystemError caused by it."""
+
+    def call(*args: Any) -> Any:
+        try:
+            return loop(*args)
+        except SystemError as error:
+            if isinstance(error.__cause__, KeyboardInterrupt):
+                raise error.__cause__ from None
+            raise
+
+    return call
 
 
 @cache

@@ -73,3 +73,26 @@ def test_running_tensors_larger_than_memory(cli, tmp_path):
 def test_time_budget_must_be_finite_and_positive(cli, mlp, budget):
     code, _, err = cli("compile", mlp, "--target", "cpu", "--batch", "1", "--time-budget", budget)
     assert code == 2 and "--time-budget" in err
+
+
+def test_an_interrupt_inside_a_compiled_planning_pass_is_exit_130(cli, tmp_path, monkeypatch):
+    # Ctrl-C that lands inside Numba's dispatcher reaches Python as a SystemError caused by
+    # the KeyboardInterrupt; the command still ends as interrupted, not as a bug.
+    from rlxir.planning import compiled
+
+    if not compiled.compiled_placement_available():
+        pytest.skip("Numba does not import here")
+
+    def interrupted(*args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise SystemError("place_run returned a result with an exception set") from interrupt
+
+    monkeypatch.setattr(compiled, "COMPILED_FROM", 10)
+    monkeypatch.setattr(compiled._kernels(), "place_run", interrupted)
+    rows = ["id,lower,upper,size"] + [f"{k},{k},{k + 1 + k % 7},{64 * (1 + k % 5)}" for k in range(200)]
+    path = tmp_path / "buffers.csv"
+    path.write_text("\n".join(rows) + "\n")
+    code, _, err = cli("plan-csv", path, "--planner", "liveness")
+    assert code == 130 and err.strip() == "interrupted"

@@ -204,6 +204,29 @@ def test_the_environment_turns_the_compiled_loop_off(monkeypatch):
     assert place_in_order(problem, order) == over_tree(problem, order)
 
 
+@needs_compiled
+def test_an_interrupt_during_a_compiled_call_is_raised_as_an_interrupt(monkeypatch):
+    # What Numba's dispatcher does when Ctrl-C lands in a callback of its own: it returns
+    # with the KeyboardInterrupt still set, and Python reports a SystemError caused by it.
+    def interrupted_call(*args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise SystemError("place_run returned a result with an exception set") from interrupt
+
+    def broken_call(*args):
+        raise SystemError("something else")
+
+    kernels = compiled._kernels()
+    problem = Problem.build(crowded_buffers(300, 1), 1)
+    monkeypatch.setattr(kernels, "place_run", interrupted_call)
+    with pytest.raises(KeyboardInterrupt):  # the CLI reports "interrupted", not an internal error
+        place_over_compiled_tree(problem, by_size(problem))
+    monkeypatch.setattr(kernels, "place_run", broken_call)
+    with pytest.raises(SystemError, match="something else"):  # other failures stay what they are
+        place_over_compiled_tree(problem, by_size(problem))
+
+
 def test_without_numba_the_compiled_loop_is_unavailable(monkeypatch):
     monkeypatch.setattr(compiled, "_kernels", lambda: None)
     assert not compiled_placement_available()
