@@ -131,7 +131,7 @@ class LivenessPlanner:
         return self._smaller(problem, result, offsets)
 
     def _by_size_or_peak(self, problem: Problem, offsets: list[int] | None,
-                         peak: PlanResult | None) -> tuple[PlanResult, int]:
+                         peak: PlanResult | None) -> tuple[PlanResult, float]:
         """The plan in hand after the by-size pass (its `offsets`, None where it was
         abandoned at the peak's arena) and the arena above which the retry runs."""
         if offsets is not None:
