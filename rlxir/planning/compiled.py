@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from rlxir.planning.occupancy import last_query_ranks, leaf_base
+from rlxir.planning.occupancy import last_query_ranks, leaf_base, live_to_the_end
 from rlxir.planning.problem import Problem
 
 # Buffers from which a pass without a deadline runs compiled, where it can: below, the
@@ -128,10 +128,7 @@ def place_over_compiled_tree(
     sequence = np.concatenate([fixed_indices, order_array])
     base = max(2, leaf_base(problem.slot_count))
     block_level = min(BLOCK_LEVEL, base.bit_length() - 1)
-    # A buffer live to the last slot is taken as live to the tree's end: no query lies past
-    # that slot, so every query overlaps it exactly as before, and a buffer live throughout
-    # is stored at the root alone instead of at one node per bit of the slot count.
-    slot_hi = np.where(problem.slot_hi == problem.slot_count, base, problem.slot_hi)
+    slot_hi = live_to_the_end(problem.slot_hi, problem.slot_count, base)
     block_band = _block_band(problem, slot_hi, base, block_level)
     read_until, block_read_until = _read_until(problem.slot_lo[order_array], slot_hi[order_array], base,
                                                block_level)

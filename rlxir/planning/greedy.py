@@ -11,7 +11,7 @@ import numpy as np
 
 from rlxir.planning.batched import overlap_pairs, place_batched, schedule_batches
 from rlxir.planning.compiled import place_over_compiled_tree, use_compiled
-from rlxir.planning.occupancy import OccupancyTree, last_query_ranks, leaf_base
+from rlxir.planning.occupancy import OccupancyTree, last_query_ranks, leaf_base, live_to_the_end
 from rlxir.planning.problem import Problem
 
 # Placements between two looks at the clock (a few milliseconds of work).
@@ -74,7 +74,7 @@ def _place_over_tree(
     tree = _tree_for(problem, order)
     offsets = [0] * len(problem)
     slot_lo = problem.slot_lo.tolist()
-    slot_hi = problem.slot_hi.tolist()
+    slot_hi = live_to_the_end(problem.slot_hi, problem.slot_count, leaf_base(problem.slot_count)).tolist()
     sizes = problem.sizes
     gc_was_enabled = gc.isenabled()
     # The loop allocates many small lists that never form cycles; collecting them costs
@@ -111,7 +111,8 @@ def _tree_for(problem: Problem, order: list[int]) -> OccupancyTree:
     base = leaf_base(problem.slot_count)
     indices = np.asarray(order, dtype=np.int64).reshape(len(order))
     last_query = last_query_ranks(
-        problem.slot_lo[indices], problem.slot_hi[indices], np.arange(len(order), dtype=np.int64), base
+        problem.slot_lo[indices], live_to_the_end(problem.slot_hi, problem.slot_count, base)[indices],
+        np.arange(len(order), dtype=np.int64), base,
     ).tolist()  # the Python tree reads Python ints fastest
     live_per_slot = int((problem.slot_hi - problem.slot_lo).sum()) / max(problem.slot_count, 1)
     return OccupancyTree(problem.slot_count, last_query, problem.int64_safe, live_per_slot >= _CROWDED_FROM)

@@ -23,7 +23,9 @@ ancestors hold it too).
 
 ``sub[v]`` is only ever read by a query that has `v` as a cover node. The order of the
 queries is known in advance, so a node whose last such query is past is not updated any
-more (`last_query`).
+more (`last_query`). The placement loops pass a buffer live to the last slot as live to
+the tree's end (`live_to_the_end`): one cover node, the root, for a buffer live
+throughout.
 """
 
 from __future__ import annotations
@@ -46,6 +48,14 @@ def leaf_base(slot_count: int) -> int:
     while base < slot_count:
         base *= 2
     return base
+
+
+def live_to_the_end(slot_hi: np.ndarray, slot_count: int, base: int) -> np.ndarray:
+    """`slot_hi` with a buffer live to the last slot taken as live to the end of a tree of
+    `base` leaves: no query lies past that slot, so every query overlaps it as before, and
+    a buffer live throughout (the weights of a training step) is stored at the root alone
+    instead of at one node per set bit of the slot count."""
+    return np.where(slot_hi == slot_count, base, slot_hi)
 
 
 def last_query_ranks(slot_lo: np.ndarray, slot_hi: np.ndarray, rank: np.ndarray, base: int) -> np.ndarray:
