@@ -76,6 +76,9 @@ BLOCK_BAND = 6
 # span half the schedule) cost more to spread than the walks save.
 BAND_UPDATES = 12
 
+# A limit no arena reaches (the offsets of an int64-safe problem stay below it): "no stop".
+NO_LIMIT = 1 << 62
+
 # Pool bounds reserved per buffer up front (it doubles when that is not enough).
 _POOL_PER_BUFFER = 16
 
@@ -129,16 +132,17 @@ def place_over_compiled_tree(
     base = max(2, leaf_base(problem.slot_count))
     block_level = min(BLOCK_LEVEL, base.bit_length() - 1)
     slot_hi = live_to_the_end(problem.slot_hi, problem.slot_count, base)
-    block_band = _block_band(problem, slot_hi, base, block_level)
+    per_level: list[int] = []
     read_until, block_read_until = _read_until(problem.slot_lo[order_array], slot_hi[order_array], base,
-                                               block_level)
+                                               block_level, per_level)
+    block_band = _block_band(per_level, len(order_array), block_level, base.bit_length() - 1)
     sizes = problem.size_keys.astype(np.int64, copy=False)
     meta = np.zeros((3 * base + (base >> block_level), 3), dtype=np.int64)
     pool = np.empty(max(1024, _POOL_PER_BUFFER * n), dtype=np.int64)
     used = np.zeros(1, dtype=np.int64)
     offsets = np.zeros(n, dtype=np.int64)
     highest = np.zeros(1, dtype=np.int64)
-    limit = (1 << 62) if stop_at is None else min(stop_at, 1 << 62)
+    limit = NO_LIMIT if stop_at is None else min(stop_at, NO_LIMIT)
     total = len(order_array)
     fixed_count = len(fixed_indices)
     for first in range(0, len(sequence), CALL_EVERY):
@@ -160,31 +164,34 @@ def place_over_compiled_tree(
     return offsets.tolist()
 
 
-def _block_band(problem: Problem, slot_hi: np.ndarray, base: int, block_level: int) -> int:
-    """The widest band of levels above the block level, up to `BLOCK_BAND`, whose ranges
-    cost at most `BAND_UPDATES` updates of blocks' lists per buffer in all (a range stored
-    k levels above the block level updates 2^k of them)."""
-    counts = _kernel(problem, "cover_counts")(problem.slot_lo, slot_hi, base)
+def _block_band(per_level: list[int], placed: int, block_level: int, depth: int) -> int:
+    """The widest band of levels above the block level, up to `BLOCK_BAND` and the root's
+    level `depth`, whose ranges cost at most `BAND_UPDATES` updates of blocks' lists per
+    placed buffer in all (a range stored k levels above the block level updates 2^k of
+    them), given the number of cover nodes the `placed` buffers have at each level
+    (`per_level`, leaves first; levels past its end have none)."""
     updates = 0
     band = -1
-    for level in range(block_level, min(block_level + BLOCK_BAND, len(counts) - 1) + 1):
-        updates += int(counts[level]) << (level - block_level)
-        if updates > BAND_UPDATES * len(problem):
+    for level in range(block_level, min(block_level + BLOCK_BAND, depth) + 1):
+        updates += (per_level[level] if level < len(per_level) else 0) << (level - block_level)
+        if updates > BAND_UPDATES * placed:
             break
         band += 1
     return max(band, 0)
 
 
-def _read_until(slot_lo: np.ndarray, slot_hi: np.ndarray, base: int, block_level: int) -> tuple[np.ndarray, np.ndarray]:
+def _read_until(slot_lo: np.ndarray, slot_hi: np.ndarray, base: int, block_level: int,
+                per_level: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """For the queries ``[slot_lo[r], slot_hi[r])`` in rank order: per tree node, the last
     rank that reads the list the loop keeps for it, and per block, the last rank whose
-    path walk reads the block's list (-1 where none does; int64).
+    path walk reads the block's list (-1 where none does; int64). Their cover nodes per
+    level are appended to `per_level` (`last_query_ranks`).
 
     A node at an odd level keeps ``own`` for the queries covering it; one at an even level
     keeps ``sub`` for those covering it or its parent (which reads its children's lists).
     A query reads the lists of the blocks holding its first and its last slot."""
     ranks = np.arange(len(slot_lo), dtype=np.int64)
-    last = last_query_ranks(slot_lo, slot_hi, ranks, base)
+    last = last_query_ranks(slot_lo, slot_hi, ranks, base, per_level)
     read_until = last.copy()
     depth = base.bit_length() - 1
     for level in range(2, depth + 1, 2):

@@ -71,10 +71,11 @@ def _place_over_tree(
     progress: Callable[[int, int], None] | None,
     stop_at: int | None = None,
 ) -> list[int] | None:
-    tree = _tree_for(problem, order)
+    ends = live_to_the_end(problem.slot_hi, problem.slot_count, leaf_base(problem.slot_count))
+    tree = _tree_for(problem, order, ends)
     offsets = [0] * len(problem)
     slot_lo = problem.slot_lo.tolist()
-    slot_hi = live_to_the_end(problem.slot_hi, problem.slot_count, leaf_base(problem.slot_count)).tolist()
+    slot_hi = ends.tolist()
     sizes = problem.sizes
     gc_was_enabled = gc.isenabled()
     # The loop allocates many small lists that never form cycles; collecting them costs
@@ -107,12 +108,12 @@ def _place_over_tree(
     return offsets
 
 
-def _tree_for(problem: Problem, order: list[int]) -> OccupancyTree:
+def _tree_for(problem: Problem, order: list[int], ends: np.ndarray) -> OccupancyTree:
+    """The tree for placing `order`, whose buffers end at `ends` (`live_to_the_end`)."""
     base = leaf_base(problem.slot_count)
     indices = np.asarray(order, dtype=np.int64).reshape(len(order))
     last_query = last_query_ranks(
-        problem.slot_lo[indices], live_to_the_end(problem.slot_hi, problem.slot_count, base)[indices],
-        np.arange(len(order), dtype=np.int64), base,
+        problem.slot_lo[indices], ends[indices], np.arange(len(order), dtype=np.int64), base
     ).tolist()  # the Python tree reads Python ints fastest
     live_per_slot = int((problem.slot_hi - problem.slot_lo).sum()) / max(problem.slot_count, 1)
     return OccupancyTree(problem.slot_count, last_query, problem.int64_safe, live_per_slot >= _CROWDED_FROM)

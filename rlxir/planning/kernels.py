@@ -367,30 +367,6 @@ def place_run(slot_lo: np.ndarray, slot_hi: np.ndarray, sizes: np.ndarray, fixed
 
 
 @jit
-def cover_counts(slot_lo: np.ndarray, slot_hi: np.ndarray, base: int) -> np.ndarray:
-    """Per tree level, how many cover nodes the ranges ``[slot_lo[i], slot_hi[i])`` have there."""
-    depth = 1
-    while (1 << depth) < 2 * base:
-        depth += 1
-    counts = np.zeros(depth + 1, dtype=np.int64)
-    for i in range(len(slot_lo)):
-        left = slot_lo[i] + base
-        right = slot_hi[i] + base
-        level = 0
-        while left < right:
-            if left & 1:
-                counts[level] += 1
-                left += 1
-            if right & 1:
-                right -= 1
-                counts[level] += 1
-            left >>= 1
-            right >>= 1
-            level += 1
-    return counts
-
-
-@jit
 def find_first_at_least(sizes: np.ndarray, starts: np.ndarray, count: int, size: int, start: int) -> int:
     """First position of (`size`, `start`) or above in the pairs sorted by (size, start)."""
     lo = 0

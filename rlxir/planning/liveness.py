@@ -11,7 +11,7 @@ from operator import add
 import attrs
 
 from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink, placed_share
-from rlxir.planning.compiled import place_over_compiled_tree, use_compiled
+from rlxir.planning.compiled import NO_LIMIT, place_over_compiled_tree, use_compiled
 from rlxir.planning.greedy import place_in_order
 from rlxir.planning.orderings import by_size, peak_first
 from rlxir.planning.problem import Problem
@@ -99,7 +99,7 @@ class LivenessPlanner:
         """The plan of `plan`, with the pass from the peak (unless it ran already) and the
         retry, where that pass misses the bound by more than the margin, run in `ahead`'s
         thread while this one places by size."""
-        by_size_arena = _NO_STOP
+        by_size_arena = NO_LIMIT
         try:
             offsets = place_over_compiled_tree(problem, by_size(problem), progress=_placing(progress, "greedy by size"),
                                                stop_cell=ahead.by_size_cell)
@@ -149,9 +149,6 @@ class LivenessPlanner:
         return retry if retry.arena_bytes < result.arena_bytes else result
 
 
-_NO_STOP = 1 << 62
-
-
 class _PassesAhead:
     """The pass from the peak (or its plan, where it has run already), then, where it
     misses the bound by more than the margin, the peak-first retry, run compiled in a
@@ -168,7 +165,7 @@ class _PassesAhead:
     """
 
     def __init__(self, problem: Problem, name: str, retry_above: float, peak: PlanResult | None):
-        stop = _NO_STOP if peak is None else peak.arena_bytes
+        stop = NO_LIMIT if peak is None else peak.arena_bytes
         self.by_size_cell = [stop]
         self.retry_cell = [stop]
         self.retrying = False
@@ -217,8 +214,7 @@ class _PassesAhead:
 
     def peak_result(self) -> PlanResult:
         """The pass from the peak's plan; waits for it."""
-        while not self.peak_known.wait(0.25):
-            pass
+        self.peak_known.wait()
         if not self.peak:
             raise self.failure[0]
         return self.peak[0]

@@ -58,11 +58,14 @@ def live_to_the_end(slot_hi: np.ndarray, slot_count: int, base: int) -> np.ndarr
     return np.where(slot_hi == slot_count, base, slot_hi)
 
 
-def last_query_ranks(slot_lo: np.ndarray, slot_hi: np.ndarray, rank: np.ndarray, base: int) -> np.ndarray:
+def last_query_ranks(slot_lo: np.ndarray, slot_hi: np.ndarray, rank: np.ndarray, base: int,
+                     per_level: list[int] | None = None) -> np.ndarray:
     """For every tree node, the highest `rank` of a query having it as a cover node (int64).
 
     Nodes no query covers get -1. Vectorised over all queries: one pass per tree level,
     walking the standard bottom-up decomposition of ``[lo, hi)`` for all of them at once.
+    With `per_level`, the number of cover nodes the queries have at each level (leaves
+    first) is appended to it, up to the highest level that has any.
     """
     last = np.full(2 * base, -1, dtype=np.int64)
     left = slot_lo + base
@@ -77,6 +80,8 @@ def last_query_ranks(slot_lo: np.ndarray, slot_hi: np.ndarray, rank: np.ndarray,
         take_right = open_ & ((right & 1) == 1)
         right = right - take_right
         np.maximum.at(last, right[take_right], rank[take_right])
+        if per_level is not None:
+            per_level.append(int(np.count_nonzero(take_left)) + int(np.count_nonzero(take_right)))
         left >>= 1
         right >>= 1
 

@@ -18,7 +18,7 @@ from rlxir.planning import Buffer, LivenessPlanner
 from rlxir.planning import compiled, greedy, liveness, sweep
 from rlxir.planning.compiled import compiled_placement_available, place_over_compiled_tree
 from rlxir.planning.greedy import _place_over_tree, place_in_order
-from rlxir.planning.occupancy import leaf_base
+from rlxir.planning.occupancy import last_query_ranks, leaf_base
 from rlxir.planning.orderings import by_area, by_size, peak_first
 from rlxir.planning.problem import Problem
 from rlxir.planning.sweep import peak_sweep_best_fit
@@ -95,7 +95,9 @@ def test_the_band_of_block_levels_keeps_to_its_budget_of_updates(long_lived, mon
     problem = Problem.build(buffers, 1)
     base = leaf_base(problem.slot_count)
     slot_hi = np.where(problem.slot_hi == problem.slot_count, base, problem.slot_hi)
-    band = compiled._block_band(problem, slot_hi, base, 3)
+    per_level: list[int] = []
+    last_query_ranks(problem.slot_lo, slot_hi, np.arange(len(buffers)), base, per_level)
+    band = compiled._block_band(per_level, len(buffers), 3, base.bit_length() - 1)
 
     def updates(band: int) -> int:
         return sum(1 << (level - 3) for lo, hi in zip(problem.slot_lo.tolist(), slot_hi.tolist())
@@ -143,8 +145,7 @@ def test_a_stop_lowered_during_the_pass_counts_the_buffers_already_placed(monkey
 
     assert place_over_compiled_tree(problem, order, progress=lower_after_the_first, stop_cell=cell) is None
     assert heard == [0, 1]  # it stopped at the first look after the cell was lowered
-    kernel = compiled._kernel
-    place_run = kernel(problem, "place_run")
+    place_run = compiled._kernel(problem, "place_run")
     late = [1 << 62]
 
     def lowering_during_the_last_call(*args):
@@ -153,8 +154,7 @@ def test_a_stop_lowered_during_the_pass_counts_the_buffers_already_placed(monkey
             late[0] = 100
         return outcome
 
-    monkeypatch.setattr(compiled, "_kernel", lambda problem, name: lowering_during_the_last_call
-                        if name == "place_run" else kernel(problem, name))
+    monkeypatch.setattr(compiled, "_kernel", lambda problem, name: lowering_during_the_last_call)  # place_run only
     assert place_over_compiled_tree(problem, order, stop_cell=late) is None
 
 
