@@ -52,7 +52,8 @@ def compile_module(module: Any, example_inputs: Sequence, target: str = "cuda", 
     bound = {**(bindings or {}), BATCH: batch or example_batch}
     if training:
         return compile_training(graph, target, bound, compile_options, optimizer=chosen)
-    return compile_graph(graph, target, bound, compile_options)
+    # The graph was imported for this compile alone: bound and transformed itself, not a copy.
+    return compile_graph(graph, target, bound, attrs.evolve(compile_options, reuse_graph=True))
 
 
 def fit_module(module: Any, example_inputs: Sequence, target: str = "cuda", vram: int | None = None,

@@ -47,6 +47,39 @@ def test_probe_equals_compile_on_random_graphs(data):
         assert all(offset % result.plan.alignment == 0 for offset in buffers_ok.values())
 
 
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_a_graph_handed_over_compiles_to_what_a_copy_compiles_to(data):
+    """`reuse_graph` binds and transforms the graph given itself: the same graph and plan as
+    the compile of a copy, which leaves the graph given as it was."""
+    graph = data.draw(graphs(max_ops=10, symbols=("B",)))
+    bindings = data.draw(bindings_for(graph))
+    target = data.draw(st.sampled_from(TARGETS))
+    written = rlxir.print_graph(graph)
+    copied = rlxir.compiler.compile.plan_compile(graph, target, bindings)
+    assert rlxir.print_graph(graph) == written and copied.graph is not graph
+    handed = rlxir.parse(written).main
+    reused = rlxir.compiler.compile.plan_compile(handed, target, bindings, CompileOptions(reuse_graph=True))
+    assert reused.graph is handed
+    assert rlxir.print_graph(reused.graph) == rlxir.print_graph(copied.graph)
+    assert [(b.name, b.offset, b.size) for b in reused.plan.buffers] == [(b.name, b.offset, b.size)
+                                                                        for b in copied.plan.buffers]
+    def counts(stages):
+        return [(s.spec, s.nodes_before, s.nodes_after, s.changed) for s in stages]
+
+    assert counts(reused.stages) == counts(copied.stages)
+
+
+@pytest.mark.parametrize("example", sorted(SMALL))
+def test_an_example_handed_over_compiles_to_what_a_copy_compiles_to(example):
+    path = EXAMPLES / f"{example}.rlx"
+    copied = compile(rlxir.parse_file(path).main, "cpu", SMALL[example])
+    reused = compile(rlxir.parse_file(path).main, "cpu", SMALL[example], CompileOptions(reuse_graph=True))
+    assert rlxir.print_graph(reused.graph) == rlxir.print_graph(copied.graph)
+    assert reused.arena_bytes == copied.arena_bytes
+    assert [b.offset for b in reused.plan.buffers] == [b.offset for b in copied.plan.buffers]
+
+
 def test_bump_is_the_rlx_rule_on_a_graph():
     # Every non-aliased value gets ceil(elements * 4 / 16) * 16 bytes at the cursor.
     graph = rlxir.parse("""graph g {

@@ -186,3 +186,50 @@ def test_cse_merges_thousands_of_operands_of_one_reader_in_order():
     merged = run_pipeline(rlxir.parse(text).main, "cse")
     assert merged.operands("cat") == tuple("e0" if i % 3 == 0 else "e1" for i in range(3000))
     assert len(merged) == 4
+
+
+def _records(graph) -> list:
+    """Every value's record fields, readers and sources in their dicts' order, the schedule."""
+    return [(name, data.op, data.operands, dict(data.attrs), data.type, data.loc, data.provenance,
+             list(graph.edge_targets(name)), list(graph.edge_sources(name)))
+            for name, data in ((name, graph.data(name)) for name in graph.schedule())]
+
+
+BOUND_IN_PLACE = """\
+graph g(B, S = 8) {
+  input %x : f32[B, S, 4]
+  param %w : f32[4, 4]
+  const %c : f32[4] = [1.0, 2.0, 3.0, 4.0]
+  %h = matmul(%x, %w)
+  %a = add(%h, %c)
+  %r = reshape(%a) {shape = [B * S, 4]}
+  %e = expand(%c) {shape = [B, 4]}
+  %s = expand(%c) {shape = [S - 4, 4]}
+  output %r, %s, %e
+}
+"""
+
+
+@pytest.mark.parametrize("bindings", [{"B": 3}, {"B": 2, "S": 6}])
+def test_binding_in_place_gives_what_the_copy_gives_and_returns_the_graph_itself(bindings):
+    written, reused = rlxir.parse(BOUND_IN_PLACE).main, rlxir.parse(BOUND_IN_PLACE).main
+    assert written.fresh_name("h") == reused.fresh_name("h") == "h.1"  # counted in the graph as written
+    copied = written.bind(bindings)
+    assert copied is not written and "B" in written.symbols  # the copy leaves the graph as written
+    bound = reused.bind(bindings, in_place=True)
+    assert bound is reused
+    assert _records(bound) == _records(copied) and bound.equals(copied)
+    assert bound.symbols == copied.symbols and list(bound.outputs) == list(copied.outputs)
+    assert bound.interface_leaves() == copied.interface_leaves()  # the leaves' new types, not cached old ones
+    assert bound.type("e").shape == (bindings["B"], 4) and ("S" in bound.symbols) == ("S" not in bindings)
+    rlxir.verify(bound)
+    # the passes name new values as they would in the copy
+    assert bound.fresh_name("h") == copied.fresh_name("h") == "h.1"
+
+
+def test_binding_in_place_refuses_what_the_copy_refuses_at_the_same_place():
+    for in_place in (False, True):
+        graph = rlxir.parse(BOUND_IN_PLACE).main
+        with pytest.raises(rlxir.RlxError, match="expand dim -1 is negative") as caught:
+            graph.bind({"B": 2, "S": 3}, in_place=in_place)
+        assert caught.value.line == 9

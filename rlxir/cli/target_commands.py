@@ -11,6 +11,8 @@ import json
 import os
 import time
 
+import attrs
+
 from rlxir.cli import progress
 from rlxir.cli.comparison import (PLAN_PAGE_KEY, SharedReference, compare_targets, row_fields, with_execution,
                                   write_plan_page)
@@ -122,7 +124,10 @@ def run_compile(args: argparse.Namespace) -> int:
     graph = read_graph(args)
     progress.show(f"compiling for {target.name} ...")
     started = time.perf_counter()
-    result = plan_compile(graph, target, bindings_from(args), compile_options(args, shown_for=target))
+    # The graph was parsed for this compile alone: it is bound and transformed itself, not a
+    # copy, unless --emit mir prints it as written afterwards.
+    options = attrs.evolve(compile_options(args, shown_for=target), reuse_graph=args.emit != "mir")
+    result = plan_compile(graph, target, bindings_from(args), options)
     seconds = time.perf_counter() - started
     progress.clear()
     plan = result.plan

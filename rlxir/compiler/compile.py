@@ -57,6 +57,10 @@ class CompileOptions:
     - `time_budget`: seconds for the `best` planner.
     - `instruments`: pass instruments (rlxir.pass_machinery.instruments) around the pipeline.
     - `validate`: check the placement (no live overlap, alignment, inside the arena).
+    - `reuse_graph`: bind and transform the graph given itself instead of a copy, for a
+      caller that has no further use for it as written (`rlxir compile` parses a file for
+      one compile): the same result, without copying every node (about a quarter of a
+      second per 10^5 nodes). The result's graph is then the graph given.
     """
 
     planner: str | None = None
@@ -67,6 +71,7 @@ class CompileOptions:
     time_budget: float | None = None
     instruments: Sequence[Instrument] = ()
     validate: bool = True
+    reuse_graph: bool = False
 
 
 @attrs.frozen
@@ -105,8 +110,10 @@ class CompileResult:
         return [(stage.spec, stage.nodes_before, stage.nodes_after) for stage in self.stages]
 
 
-def bind_for_compile(graph: Graph, bindings: Mapping[str, int] | None = None) -> tuple[Graph, dict[str, int]]:
-    """The graph with every symbol bound (header defaults, then `bindings`).
+def bind_for_compile(graph: Graph, bindings: Mapping[str, int] | None = None,
+                     in_place: bool = False) -> tuple[Graph, dict[str, int]]:
+    """The graph with every symbol bound (header defaults, then `bindings`): a copy, or
+    with `in_place` the graph itself.
 
     Raises `UnboundSymbolError` naming every symbol that has neither, and `RlxError` for a
     binding of a symbol the graph does not declare.
@@ -122,6 +129,8 @@ def bind_for_compile(graph: Graph, bindings: Mapping[str, int] | None = None) ->
     if missing:
         raise UnboundSymbolError(missing, graph.loc, context=f"in graph {graph.name}: a graph is planned only once "
                                                               "every symbol is bound")
+    if in_place:
+        return (graph.bind(values, in_place=True) if values else graph), values
     return (graph.bind(values) if values else graph.copy()), values
 
 
@@ -129,7 +138,7 @@ def prepare_exec_graph(graph: Graph, target: Target, bindings: Mapping[str, int]
                        options: CompileOptions | None = None) -> ExecGraph:
     """Everything `target`'s compile does before planning: bind, then run its pipeline."""
     options = options or CompileOptions()
-    bound, values = bind_for_compile(graph, bindings)  # each of the two runs with the collector off
+    bound, values = bind_for_compile(graph, bindings, options.reuse_graph)  # with the collector off
     ctx = PassContext(target=target, bindings=dict(values))
     Pipeline.parse(target.pipeline).run(bound, ctx, options.instruments)
     return ExecGraph(bound, tuple(ctx.stats), values)

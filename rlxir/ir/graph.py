@@ -19,17 +19,17 @@ pass puts them (`before=` / `after=`), and untouched nodes keep their relative o
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from rlxir.errors import IRTypeError, Location, RlxError, VerifyError
 from rlxir.gcpause import no_collections
+from rlxir.ir.binding import bound_fields
 from rlxir.ir.inference import infer_result
 from rlxir.ir.labels import SPACING, label_between
 from rlxir.ir.graph_reading import (NO_EDGE_DATA, SCHEDULE_END, GraphError, GraphReading, SharedAttrs,
                                     ValueNode)
-from rlxir.ops import LEAF_KINDS, OpDef, check_attributes, get_op
-from rlxir.symbolic import Expr, format_dim, substitute
-from rlxir.types import TensorType, canonical_type
+from rlxir.ops import LEAF_KINDS, check_attributes, get_op
+from rlxir.types import TensorType
 
 if TYPE_CHECKING:
     from rlxir.ir.nx_graph import ValueDiGraph
@@ -425,11 +425,15 @@ class Graph(GraphReading):
         values.update({symbol: value for symbol, value in (bindings or {}).items() if symbol in self.symbols})
         return values
 
-    def bind(self, bindings: Mapping[str, int] | None = None, **symbols: int) -> Graph:
+    def bind(self, bindings: Mapping[str, int] | None = None, *, in_place: bool = False, **symbols: int) -> Graph:
         """A specialised copy with the given symbols replaced by integers.
 
         Every node's type is inferred again, so checks that need numbers (slice bounds,
         reshape counts) run now; a failure is located at the node. Unknown symbols are an error.
+
+        ``in_place=True`` binds this graph itself and returns it: the same result without
+        the copy, for a caller that has no further use for the graph as written (a failure
+        then leaves it part-bound).
         """
         values = {**(bindings or {}), **symbols}
         unknown = sorted(set(values) - set(self.symbols))
@@ -441,6 +445,8 @@ class Graph(GraphReading):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise RlxError(f"symbol {symbol} must be bound to a non-negative integer, got {value!r}")
         remaining = {symbol: default for symbol, default in self.symbols.items() if symbol not in values}
+        if in_place:
+            return self._bind_in_place(values, remaining)
         result = Graph(self.name, remaining)
         result.loc, result.output_loc = self.loc, self.output_loc
         bound_types: dict = {}
@@ -452,6 +458,22 @@ class Graph(GraphReading):
             result.append_to_schedule(order)
         result.outputs = list(self.outputs)
         return result
+
+    def _bind_in_place(self, values: Mapping[str, int], remaining: dict[str, int | None]) -> Graph:
+        """`bind(values, in_place=True)`: each record gets the type and attributes a copy's
+        would have; names, edges, the schedule and the outputs stay as they are."""
+        bound_types: dict = {}
+        inferred: dict = {}
+        nodes = self._nodes
+        with no_collections():
+            for name in self.schedule():
+                data = nodes[name]
+                data.attrs, data.type = bound_fields(name, data, nodes, values, bound_types, inferred)
+        self.symbols = remaining
+        self._fresh = {}  # as in a new graph: the passes name new values the same way
+        self._leaf_version += 1  # the leaves' types changed
+        self._changed()
+        return self
 
     def equals(self, other: Graph) -> bool:
         """Structural equality: name, symbols, schedule, every node's op, operands,
@@ -472,12 +494,15 @@ class Graph(GraphReading):
         return f"<Graph {self.name}: {len(self)} values>"
 
 
-def _bind_attr(value: Any, values: Mapping[str, int]) -> Any:
-    if isinstance(value, Expr):
-        return substitute(value, values)
-    if isinstance(value, tuple) and any(isinstance(item, Expr) for item in value):
-        return tuple(substitute(item, values) if isinstance(item, Expr) else item for item in value)
-    return value
+def _rebuild_node(result: Graph, name: str, data: ValueNode, values: Mapping[str, int], bound_types: dict,
+                  inferred: dict) -> None:
+    """Store `name` and its edges in `result`, symbols bound, type inferred again (the caller schedules it)."""
+    attrs, type_ = bound_fields(name, data, result._nodes, values, bound_types, inferred)
+    if data.op in LEAF_KINDS:
+        result._store_node(name, ValueNode(data.op, (), attrs, type_, data.loc, data.provenance))
+    else:
+        result._store_node(name, ValueNode(data.op, data.operands, attrs, type_, data.loc, data.provenance),
+                           linked=True)
 
 
 def _same_attrs(left: dict, right: dict) -> bool:
@@ -491,63 +516,6 @@ def _same_value(left: object, right: object) -> bool:
     if isinstance(left, float) and isinstance(right, float) and left != left and right != right:
         return True
     return type(left) is type(right) and left == right
-
-
-def _rebuild_node(result: Graph, name: str, data: ValueNode, values: Mapping[str, int], bound_types: dict,
-                  inferred: dict) -> None:
-    """Store `name` and its edges in `result`, symbols bound, type inferred again (the caller schedules it);
-    `inferred` memoises inference per (op, operand types, `SharedAttrs` object: read-only, kept alive)."""
-    type_ = _bound_type(name, data, values, bound_types)
-    op = data.op
-    operands = data.operands
-    if op in LEAF_KINDS:
-        attrs = data.attrs if op == "const" else {key: _bind_attr(value, values) for key, value in data.attrs.items()}
-        result._store_node(name, ValueNode(op, (), dict(attrs), type_, data.loc, data.provenance))
-    else:
-        operand_types = tuple([result._nodes[operand].type for operand in operands])
-        memo_key = (op, operand_types, id(data.attrs)) if type(data.attrs) is SharedAttrs else None
-        hit = inferred.get(memo_key) if memo_key is not None else None
-        if hit is None:
-            attrs = {key: _bind_attr(value, values) for key, value in data.attrs.items()}
-            try:
-                hit = infer_result(cast(OpDef, get_op(op)), operand_types, attrs)  # its op is registered
-            except RlxError as error:
-                raise error.with_location(data.loc) from None
-            except ZeroDivisionError:
-                raise RlxError(f"binding makes a dim of %{name} divide by zero", data.loc,
-                               "symbol values that keep every divisor non-zero") from None
-            if memo_key is not None:
-                inferred[memo_key] = hit
-        canonical, type_ = hit
-        result._store_node(name, ValueNode(op, operands, canonical, type_, data.loc, data.provenance), linked=True)
-    # Each distinct (written, bound) pair is checked once; the memo keys pairs beside types.
-    if type_ is not data.type and (data.type, type_) not in bound_types:
-        _check_dims_not_negative(name, data.type, type_, values, data.loc)
-        bound_types[data.type, type_] = type_
-
-
-def _bound_type(name: str, data: ValueNode, values: Mapping[str, int], bound_types: dict) -> TensorType:
-    """`data`'s type with `values` bound (memoised per type: types repeat across layers)."""
-    symbolic = data.type
-    bound = bound_types.get(symbolic)
-    if bound is None:
-        try:
-            bound = bound_types[symbolic] = canonical_type(symbolic.bind(values))
-        except ZeroDivisionError:
-            given = ", ".join(f"{symbol}={value}" for symbol, value in values.items())
-            raise RlxError(f"with {given}, a dim of %{name} ({symbolic}) divides by zero", data.loc,
-                           "symbol values that keep every divisor non-zero") from None
-    return bound
-
-
-def _check_dims_not_negative(name: str, symbolic: TensorType, bound: TensorType, values: Mapping[str, int],
-                             loc: Location | None) -> None:
-    """A symbol value can make a dim such as ``S - 4`` negative; no tensor has such a shape."""
-    for written, dim in zip(symbolic.shape, bound.shape):
-        if isinstance(dim, int) and dim < 0:
-            given = ", ".join(f"{symbol}={value}" for symbol, value in values.items())
-            raise RlxError(f"with {given}, dim {format_dim(written)} of %{name} is {dim}", loc,
-                           expected="symbol values that leave every dim non-negative")
 
 
 class Module:

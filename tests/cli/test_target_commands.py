@@ -70,6 +70,17 @@ def test_compile_bad_input_exits_1(tmp_path, capsys):
     assert code == 1 and f"{path}:3:8: type error: unknown op 'expp'" in err
 
 
+def test_compile_emit_mir_prints_the_graph_as_written_before_the_compiled_report(capsys):
+    """`compile` binds and transforms the graph it parsed itself, not a copy, except where
+    --emit mir prints that graph after the pipeline has run."""
+    code, out, _ = run(["compile", GPT2_BLOCK, "-t", "cpu", "--batch", "1", "-D", "S=8", "--emit", "mir"], capsys)
+    assert code == 0
+    assert out.startswith(GPT2_BLOCK.read_text().splitlines()[0])  # the header with its symbols, unbound
+    assert "f32[B, S, " in out and "fused_" not in out.split("target cpu")[0]
+    expected = compile_graph(parse_file(GPT2_BLOCK).main, "cpu", {"B": 1, "S": 8})
+    assert f"arena        {expected.arena_bytes} B" in out
+
+
 def test_compile_emit_lir_prints_annotations(capsys):
     code, out, _ = run(["compile", GPT2_BLOCK, "-t", "cpu", "--batch", "1", "-D", "S=8", "--emit", "lir"], capsys)
     assert code == 0 and 'kernel_family = "gemm"' in out
