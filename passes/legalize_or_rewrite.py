@@ -156,11 +156,11 @@ def legalize(graph: Graph, target: Target, share_constants: bool = False) -> boo
             rewrites = rewrite_greedy(graph, legalizer.rules())
     else:
         rewrites = rewrite_greedy(graph, legalizer.rules())
-    offenders = []
-    nodes = graph.data_by_name()
+    offenders: dict[str, str] = {}
     runs: dict[str, bool] = {}  # op -> the target runs it whatever its axes (leaves too)
-    for node in graph.schedule():
-        data = nodes[node]
+    # Every value is checked; the records are read in storage order (no schedule needed),
+    # and the offenders are put in schedule order for the message.
+    for node, data in graph.data_by_name().items():
         op = data.op
         plain = runs.get(op)
         if plain is None:
@@ -173,9 +173,9 @@ def legalize(graph: Graph, target: Target, share_constants: bool = False) -> boo
             continue
         if node in legalizer.refusals:
             reason += f"; {legalizer.refusals[node]}"
-        offenders.append((node, reason))
+        offenders[node] = reason
     if offenders:
-        raise _refusal(graph, target, offenders)
+        raise _refusal(graph, target, [(node, offenders[node]) for node in graph.in_schedule_order(offenders)])
     return rewrites > 0
 
 

@@ -28,9 +28,7 @@ class ScanUnroll(Pass):
         return isinstance(steps, int) and steps <= self.max_steps
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
-        nodes = graph.data_by_name()
-        scans = [node for node in graph.schedule()
-                 if nodes[node].op == "selective_scan" and self.unrolls(graph, node)]
+        scans = [node for node in graph.values_with_op(("selective_scan",)) if self.unrolls(graph, node)]
         for node in scans:
             unfuse_or_refuse(graph, node, self.name)
         return bool(scans)

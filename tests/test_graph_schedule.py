@@ -1,6 +1,7 @@
 """The schedule is the order of the graph's linked list through every kind of change:
 inserts before the first value, after the last, between two, moves, erases and renames,
-including the relabelling when the labels between two values run out."""
+including the relabelling when the labels between two values run out; so are the values
+of given ops (`values_with_op`) and any values sorted by it (`in_schedule_order`)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_the_schedule_is_the_linked_lists_order(steps):
         if kind in ("before", "after", "end"):
             made += 1
             where = {"before": {"before": anchor}, "after": {"after": anchor}, "end": {}}[kind]
-            graph.add_op("exp", ["x"], name=f"n{made}", **where)
+            graph.add_op("neg" if made % 3 == 0 else "exp", ["x"], name=f"n{made}", **where)
         elif kind == "move" and graph.kind(anchor) == "op":
             other = names[(pick // 7) % len(names)]
             if other != anchor and graph.kind(other) == "op" and not graph.users(anchor):
@@ -47,6 +48,9 @@ def test_the_schedule_is_the_linked_lists_order(steps):
         elif kind == "rename" and graph.kind(anchor) == "op":
             made += 1
             graph.rename(anchor, f"r{made}")
+        # The values of some ops, read from storage before the schedule is ordered again.
+        for ops in ({"neg"}, ("neg", "input"), {"relu", "exp"}):
+            assert graph.values_with_op(ops) == [name for name in walked(graph) if graph.op(name) in ops]
         assert graph.schedule() == walked(graph)
         # Any values, given in any order, come back in the schedule's order.
         some = graph.schedule()[pick % 3::2][::-1]

@@ -80,11 +80,10 @@ def rewrite_greedy(graph: Graph, rules: Sequence[Rule], max_rewrites: int | None
     by_op, general = _index_rules(rules)
     cap = max_rewrites if max_rewrites is not None else 10 * len(graph) + 1000
     nodes = graph.data_by_name()
-    schedule = graph.schedule()
     # Without general rules, a node whose op no rule names is skipped whenever it is taken
     # from the worklist: it starts without them (most nodes of a big graph), and a rewrite
     # that makes one queues it, to be skipped as before.
-    worklist = deque(schedule if general else [name for name in schedule if nodes[name].op in by_op])
+    worklist = deque(graph.schedule() if general else graph.values_with_op(by_op))
     queued = set(worklist)
     rewrites, recent = 0, deque(maxlen=8)
     while worklist:
@@ -124,11 +123,13 @@ def _enqueue(graph: Graph, worklist: deque, queued: set, names: Iterable[str]) -
 
 
 def rewrite_once(graph: Graph, rules: Sequence[Rule]) -> int:
-    """One walk over the schedule; at most one rule per node. Returns rewrites made."""
+    """One walk over the schedule; at most one rule per node. Returns rewrites made.
+    Without predicate rules, the walk visits the nodes whose op a rule names when it
+    starts (`values_with_op`), in schedule order."""
     by_op, general = _index_rules(rules)
     rewrites = 0
     nodes = graph.data_by_name()
-    for node in graph.schedule():
+    for node in graph.schedule() if general else graph.values_with_op(by_op):
         data = nodes.get(node)
         if data is None or (not general and data.op not in by_op):
             continue  # erased by an earlier rewrite, or no rule looks at its op
