@@ -60,10 +60,14 @@ def view_roots(graph: Graph, view_rule: str = "lir") -> dict[str, tuple[str, int
     cast to its operand's root at offset 0. Under both rules an op annotated `in_place_of`
     (an optimizer's update written over its param) has that param as its root, at offset 0.
     Values that are not views are absent."""
+    schedule = graph.schedule()
+    return _view_roots(schedule, list(map(graph.data_by_name().__getitem__, schedule)), view_rule)
+
+
+def _view_roots(schedule: list[str], records: list, view_rule: str) -> dict[str, tuple[str, int]]:
+    """`view_roots` of the values `schedule` names, whose records are `records`."""
     roots: dict[str, tuple[str, int]] = {}
-    nodes = graph.data_by_name()
-    for name in graph.schedule():
-        data = nodes[name]
+    for name, data in zip(schedule, records):
         over = data.attrs.get("in_place_of")
         if isinstance(over, str) and over.startswith("%"):
             roots[name] = (over[1:], 0)
@@ -88,22 +92,18 @@ def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str =
         raise RlxError(f"unknown planning mode {mode!r}", expected=" or ".join(MODES))
     schedule = graph.schedule()
     end = len(schedule)
-    roots = {view: root for view, (root, _) in view_roots(graph, view_rule).items()}
-    nodes = graph.data_by_name()
-    last_read: dict[str, int] = {}
-    for step, name in enumerate(schedule):
-        for operand in nodes[name].operands:
-            last_read[roots.get(operand, operand)] = step
+    records = list(map(graph.data_by_name().__getitem__, schedule))  # each name looked up once
+    roots = {view: root for view, (root, _) in _view_roots(schedule, records, view_rule).items()}
+    last_read = _last_reads(records, roots)
     for output in graph.outputs:
         last_read[roots.get(output, output)] = end
     buffers: list[Buffer] = []
     info: dict[str, BufferInfo] = {}
     outputs = {roots.get(output, output) for output in graph.outputs}
     sized: dict = {}  # type -> (bytes, text): types repeat across a model's layers
-    for step, name in enumerate(schedule):
+    for step, (name, data) in enumerate(zip(schedule, records)):
         if name in roots:
             continue
-        data = nodes[name]
         kind = data.op if data.op in LEAF_KINDS else "op"
         type_ = data.type
         known = sized.get(type_)
@@ -124,6 +124,18 @@ def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str =
             buffers.append(Buffer(label, step, step + 1, int(workspace)))
             info[label] = BufferInfo(name, "workspace", f"u8[{workspace}]")
     return buffers, info
+
+
+def _last_reads(records: list, roots: Mapping[str, str]) -> dict[str, int]:
+    """The last step reading each value (by name) or, for a root, any of its views; values
+    nobody reads are absent. One dict built in C from every (operand, step) pair (a later
+    step overwrites an earlier one), then each view's last read carried to its root."""
+    last_read = {operand: step for step, data in enumerate(records) for operand in data.operands}
+    for view, root in roots.items():
+        read = last_read.get(view)
+        if read is not None and read > last_read.get(root, -1):
+            last_read[root] = read
+    return last_read
 
 
 def _weight_offset(graph: Graph, name: str, weight_layout: Mapping[str, int] | None) -> int:
