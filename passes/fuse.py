@@ -143,17 +143,14 @@ def fuse_shared_input_matmuls(graph: Graph) -> int:
     the backends do. A weight param defined after the group's first matmul moves up to it,
     with the params defined in between, in order (a param has no operands, so this changes
     nothing else, and the params keep their order). Returns how many groups merged."""
-    schedule = graph.schedule()
-    position = {name: index for index, name in enumerate(schedule)}
     merged = 0
-    for x in schedule:
+    for x in graph.schedule():
         if x not in graph or graph.user_count(x) < 2:
             continue
         products = [user for user in graph.edge_targets(x) if _concatenable_weight(graph, x, user)]
         if len(products) < 2:
             continue
-        products.sort(key=position.__getitem__)
-        _merge_group(graph, x, products)
+        _merge_group(graph, x, graph.in_schedule_order(products))
         merged += 1
     return merged
 

@@ -125,7 +125,6 @@ def fuse_regions(graph: Graph, max_steps: int, max_inputs: int) -> int:
     """Replace every maximal region of two or more steps by one `fused_elementwise` node;
     returns how many regions were made. One walk from the end of the schedule."""
     schedule = graph.schedule()
-    position = {name: index for index, name in enumerate(schedule)}
     nodes = graph.data_by_name()
     elementwise = _ElementwiseOps()
     texts: dict = {}
@@ -137,7 +136,7 @@ def fuse_regions(graph: Graph, max_steps: int, max_inputs: int) -> int:
         region = grow_region(graph, root, max_steps, max_inputs, elementwise)
         if len(region) < 2:
             continue
-        members = sorted(region, key=position.__getitem__)
+        members = graph.in_schedule_order(region)
         inputs, chain = region_chain(graph, members, texts)
         provenance = tuple(dict.fromkeys(item for member in members for item in nodes[member].provenance))
         fused = graph.add_op("fused_elementwise", inputs, {"chain": chain}, before=root, origin=root,
