@@ -14,7 +14,10 @@ in the same run:
   verify, the rocm pipeline, the plan and the report (CPU seconds; a refusal past the u32
   arena ceiling still plans everything, and is reported as such);
 - library s: parse + rocm pipeline (`prepare_exec_graph`) + plan (`plan_exec_graph`) in a
-  fresh process after its imports, bench/pipeline.py's "parse+rocm s" (skip: --no-library);
+  fresh process after its imports, the parsed graph handed over to the compile as `rlxir
+  compile` hands it (`CompileOptions(reuse_graph=True)`: bound and transformed itself, not a
+  copy; bench/pipeline.py's "parse+rocm s" copies it, compiling it for several targets)
+  (skip: --no-library);
 - peak GiB: the compile process's peak resident memory;
 - growth / 10x: how compile s (and library s) grow per 10x statements from the previous size.
 Every process is timed alone (os.wait4), best of --repeat; peak memory is the largest seen.
