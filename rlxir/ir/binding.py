@@ -13,7 +13,9 @@ from rlxir.ops import LEAF_KINDS, OpDef, get_op
 from rlxir.symbolic import Expr, format_dim, substitute
 from rlxir.types import TensorType, canonical_type
 
+
 def bind_attr(value: Any, values: Mapping[str, int]) -> Any:
+    """An attribute value with `values` substituted into its symbolic dims (others as they are)."""
     if isinstance(value, Expr):
         return substitute(value, values)
     if isinstance(value, tuple) and any(isinstance(item, Expr) for item in value):
@@ -29,8 +31,7 @@ def bound_fields(name: str, data: ValueNode, bound_nodes: Mapping[str, ValueNode
     type_ = _bound_type(name, data, values, bound_types)
     op = data.op
     if op in LEAF_KINDS:
-        attrs = data.attrs if op == "const" else {key: bind_attr(value, values) for key, value in data.attrs.items()}
-        attrs = dict(attrs)
+        attrs = dict(data.attrs) if op == "const" else {key: bind_attr(value, values) for key, value in data.attrs.items()}
     else:
         operand_types = tuple([bound_nodes[operand].type for operand in data.operands])
         memo_key = (op, operand_types, id(data.attrs)) if type(data.attrs) is SharedAttrs else None
