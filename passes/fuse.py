@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 import attrs
@@ -144,7 +145,11 @@ def fuse_shared_input_matmuls(graph: Graph) -> int:
     with the params defined in between, in order (a param has no operands, so this changes
     nothing else, and the params keep their order). Returns how many groups merged."""
     merged = 0
-    for x in graph.schedule():
+    # Only the left operand of two matmuls or more can head a group: those values, in the
+    # order a walk over the whole schedule would meet them, are all it visits.
+    nodes = graph.data_by_name()
+    lefts = Counter(nodes[product].operands[0] for product in graph.values_with_op(("matmul",)))
+    for x in graph.in_schedule_order(x for x, count in lefts.items() if count >= 2):
         if x not in graph or graph.user_count(x) < 2:
             continue
         products = [user for user in graph.edge_targets(x) if _concatenable_weight(graph, x, user)]
