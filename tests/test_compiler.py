@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rlxir
-from rlxir.compiler.compile import ArenaTooLarge, CompileOptions, compile, plan_arena_bytes, prepare_exec_graph
+from rlxir.compiler.compile import (ArenaTooLarge, CompileOptions, compile, plan_arena_bytes, plan_compile,
+                                    prepare_exec_graph)
 from rlxir.planning import validate_plan
 from rlxir.targets.target import available_targets, get_target
 from rlxir.testing.strategies import bindings_for, graphs
@@ -56,14 +57,15 @@ def test_a_graph_handed_over_compiles_to_what_a_copy_compiles_to(data):
     bindings = data.draw(bindings_for(graph))
     target = data.draw(st.sampled_from(TARGETS))
     written = rlxir.print_graph(graph)
-    copied = rlxir.compiler.compile.plan_compile(graph, target, bindings)
+    copied = plan_compile(graph, target, bindings)
     assert rlxir.print_graph(graph) == written and copied.graph is not graph
     handed = rlxir.parse(written).main
-    reused = rlxir.compiler.compile.plan_compile(handed, target, bindings, CompileOptions(reuse_graph=True))
+    reused = plan_compile(handed, target, bindings, CompileOptions(reuse_graph=True))
     assert reused.graph is handed
     assert rlxir.print_graph(reused.graph) == rlxir.print_graph(copied.graph)
     assert [(b.name, b.offset, b.size) for b in reused.plan.buffers] == [(b.name, b.offset, b.size)
                                                                         for b in copied.plan.buffers]
+
     def counts(stages):
         return [(s.spec, s.nodes_before, s.nodes_after, s.changed) for s in stages]
 
