@@ -78,7 +78,9 @@ def fit_module(module: Any, example_inputs: Sequence, target: str = "cuda", vram
         def build(batch: int) -> int:
             return plan_training_arena_bytes(graph, target, {**others, BATCH: batch}, compile_options, step, chosen)
 
-    return fit_batch(target, max_batch, headroom, build, vram=vram, options=compile_options, bindings=others,
+    # Each batch's graph is bound afresh and compiled once: handed over, not copied again.
+    options_for_fit = compile_options if training else attrs.evolve(compile_options, reuse_graph=True)
+    return fit_batch(target, max_batch, headroom, build, vram=vram, options=options_for_fit, bindings=others,
                      jobs=jobs or available_cores())
 
 

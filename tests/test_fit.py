@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import rlxir
 from rlxir.errors import RlxError
 from rlxir.compiler.budget import Budget, arena_budget
+from rlxir.compiler.compile import CompileOptions
 from rlxir.compiler.fit import Trial, fit_batch, plan_bound, search_batches
 from rlxir.targets.target import get_target
 from rlxir.compiler.workers import can_fork
@@ -95,6 +96,21 @@ def test_fit_on_a_real_graph_plans_through_compile():
     assert result.batch >= 4
     assert all(trial.arena_bytes == rlxir.compiler.compile.plan_arena_bytes(graph, "cuda", {"B": trial.batch, "S": 64})
                for trial in result.tried[:2])
+
+
+@pytest.mark.parametrize("target", ["cpu", "rocm"])
+def test_fit_with_each_batch_handed_over_tries_what_fit_with_copies_tries(target):
+    """`rlxir fit` hands each batch's freshly bound graph to its compile (`reuse_graph`):
+    the same trials, arenas and answer as compiling a copy of it."""
+    graph = rlxir.parse_file(Path(__file__).resolve().parents[1] / "examples" / "gpt2_block.rlx").main
+    per_batch = rlxir.compiler.compile.plan_arena_bytes(graph, target, {"B": 5, "S": 32})
+    vram = per_batch + sum(get_target(target).side_buffer_bytes(per_batch).values())  # batch 5 just fits
+    runs = [fit_batch(target, 16, 1.0, lambda batch: graph.bind({"B": batch}), bindings={"S": 32}, vram=vram,
+                      options=CompileOptions(reuse_graph=reuse)) for reuse in (False, True)]
+    copied, handed = runs
+    assert handed.tried == copied.tried and len(copied.tried) >= 3
+    assert (handed.batch, handed.arena_bytes) == (copied.batch, copied.arena_bytes) and copied.batch >= 5
+    assert "B" in graph.symbols  # the graph the batches are bound from stays as written
 
 
 def test_plan_bound_formula():

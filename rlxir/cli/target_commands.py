@@ -184,7 +184,10 @@ def run_fit(args: argparse.Namespace) -> int:
         progress.show(f"batch {trial.batch}: arena {format_bytes(trial.arena_bytes)} "
                       f"{'fits' if trial.fits else 'does not fit'}")
 
-    result = fit_batch(target, args.max_batch, args.headroom, build, options=options, budget=budget,
+    # Each batch's graph is bound afresh (`bind`) and compiled once: it is handed over to the
+    # compile instead of copied again (the training builder compiles graphs of its own).
+    fit_options = options if args.training else attrs.evolve(options, reuse_graph=True)
+    result = fit_batch(target, args.max_batch, args.headroom, build, options=fit_options, budget=budget,
                        bindings=others, on_trial=show, jobs=args.jobs or available_cores())
     progress.clear()
     step = None
