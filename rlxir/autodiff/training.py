@@ -43,7 +43,7 @@ from rlxir.autodiff.backward import grad
 from rlxir.compiler.compile import (ArenaTooLarge, CompileOptions, CompileResult, ExecGraph, exceeds_ceiling,
                             plan_exec_graph, prepare_exec_graph)
 from rlxir.ir.graph import Graph
-from rlxir.compiler.lifetimes import value_bytes, view_roots
+from rlxir.compiler.lifetimes import last_reads, value_bytes, view_roots
 from rlxir.compiler.memory_plan import MemoryPlan
 from rlxir.autodiff.optimizers import (DEFAULT_OPTIMIZER, STATE_PREFIX, UPDATED_PREFIX, Optimizer, add_optimizer_update,
                               optimizer_from)
@@ -172,10 +172,8 @@ def update_in_place(graph: Graph, view_rule: str) -> list[str]:
     position is safe), not a view; and no op after it reads ``<p>`` or a view of ``<p>``."""
     roots = view_roots(graph, view_rule)
     schedule = graph.schedule()
-    last_read: dict[str, int] = {}
-    for step, name in enumerate(schedule):
-        for operand in graph.operands(name):
-            last_read[roots.get(operand, (operand, 0))[0]] = step
+    last_read = last_reads(list(map(graph.data_by_name().__getitem__, schedule)),
+                           {view: root for view, (root, _) in roots.items()})
     step_of = {name: step for step, name in enumerate(schedule)}
     outputs = {roots.get(output, (output, 0))[0] for output in graph.outputs}
     params = set(graph.params())

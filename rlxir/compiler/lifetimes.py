@@ -94,7 +94,7 @@ def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str =
     end = len(schedule)
     records = list(map(graph.data_by_name().__getitem__, schedule))  # each name looked up once
     roots = {view: root for view, (root, _) in _view_roots(schedule, records, view_rule).items()}
-    last_read = _last_reads(records, roots)
+    last_read = last_reads(records, roots)
     for output in graph.outputs:
         last_read[roots.get(output, output)] = end
     buffers: list[Buffer] = []
@@ -126,9 +126,9 @@ def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str =
     return buffers, info
 
 
-def _last_reads(records: list, roots: Mapping[str, str]) -> dict[str, int]:
-    """The last step reading each value (by name) or, for a root, any of its views; values
-    nobody reads are absent. One dict built in C from every (operand, step) pair (a later
+def last_reads(records: list, roots: Mapping[str, str]) -> dict[str, int]:
+    """The last step reading each value (by name) or, for a root, any of its views (`roots`:
+    view -> root), given the schedule's records in order; values nobody reads are absent. One dict built in C from every (operand, step) pair (a later
     step overwrites an earlier one), then each view's last read carried to its root."""
     last_read = {operand: step for step, data in enumerate(records) for operand in data.operands}
     for view, root in roots.items():
