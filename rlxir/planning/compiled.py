@@ -29,7 +29,10 @@ is the run ``pool[start : start + length]`` with room for ``capacity`` bounds (a
 `meta`). A list that outgrows its room moves to the end of the pool with twice the room;
 the pool itself doubles when full. A query gathers the ranges of the lists it takes,
 sorts them by start (into buckets by their high address bits, then an insertion sort)
-and scans the gaps of their union, with the block lists', for the best fit.
+and scans the gaps of their union, with the block lists', for the best fit. The loop asks
+for memory ahead (rlxir/planning/prefetching.py): the rows of `meta` two placements
+ahead, the lists they point to one placement ahead, so that its walks, which would
+otherwise wait on a cache miss at almost every list, find them loaded.
 
 `run_sweep_compiled` applies the events of rlxir/planning/sweep.py's free-gap sweep
 (used by the pass from the peak) the same way: the free gaps are kept twice, sorted by

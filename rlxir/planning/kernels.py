@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from rlxir.planning.prefetching import prefetch, prefetch_row
+
 jit = njit(cache=True, nogil=True)
 
 
@@ -110,7 +112,8 @@ def best_fit(pool: np.ndarray, meta: np.ndarray, taken: np.ndarray, taken_count:
     from two lists on, sorted by start: counted into about four buckets per range by their
     high address bits, then an insertion sort orders each bucket's few ranges. The block
     lists, sorted already, are merged in as the gaps of the union are scanned in address
-    order."""
+    order (without a branch on which stream comes next where there is one block list,
+    as for every query within one block)."""
     count = 0
     top = 0
     for t in range(taken_count):
@@ -164,10 +167,40 @@ def best_fit(pool: np.ndarray, meta: np.ndarray, taken: np.ndarray, taken_count:
         at_b = meta[block_b, 0]
         end_b = at_b + meta[block_b, 1]
     past = 1 << 62  # above every address of an int64-safe problem
-    best_gap = -1
+    best_gap = past
     best_offset = 0
     covered = 0  # the end of the union of the ranges scanned so far
+    # A gap fits better than the best so far when gap - size, read as unsigned, is below
+    # the best's: one comparison, which a gap too small for `size` fails (it wraps round).
+    wanted = np.uint64(past - size)
     k = 0
+    if at_b == end_b:
+        # Two streams (a query within one block): which comes next is a select, not a branch.
+        while k < count and at_a < end_a:
+            start_k = starts[k]
+            start_a = pool[at_a]
+            from_k = start_k <= start_a
+            start = start_k if from_k else start_a
+            end = ends[k] if from_k else pool[at_a + 1]
+            k += from_k
+            at_a += 2 - 2 * from_k
+            gap = start - covered
+            if np.uint64(gap - size) < wanted:
+                best_gap, best_offset, wanted = gap, covered, np.uint64(gap - size)
+            covered = max(covered, end)
+        while k < count:
+            gap = starts[k] - covered
+            if np.uint64(gap - size) < wanted:
+                best_gap, best_offset, wanted = gap, covered, np.uint64(gap - size)
+            covered = max(covered, ends[k])
+            k += 1
+        while at_a < end_a:
+            gap = pool[at_a] - covered
+            if np.uint64(gap - size) < wanted:
+                best_gap, best_offset, wanted = gap, covered, np.uint64(gap - size)
+            covered = max(covered, pool[at_a + 1])
+            at_a += 2
+        return covered if best_gap == past else best_offset
     while True:
         next_k = starts[k] if k < count else past
         next_a = pool[at_a] if at_a < end_a else past
@@ -187,12 +220,10 @@ def best_fit(pool: np.ndarray, meta: np.ndarray, taken: np.ndarray, taken_count:
             end = pool[at_b + 1]
             at_b += 2
         gap = start - covered
-        if gap >= size and (best_gap < 0 or gap < best_gap):
-            best_gap = gap
-            best_offset = covered
-        if end > covered:
-            covered = end
-    return covered if best_gap < 0 else best_offset
+        if np.uint64(gap - size) < wanted:
+            best_gap, best_offset, wanted = gap, covered, np.uint64(gap - size)
+        covered = max(covered, end)
+    return covered if best_gap == past else best_offset
 
 
 @jit
@@ -225,6 +256,68 @@ def cover(node: int, level: int, base: int, meta: np.ndarray, nodes: np.ndarray,
 
 
 @jit
+def prefetch_rows(slot_lo: np.ndarray, slot_hi: np.ndarray, index: int, base: int, first_block: int, blocks: int,
+                  meta: np.ndarray, read_until: np.ndarray) -> None:
+    """Ask for the rows of `meta` that placing buffer `index` will read: ``own`` on the
+    paths from its end slots up to the block level, the end blocks' lists, and ``sub`` at
+    the even levels above its end slots, where its range climbs (with their `read_until`)."""
+    left = slot_lo[index] + base
+    right = slot_hi[index] - 1 + base
+    while left >= 2 * first_block:
+        prefetch_row(meta, left)
+        if right != left:
+            prefetch_row(meta, right)
+        left >>= 1
+        right >>= 1
+    prefetch_row(meta, blocks + left)
+    if right != left:
+        prefetch_row(meta, blocks + right)
+    left = (slot_lo[index] + base) >> 2
+    right = (slot_hi[index] - 1 + base) >> 2
+    while left:
+        prefetch_row(meta, 2 * base + left)
+        prefetch(read_until, left)
+        if right != left:
+            prefetch_row(meta, 2 * base + right)
+            prefetch(read_until, right)
+        left >>= 2
+        right >>= 2
+
+
+@jit
+def prefetch_lists(slot_lo: np.ndarray, slot_hi: np.ndarray, index: int, base: int, first_block: int, blocks: int,
+                   meta: np.ndarray, pool: np.ndarray) -> None:
+    """Ask for the first bounds of the lists on buffer `index`'s paths up to the block
+    level and of its first end block, and for the first probes of a bisection of the
+    ``sub`` lists its range climbs through (their rows asked for a placement earlier)."""
+    left = slot_lo[index] + base
+    right = slot_hi[index] - 1 + base
+    while left >= 2 * first_block:
+        if meta[left, 1]:
+            prefetch(pool, meta[left, 0])
+        if right != left and meta[right, 1]:
+            prefetch(pool, meta[right, 0])
+        left >>= 1
+        right >>= 1
+    if meta[blocks + left, 1]:
+        prefetch(pool, meta[blocks + left, 0])
+    left = (slot_lo[index] + base) >> 2
+    right = (slot_hi[index] - 1 + base) >> 2
+    while left:
+        for node in (left, right):
+            length = meta[2 * base + node, 1]
+            if length:
+                head = meta[2 * base + node, 0]
+                prefetch(pool, head + (length >> 1))
+                prefetch(pool, head + (length >> 2))
+                prefetch(pool, head + length - (length >> 2) - 1)
+            if right == left:
+                break
+        left >>= 2
+        right >>= 2
+
+
+@jit
 def place_run(slot_lo: np.ndarray, slot_hi: np.ndarray, sizes: np.ndarray, fixed: np.ndarray,
               sequence: np.ndarray, first: int, stop: int, fixed_count: int, base: int, block_level: int,
               block_band: int, read_until: np.ndarray, block_read_until: np.ndarray, meta: np.ndarray, pool: np.ndarray,
@@ -250,6 +343,12 @@ def place_run(slot_lo: np.ndarray, slot_hi: np.ndarray, sizes: np.ndarray, fixed
     above_band = first_block >> block_band  # nodes before this one lie above the band of levels
     blocks = 3 * base - first_block  # row of block b is blocks + b (b counted from first_block)
     for position in range(first, stop):
+        # Two placements ahead, ask for the rows of `meta` they read; one ahead, for the
+        # lists those rows point to: the walks below then wait on memory less often.
+        if position + 2 < stop:
+            prefetch_rows(slot_lo, slot_hi, sequence[position + 2], base, first_block, blocks, meta, read_until)
+        if position + 1 < stop:
+            prefetch_lists(slot_lo, slot_hi, sequence[position + 1], base, first_block, blocks, meta, pool)
         index = sequence[position]
         is_fixed = position < fixed_count
         rank = -1 if is_fixed else position - fixed_count
