@@ -1,14 +1,15 @@
 """Cache hints for the planner's compiled loops (rlxir/planning/kernels.py): a prefetch of
 one array element, for loops whose next reads are known before the current step needs its
 own. A hint changes no value a loop computes, only when memory arrives. Importing this
-module imports Numba (and llvmlite, which comes with it)."""
+module imports Numba (and llvmlite, which comes with it). With Numba's JIT turned off
+(``NUMBA_DISABLE_JIT=1``, for debugging) the loops run as Python and the hints do nothing."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import llvmlite.ir as lir
-from numba.core import cgutils, types
+from numba.core import cgutils, config, types
 from numba.extending import intrinsic
 
 # llvm.prefetch(address, rw = read, locality = keep in every cache level, cache = data)
@@ -49,3 +50,11 @@ def prefetch_row(typing_context: Any, array: Any, row: Any) -> Any:
         return context.get_dummy_value()
 
     return signature, codegen
+
+
+def _no_hint(array: Any, index: int) -> None:
+    """What a hint does in loops run as Python: nothing (an intrinsic cannot run there)."""
+
+
+if config.DISABLE_JIT:
+    prefetch = prefetch_row = _no_hint  # the loops call these names either way

@@ -5,8 +5,13 @@ Skipped where Numba does not import (the Python loops are then the only ones use
 
 from __future__ import annotations
 
+import ast
 import functools
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -225,6 +230,26 @@ def test_an_interrupt_during_a_compiled_call_is_raised_as_an_interrupt(monkeypat
     monkeypatch.setattr(kernels, "place_run", broken_call)
     with pytest.raises(SystemError, match="something else"):  # other failures stay what they are
         place_over_compiled_tree(problem, by_size(problem))
+
+
+@needs_compiled
+def test_the_loops_run_as_python_with_numbas_jit_turned_off():
+    # NUMBA_DISABLE_JIT=1 (for debugging) runs the loops as Python: the cache hints they
+    # give cannot run there and must do nothing, not fail.
+    script = (
+        "from rlxir.planning.compiled import place_over_compiled_tree\n"
+        "from rlxir.planning.orderings import by_size\n"
+        "from rlxir.planning.problem import Problem\n"
+        "from tests.planning.strategies import crowded_buffers\n"
+        "problem = Problem.build(crowded_buffers(200, 3), 1)\n"
+        "print(place_over_compiled_tree(problem, by_size(problem)))\n"
+    )
+    environment = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    finished = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment,
+                              cwd=Path(__file__).resolve().parents[2], check=False)
+    assert finished.returncode == 0, finished.stderr
+    problem = Problem.build(crowded_buffers(200, 3), 1)
+    assert ast.literal_eval(finished.stdout) == over_tree(problem, by_size(problem))
 
 
 def test_without_numba_the_compiled_loop_is_unavailable(monkeypatch):
