@@ -41,7 +41,7 @@ otherwise wait on a cache miss at almost every list, find them loaded.
 Both are used for passes of `COMPILED_FROM` buffers or more that have no deadline
 (`use_compiled`; the pass from the peak loads the loops itself only from 200,000
 buffers). Numba compiles the loops on first use and caches the machine code beside this
-file (or in the user's cache folder when that is read-only), so the compile (about 6 s)
+file (or in the user's cache folder when that is read-only), so the compile (about 7 s)
 is paid once per installation and a process loads them in about 0.3 s. Without Numba (or
 where it fails to set up), or with ``RLXIR_COMPILED_PLANNER=0`` in the environment,
 `compiled_placement_available()` is False and the Python loops run.
