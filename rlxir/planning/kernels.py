@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from rlxir.planning.prefetching import prefetch, prefetch_row
+from rlxir.planning.prefetching import prefetch
 
 jit = njit(cache=True, nogil=True)
 
@@ -167,12 +167,13 @@ def best_fit(pool: np.ndarray, meta: np.ndarray, taken: np.ndarray, taken_count:
         at_b = meta[block_b, 0]
         end_b = at_b + meta[block_b, 1]
     past = 1 << 62  # above every address of an int64-safe problem
-    best_gap = past
+    # The best fit so far is kept as gap - size read as unsigned (`wanted`): a gap fits
+    # better when its own is below, one comparison that a gap too small for `size` fails
+    # (it wraps round). Nothing fits while `wanted` is still where it starts.
+    nothing = np.uint64(past - size)
+    wanted = nothing
     best_offset = 0
     covered = 0  # the end of the union of the ranges scanned so far
-    # A gap fits better than the best so far when gap - size, read as unsigned, is below
-    # the best's: one comparison, which a gap too small for `size` fails (it wraps round).
-    wanted = np.uint64(past - size)
     k = 0
     if at_b == end_b:
         # Two streams (a query within one block): which comes next is a select, not a branch.
@@ -184,23 +185,12 @@ def best_fit(pool: np.ndarray, meta: np.ndarray, taken: np.ndarray, taken_count:
             end = ends[k] if from_k else pool[at_a + 1]
             k += from_k
             at_a += 2 - 2 * from_k
-            gap = start - covered
-            if np.uint64(gap - size) < wanted:
-                best_gap, best_offset, wanted = gap, covered, np.uint64(gap - size)
-            covered = max(covered, end)
-        while k < count:
-            gap = starts[k] - covered
-            if np.uint64(gap - size) < wanted:
-                best_gap, best_offset, wanted = gap, covered, np.uint64(gap - size)
-            covered = max(covered, ends[k])
-            k += 1
-        while at_a < end_a:
-            gap = pool[at_a] - covered
-            if np.uint64(gap - size) < wanted:
-                best_gap, best_offset, wanted = gap, covered, np.uint64(gap - size)
-            covered = max(covered, pool[at_a + 1])
-            at_a += 2
-        return covered if best_gap == past else best_offset
+            covered, wanted, best_offset = scanned(start, end, size, covered, wanted, best_offset)
+        for rest in range(k, count):
+            covered, wanted, best_offset = scanned(starts[rest], ends[rest], size, covered, wanted, best_offset)
+        for at in range(at_a, end_a, 2):
+            covered, wanted, best_offset = scanned(pool[at], pool[at + 1], size, covered, wanted, best_offset)
+        return covered if wanted == nothing else best_offset
     while True:
         next_k = starts[k] if k < count else past
         next_a = pool[at_a] if at_a < end_a else past
@@ -219,11 +209,20 @@ def best_fit(pool: np.ndarray, meta: np.ndarray, taken: np.ndarray, taken_count:
             start = next_b
             end = pool[at_b + 1]
             at_b += 2
-        gap = start - covered
-        if np.uint64(gap - size) < wanted:
-            best_gap, best_offset, wanted = gap, covered, np.uint64(gap - size)
-        covered = max(covered, end)
-    return covered if best_gap == past else best_offset
+        covered, wanted, best_offset = scanned(start, end, size, covered, wanted, best_offset)
+    return covered if wanted == nothing else best_offset
+
+
+@jit
+def scanned(start: int, end: int, size: int, covered: int, wanted: np.uint64,
+            best_offset: int) -> tuple[int, np.uint64, int]:
+    """The scan's state after the range ``[start, end)``, next in address order: the gap
+    from `covered` up to `start` taken as the best fit if it fits better (see `best_fit`)."""
+    fit = np.uint64(start - covered - size)
+    if fit < wanted:
+        wanted = fit
+        best_offset = covered
+    return max(covered, end), wanted, best_offset
 
 
 @jit
@@ -256,65 +255,65 @@ def cover(node: int, level: int, base: int, meta: np.ndarray, nodes: np.ndarray,
 
 
 @jit
-def prefetch_rows(slot_lo: np.ndarray, slot_hi: np.ndarray, index: int, base: int, first_block: int, blocks: int,
-                  meta: np.ndarray, read_until: np.ndarray) -> None:
-    """Ask for the rows of `meta` that placing buffer `index` will read: ``own`` on the
-    paths from its end slots up to the block level, the end blocks' lists, and ``sub`` at
-    the even levels above its end slots, where its range climbs (with their `read_until`)."""
+def rows_ahead(slot_lo: np.ndarray, slot_hi: np.ndarray, index: int, base: int, first_block: int, blocks: int,
+               rows: np.ndarray) -> int:
+    """The rows of `meta` that placing buffer `index` reads, written to `rows`: ``own`` on
+    the paths from its end slots up to the block level, its end blocks' lists, and ``sub``
+    at the even levels above its end slots, where its range climbs. Returns their count."""
+    count = 0
     left = slot_lo[index] + base
     right = slot_hi[index] - 1 + base
     while left >= 2 * first_block:
-        prefetch_row(meta, left)
+        rows[count] = left
+        count += 1
         if right != left:
-            prefetch_row(meta, right)
+            rows[count] = right
+            count += 1
         left >>= 1
         right >>= 1
-    prefetch_row(meta, blocks + left)
-    if right != left:
-        prefetch_row(meta, blocks + right)
+    for block in (left, right):
+        rows[count] = blocks + block
+        count += 1
+        if right == left:
+            break
     left = (slot_lo[index] + base) >> 2
     right = (slot_hi[index] - 1 + base) >> 2
     while left:
-        prefetch_row(meta, 2 * base + left)
-        prefetch(read_until, left)
+        rows[count] = 2 * base + left
+        count += 1
         if right != left:
-            prefetch_row(meta, 2 * base + right)
-            prefetch(read_until, right)
+            rows[count] = 2 * base + right
+            count += 1
         left >>= 2
         right >>= 2
+    return count
 
 
 @jit
-def prefetch_lists(slot_lo: np.ndarray, slot_hi: np.ndarray, index: int, base: int, first_block: int, blocks: int,
-                   meta: np.ndarray, pool: np.ndarray) -> None:
-    """Ask for the first bounds of the lists on buffer `index`'s paths up to the block
-    level and of its first end block, and for the first probes of a bisection of the
-    ``sub`` lists its range climbs through (their rows asked for a placement earlier)."""
-    left = slot_lo[index] + base
-    right = slot_hi[index] - 1 + base
-    while left >= 2 * first_block:
-        if meta[left, 1]:
-            prefetch(pool, meta[left, 0])
-        if right != left and meta[right, 1]:
-            prefetch(pool, meta[right, 0])
-        left >>= 1
-        right >>= 1
-    if meta[blocks + left, 1]:
-        prefetch(pool, meta[blocks + left, 0])
-    left = (slot_lo[index] + base) >> 2
-    right = (slot_hi[index] - 1 + base) >> 2
-    while left:
-        for node in (left, right):
-            length = meta[2 * base + node, 1]
-            if length:
-                head = meta[2 * base + node, 0]
-                prefetch(pool, head + (length >> 1))
-                prefetch(pool, head + (length >> 2))
-                prefetch(pool, head + length - (length >> 2) - 1)
-            if right == left:
-                break
-        left >>= 2
-        right >>= 2
+def prefetch_rows(cells: np.ndarray, read_until: np.ndarray, rows: np.ndarray, count: int, base: int) -> None:
+    """Ask for `rows[:count]` of `meta` (`cells`: its three columns read flat), and for the
+    `read_until` of the ``sub`` rows among them."""
+    for row in rows[:count]:
+        prefetch(cells, 3 * row)
+        if 2 * base <= row < 3 * base:
+            prefetch(read_until, row - 2 * base)
+
+
+@jit
+def prefetch_lists(meta: np.ndarray, pool: np.ndarray, rows: np.ndarray, count: int, base: int) -> None:
+    """Ask for the first bounds of the lists of `rows[:count]` (rows asked for a placement
+    earlier), and of a ``sub`` list the first probes of a bisection."""
+    for row in rows[:count]:
+        length = meta[row, 1]
+        if not length:
+            continue
+        head = meta[row, 0]
+        if 2 * base <= row < 3 * base:
+            prefetch(pool, head + (length >> 1))
+            prefetch(pool, head + (length >> 2))
+            prefetch(pool, head + length - (length >> 2) - 1)
+        else:
+            prefetch(pool, head)
 
 
 @jit
@@ -342,13 +341,21 @@ def place_run(slot_lo: np.ndarray, slot_hi: np.ndarray, sizes: np.ndarray, fixed
     below_blocks = 2 * first_block  # nodes from here on lie below the block level
     above_band = first_block >> block_band  # nodes before this one lie above the band of levels
     blocks = 3 * base - first_block  # row of block b is blocks + b (b counted from first_block)
+    # Two placements ahead, ask for the rows of `meta` they read; one ahead, for the lists
+    # those rows point to: the walks below then wait on memory less often.
+    cells = meta.reshape(-1)
+    rows_next = np.empty(4 * depth + 8, dtype=np.int64)  # of the next placement
+    rows_after = np.empty(4 * depth + 8, dtype=np.int64)  # of the one after it
+    next_count = 0
+    if first + 1 < stop:
+        next_count = rows_ahead(slot_lo, slot_hi, sequence[first + 1], base, first_block, blocks, rows_next)
     for position in range(first, stop):
-        # Two placements ahead, ask for the rows of `meta` they read; one ahead, for the
-        # lists those rows point to: the walks below then wait on memory less often.
+        after_count = 0
         if position + 2 < stop:
-            prefetch_rows(slot_lo, slot_hi, sequence[position + 2], base, first_block, blocks, meta, read_until)
-        if position + 1 < stop:
-            prefetch_lists(slot_lo, slot_hi, sequence[position + 1], base, first_block, blocks, meta, pool)
+            after_count = rows_ahead(slot_lo, slot_hi, sequence[position + 2], base, first_block, blocks, rows_after)
+            prefetch_rows(cells, read_until, rows_after, after_count, base)
+        prefetch_lists(meta, pool, rows_next, next_count, base)
+        rows_next, rows_after, next_count = rows_after, rows_next, after_count
         index = sequence[position]
         is_fixed = position < fixed_count
         rank = -1 if is_fixed else position - fixed_count

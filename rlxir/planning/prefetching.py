@@ -16,16 +16,6 @@ from numba.extending import intrinsic
 _READ, _KEEP, _DATA = 0, 3, 1
 
 
-def _emit_prefetch(context: Any, builder: Any, array_type: Any, array: Any, indices: list[Any]) -> None:
-    view = context.make_array(array_type)(context, builder, array)
-    pointer = cgutils.get_item_pointer(context, builder, array_type, view, indices, wraparound=False)
-    byte_pointer = builder.bitcast(pointer, lir.IntType(8).as_pointer())
-    i32 = lir.IntType(32)
-    signature = lir.FunctionType(lir.VoidType(), [byte_pointer.type, i32, i32, i32])
-    function = cgutils.get_or_insert_function(builder.module, signature, "llvm.prefetch.p0")
-    builder.call(function, [byte_pointer, lir.Constant(i32, _READ), lir.Constant(i32, _KEEP), lir.Constant(i32, _DATA)])
-
-
 @intrinsic
 def prefetch(typing_context: Any, array: Any, index: Any) -> Any:
     """Ask for the cache line of ``array[index]`` (a 1-D array; `index` in its bounds)."""
@@ -33,20 +23,14 @@ def prefetch(typing_context: Any, array: Any, index: Any) -> Any:
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         position = context.cast(builder, args[1], sig.args[1], types.intp)
-        _emit_prefetch(context, builder, sig.args[0], args[0], [position])
-        return context.get_dummy_value()
-
-    return signature, codegen
-
-
-@intrinsic
-def prefetch_row(typing_context: Any, array: Any, row: Any) -> Any:
-    """Ask for the cache line of ``array[row, 0]`` (a 2-D array; `row` in its bounds)."""
-    signature = types.void(array, row)
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        position = context.cast(builder, args[1], sig.args[1], types.intp)
-        _emit_prefetch(context, builder, sig.args[0], args[0], [position, context.get_constant(types.intp, 0)])
+        view = context.make_array(sig.args[0])(context, builder, args[0])
+        pointer = cgutils.get_item_pointer(context, builder, sig.args[0], view, [position], wraparound=False)
+        byte_pointer = builder.bitcast(pointer, lir.IntType(8).as_pointer())
+        i32 = lir.IntType(32)
+        function = cgutils.get_or_insert_function(
+            builder.module, lir.FunctionType(lir.VoidType(), [byte_pointer.type, i32, i32, i32]), "llvm.prefetch.p0")
+        builder.call(function, [byte_pointer, lir.Constant(i32, _READ), lir.Constant(i32, _KEEP),
+                                lir.Constant(i32, _DATA)])
         return context.get_dummy_value()
 
     return signature, codegen
@@ -57,4 +41,4 @@ def _no_hint(array: Any, index: int) -> None:
 
 
 if config.DISABLE_JIT:
-    prefetch = prefetch_row = _no_hint  # the loops call these names either way
+    prefetch = _no_hint  # the loops call this name either way
