@@ -1,5 +1,5 @@
-"""ONNX op -> core ops: ScatterND, ScatterElements (and the older Scatter), TopK, Trilu,
-EyeLike, OneHot and ReverseSequence.
+"""ONNX op -> core ops: ScatterND, ScatterElements (and the older Scatter), TensorScatter,
+TopK, Trilu, EyeLike, OneHot and ReverseSequence.
 
 ScatterND writes slices of `data` addressed by the leading axes; it becomes the core
 ``scatter_elements`` over `data` with those axes flattened into one, at the row-major
@@ -18,8 +18,8 @@ from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, flatten_leading_axes, linear_index
 from rlxir.importers.onnx_registry import register
 from rlxir.importers.onnx_context import concrete, onnx_dtype
-from rlxir.importers.onnx_ops import (along, counter, foldable, hint, nd_index_depth, operand, optional_input, product,
-                                      static_input, static_ints, unused, wrapped_index)
+from rlxir.importers.onnx_ops import (along, counter, dim_value, foldable, hint, nd_index_depth, operand,
+                                      optional_input, product, static_input, static_ints, unused, wrapped_index)
 from rlxir.ops import normalize_axis
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
@@ -121,6 +121,48 @@ def convert_scatter_elements(ctx, node, attrs):
     index = wrapped_index(ctx, ctx.value(indices), shape[axis], name)
     operands = [data_value, index, operand(ctx, updates, dtype)]
     return [ctx.builder.op("scatter_elements", operands, {"axis": axis, "reduction": reduction}, hint=name)]
+
+
+# --- TensorScatter ---------------------------------------------------------------------
+TENSOR_SCATTER_MODES = ("linear", "circular")
+
+
+def convert_tensor_scatter(ctx, node, attrs):
+    """TensorScatter (opset 24: a KV cache's update) writes `update` into `past_cache` along
+    `axis`, sample b's rows from position ``write_indices[b]`` on (0 without that input),
+    wrapped round the cache's length in "circular" mode. It becomes a ``scatter_elements``
+    at those positions: ``cumsum``-counted steps plus each sample's start, broadcast over
+    the other axes (so symbolic dims work). A "linear" write past the cache's end is an
+    error when the graph runs, as any out-of-range scatter index."""
+    mode = attrs.get("mode", "linear")
+    if mode not in TENSOR_SCATTER_MODES:
+        raise UnsupportedModel(f"TensorScatter mode {mode!r}", expected=" or ".join(TENSOR_SCATTER_MODES))
+    past, update = node.input[0], node.input[1]
+    shape, update_shape = ctx.shape(past), ctx.shape(update)
+    rank = len(shape)
+    if rank < 2:
+        raise UnsupportedModel(f"TensorScatter on a rank-{rank} cache", expected="a batch axis and a sequence axis")
+    axis = normalize_axis(int(attrs.get("axis", -2)), rank)
+    if axis == 0:
+        raise UnsupportedModel("TensorScatter along axis 0", expected="a sequence axis after the batch axis")
+    name = hint(node)
+    steps = update_shape[axis]
+    position = counter(ctx.builder, steps, along(rank, axis, steps), f"{name}.step")
+    writes = optional_input(node, 2)
+    if writes is not None:
+        start = ctx.builder.op("reshape", [operand(ctx, writes, DType.i64)], {"shape": along(rank, 0, shape[0])},
+                               hint=f"{name}.start")
+        position = ctx.builder.op("add", [position, start], hint=f"{name}.at")
+    if mode == "circular":
+        length = shape[axis]
+        size = ctx.builder.scalar(length, DType.i64) if isinstance(length, int) else \
+            dim_value(ctx.builder, length, DType.i64, f"{name}.length")
+        position = ctx.builder.op("mod", [position, size], hint=f"{name}.wrapped")
+    index = ctx.builder.op("expand", [position], {"shape": tuple(update_shape)}, hint=f"{name}.index")
+    cache = ctx.value(past)
+    written = operand(ctx, update, ctx.builder.type(cache).dtype)
+    return [ctx.builder.op("scatter_elements", [cache, index, written], {"axis": axis, "reduction": "none"},
+                           hint=name)]
 
 
 # --- TopK ------------------------------------------------------------------------------
@@ -262,5 +304,5 @@ def convert_reverse_sequence(ctx, node, attrs):
 register({
     "ScatterND": convert_scatter_nd, "ScatterElements": convert_scatter_elements, "Scatter": convert_scatter_elements,
     "TopK": convert_topk, "Trilu": convert_trilu, "EyeLike": convert_eye_like, "OneHot": convert_one_hot,
-    "ReverseSequence": convert_reverse_sequence,
+    "ReverseSequence": convert_reverse_sequence, "TensorScatter": convert_tensor_scatter,
 })
