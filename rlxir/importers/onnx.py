@@ -77,6 +77,7 @@ from rlxir.importers import (  # noqa: F401  (each converter module registers it
     onnx_shape,
     onnx_signal,
     onnx_tfidf,
+    onnx_trees,
     onnx_upsample,
 )
 from rlxir.errors import RlxError

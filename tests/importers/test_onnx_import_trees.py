@@ -1,0 +1,205 @@
+"""ONNX ai.onnx.ml TreeEnsemble against ONNX's reference evaluator: random forests with
+every branch mode (set membership included), NaN features sent either way, every
+aggregate, several targets, f32 and f64, a tree that is a single leaf, a symbolic batch;
+and the refusals, each with its reason."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+from rlxir.importers import UnsupportedModel  # noqa: E402
+from rlxir.importers.onnx import import_onnx  # noqa: E402
+from rlxir.interpreter import interpret  # noqa: E402
+
+GRID = np.array([-1.5, 0.0, 0.25, 1.2, 2.0, 3.7], np.float64)
+"""Feature values and splits are drawn from here, so equality tests and sets hit."""
+
+
+def random_forest(seed: int, trees: int, features: int, targets: int, modes: tuple[int, ...], depth: int) -> dict:
+    """The attributes of a random forest of `trees` trees up to `depth` levels."""
+    rng = np.random.default_rng(seed)
+    nodes: dict[str, list] = {key: [] for key in ("featureids", "modes", "splits", "truenodeids", "falsenodeids",
+                                                  "trueleafs", "falseleafs", "tracks")}
+    members: list[float] = []
+    weights: list[float] = []
+    leaf_targets: list[int] = []
+
+    def grow(level: int) -> tuple[int, int]:
+        if level == depth or (level > 0 and rng.random() < 0.25):
+            weights.append(float(np.round(rng.normal() * 4, 2)))
+            leaf_targets.append(int(rng.integers(targets)))
+            return len(weights) - 1, 1
+        index = len(nodes["modes"])
+        mode = int(rng.choice(modes))
+        for key, value in (("featureids", int(rng.integers(features))), ("modes", mode),
+                           ("splits", float(rng.choice(GRID))), ("tracks", int(rng.integers(2))),
+                           ("truenodeids", 0), ("falsenodeids", 0), ("trueleafs", 0), ("falseleafs", 0)):
+            nodes[key].append(value)
+        if mode == 6:
+            # Nonzero members: ONNX's reference evaluator ends a set at a member equal to 0
+            # (tested against the specification below).
+            members.extend(rng.choice(GRID[GRID != 0], size=int(rng.integers(1, 4)), replace=False).tolist())
+            members.append(np.nan)
+        for side in ("true", "false"):
+            child, is_leaf = grow(level + 1)
+            nodes[f"{side}nodeids"][index], nodes[f"{side}leafs"][index] = child, is_leaf
+        return index, 0
+
+    roots = [grow(0)[0] for _ in range(trees)]
+    attributes = {
+        "nodes_featureids": nodes["featureids"], "nodes_truenodeids": nodes["truenodeids"],
+        "nodes_falsenodeids": nodes["falsenodeids"], "nodes_trueleafs": nodes["trueleafs"],
+        "nodes_falseleafs": nodes["falseleafs"], "nodes_missing_value_tracks_true": nodes["tracks"],
+        "leaf_targetids": leaf_targets, "tree_roots": roots, "n_targets": targets,
+        "nodes_modes": numpy_helper.from_array(np.array(nodes["modes"], np.uint8), "nodes_modes"),
+        "nodes_splits": numpy_helper.from_array(np.array(nodes["splits"], np.float32), "nodes_splits"),
+        "leaf_weights": numpy_helper.from_array(np.array(weights, np.float32), "leaf_weights"),
+    }
+    if members:
+        attributes["membership_values"] = numpy_helper.from_array(np.array(members, np.float32), "membership_values")
+    return attributes
+
+
+def model_of(attributes: dict, elem=TensorProto.FLOAT, rows=9, features=3):
+    node = helper.make_node("TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", **attributes)
+    graph = helper.make_graph([node], "forest", [helper.make_tensor_value_info("X", elem, [rows, features])],
+                              [helper.make_tensor_value_info("Y", elem, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 5)])
+    model.ir_version = 10
+    return model
+
+
+def features_of(seed: int, rows: int, features: int, dtype) -> np.ndarray:
+    rng = np.random.default_rng(seed + 1000)
+    x = rng.choice(GRID, size=(rows, features)).astype(dtype)
+    x[rng.random((rows, features)) < 0.15] = np.nan
+    return x
+
+
+def compare(model, x: np.ndarray, bindings=None, rtol=1e-6):
+    want = ReferenceEvaluator(model).run(None, {"X": x})[0]
+    imported = import_onnx(model)
+    got = interpret(imported.graph, {imported.inputs["X"]: x}, bindings=bindings)[imported.outputs["Y"]]
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6)
+    return imported, got
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("aggregate", [0, 1, 2, 3])
+def test_random_forests_every_mode_and_aggregate(seed, aggregate):
+    attributes = random_forest(seed, trees=3, features=3, targets=2, modes=(0, 1, 2, 3, 4, 5, 6), depth=3)
+    attributes["aggregate_function"] = aggregate
+    compare(model_of(attributes), features_of(seed, 9, 3, np.float32))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_double_precision_forests(seed):
+    attributes = random_forest(seed + 10, trees=2, features=3, targets=3, modes=(0, 3, 4, 6), depth=4)
+    compare(model_of(attributes, TensorProto.DOUBLE), features_of(seed, 9, 3, np.float64))
+
+
+def test_a_float_split_is_compared_with_a_float_feature_in_double_precision():
+    # 1.2 as a double split is below 1.2 as a float: the float feature is not <= it.
+    attributes = {"nodes_featureids": [0], "nodes_truenodeids": [0], "nodes_falsenodeids": [1],
+                  "nodes_trueleafs": [1], "nodes_falseleafs": [1], "leaf_targetids": [0, 0], "tree_roots": [0],
+                  "n_targets": 1, "nodes_modes": numpy_helper.from_array(np.array([0], np.uint8), "nodes_modes"),
+                  "nodes_splits": numpy_helper.from_array(np.array([1.2], np.float64), "nodes_splits"),
+                  "leaf_weights": numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "leaf_weights")}
+    _, got = compare(model_of(attributes, rows=2, features=1), np.array([[1.2], [1.0]], np.float32))
+    np.testing.assert_array_equal(got[:, 0], [2.0, 1.0])
+
+
+def test_a_tree_that_is_one_leaf_gives_every_row_its_weight():
+    attributes = random_forest(3, trees=1, features=2, targets=2, modes=(0,), depth=2)
+    nodes = len(attributes["nodes_modes"].int32_data) or len(numpy_helper.to_array(attributes["nodes_modes"]))
+    # One more node whose both branches are the same leaf: the ONNX reference reads the
+    # leaf of the root's own index.
+    for key, value in (("nodes_featureids", 0), ("nodes_truenodeids", 1), ("nodes_falsenodeids", 1),
+                       ("nodes_trueleafs", 1), ("nodes_falseleafs", 1), ("nodes_missing_value_tracks_true", 0)):
+        attributes[key] = [*attributes[key], value]
+    for key, extra in (("nodes_modes", np.uint8(0)), ("nodes_splits", np.float32(0.0))):
+        array = numpy_helper.to_array(attributes[key])
+        attributes[key] = numpy_helper.from_array(np.append(array, extra), key)
+    weights = numpy_helper.to_array(attributes["leaf_weights"])
+    if len(weights) <= nodes:
+        attributes["leaf_weights"] = numpy_helper.from_array(np.append(weights, np.zeros(nodes + 1 - len(weights),
+                                                                                         np.float32) + 5),
+                                                             "leaf_weights")
+        attributes["leaf_targetids"] = attributes["leaf_targetids"] + [1] * (nodes + 1 - len(weights))
+    attributes["tree_roots"] = [*attributes["tree_roots"], nodes]
+    compare(model_of(attributes, rows=5, features=2), features_of(4, 5, 2, np.float32))
+
+
+def test_a_symbolic_batch():
+    attributes = random_forest(7, trees=4, features=3, targets=2, modes=(0, 2, 5), depth=3)
+    node = helper.make_node("TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", **attributes)
+    graph = helper.make_graph([node], "forest", [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 3])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 5)])
+    model.ir_version = 10
+    imported = import_onnx(model)
+    assert imported.graph.symbols
+    x = features_of(7, 6, 3, np.float32)
+    got = interpret(imported.graph, {imported.inputs["X"]: x}, bindings={name: 6 for name in imported.graph.symbols})
+    np.testing.assert_allclose(got[imported.outputs["Y"]], ReferenceEvaluator(model).run(None, {"X": x})[0],
+                               rtol=1e-6)
+
+
+def test_the_op_count_does_not_grow_with_the_forest():
+    small = import_onnx(model_of(random_forest(1, trees=2, features=3, targets=2, modes=(0, 4), depth=2)))
+    large = import_onnx(model_of(random_forest(1, trees=40, features=3, targets=2, modes=(0, 4), depth=6)))
+    assert len(large.graph.ops()) == len(small.graph.ops())
+
+
+def bad(change) -> dict:
+    attributes = random_forest(0, trees=1, features=3, targets=2, modes=(0,), depth=2)
+    attributes.update(change(attributes))
+    return attributes
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    (lambda forest: {"post_transform": 1}, "post_transform 1"),
+    (lambda forest: {"aggregate_function": 7}, "aggregate_function 7"),
+    (lambda forest: {"n_targets": 1, "leaf_targetids": [1] * len(forest["leaf_targetids"])},
+     "leaf_targetids outside n_targets"),
+    (lambda forest: {"tree_roots": [99]}, "node 99 out of range"),
+    (lambda forest: {"nodes_featureids": [5] * len(forest["nodes_featureids"])}, "feature 5 of 3"),
+    (lambda forest: {"nodes_featureids": forest["nodes_featureids"][1:]}, "differ in length"),
+    (lambda forest: {"nodes_modes": numpy_helper.from_array(np.full(len(forest["nodes_featureids"]), 6, np.uint8),
+                                                            "nodes_modes")}, "set-membership nodes"),
+])
+def test_refused_with_a_reason(change, reason):
+    with pytest.raises(UnsupportedModel, match=reason):
+        import_onnx(model_of(bad(change)))
+
+
+def test_a_member_equal_to_zero_is_a_member():
+    # The specification's sets end at NaN only; a feature of 0 is in the set {0, 2}.
+    attributes = {"nodes_featureids": [0], "nodes_truenodeids": [0], "nodes_falsenodeids": [1],
+                  "nodes_trueleafs": [1], "nodes_falseleafs": [1], "leaf_targetids": [0, 0], "tree_roots": [0],
+                  "n_targets": 1, "nodes_modes": numpy_helper.from_array(np.array([6], np.uint8), "nodes_modes"),
+                  "nodes_splits": numpy_helper.from_array(np.zeros(1, np.float32), "nodes_splits"),
+                  "membership_values": numpy_helper.from_array(np.array([0.0, 2.0, np.nan], np.float32),
+                                                               "membership_values"),
+                  "leaf_weights": numpy_helper.from_array(np.array([10.0, 20.0], np.float32), "leaf_weights")}
+    imported = import_onnx(model_of(attributes, rows=3, features=1))
+    x = np.array([[0.0], [2.0], [1.0]], np.float32)
+    got = interpret(imported.graph, {imported.inputs["X"]: x})[imported.outputs["Y"]]
+    np.testing.assert_array_equal(got[:, 0], [10.0, 10.0, 20.0])
+
+
+def test_a_branch_back_to_an_ancestor_is_refused():
+    attributes = {"nodes_featureids": [0, 0], "nodes_truenodeids": [1, 0], "nodes_falsenodeids": [0, 0],
+                  "nodes_trueleafs": [0, 0], "nodes_falseleafs": [1, 1], "leaf_targetids": [0],
+                  "tree_roots": [0], "n_targets": 1,
+                  "nodes_modes": numpy_helper.from_array(np.zeros(2, np.uint8), "nodes_modes"),
+                  "nodes_splits": numpy_helper.from_array(np.zeros(2, np.float32), "nodes_splits"),
+                  "leaf_weights": numpy_helper.from_array(np.ones(1, np.float32), "leaf_weights")}
+    with pytest.raises(UnsupportedModel, match="its own ancestor"):
+        import_onnx(model_of(attributes, features=1))
