@@ -58,6 +58,7 @@ from rlxir.importers import (  # noqa: F401  (each converter module registers it
     onnx_loss,
     onnx_math,
     onnx_ml,
+    onnx_ml_linear,
     onnx_nn,
     onnx_norm,
     onnx_ops,

@@ -238,7 +238,7 @@ def convert_arg_reduce(ctx, node, attrs):
     last = bool(attrs.get("select_last_index", 0))
     name = hint(node)
     if last or type_.dtype.is_float:
-        return [_extreme_position(ctx, node.op_type, x, axis, keepdims, last, name)]
+        return [extreme_position(ctx, node.op_type, x, axis, keepdims, last, name)]
     found = ctx.builder.op("topk", [x], {"k": 1, "axis": axis, "largest": node.op_type == "ArgMax"},
                            hint=name if keepdims else f"{name}.position")
     if keepdims:
@@ -247,7 +247,9 @@ def convert_arg_reduce(ctx, node, attrs):
     return [ctx.builder.op("reshape", [found], {"shape": tuple(shape[:axis] + shape[axis + 1:])}, hint=name)]
 
 
-def _extreme_position(ctx, op_type: str, x: str, axis: int, keepdims: bool, last: bool, name: str) -> str:
+def extreme_position(ctx, op_type: str, x: str, axis: int, keepdims: bool, last: bool, name: str) -> str:
+    """The position along `axis` of the max (ArgMax) or min of `x`, the first (or `last`) on
+    ties, a NaN's where the axis holds one: ArgMax / ArgMin of a float tensor."""
     type_ = ctx.builder.type(x)
     shape, spec = type_.shape, {"axes": (axis,), "keepdims": True}
     extreme = ctx.builder.op("reduce_max" if op_type == "ArgMax" else "reduce_min", [x], spec, hint=f"{name}.extreme")

@@ -167,7 +167,7 @@ def bad(change) -> dict:
     (lambda forest: {"post_transform": 1}, "post_transform 1"),
     (lambda forest: {"aggregate_function": 7}, "aggregate_function 7"),
     (lambda forest: {"n_targets": 1, "leaf_targetids": [1] * len(forest["leaf_targetids"])},
-     "leaf_targetids outside n_targets"),
+     "leaf_targetids outside"),
     (lambda forest: {"tree_roots": [99]}, "node 99 out of range"),
     (lambda forest: {"nodes_featureids": [5] * len(forest["nodes_featureids"])}, "feature 5 of 3"),
     (lambda forest: {"nodes_featureids": forest["nodes_featureids"][1:]}, "differ in length"),
@@ -203,3 +203,126 @@ def test_a_branch_back_to_an_ancestor_is_refused():
                   "leaf_weights": numpy_helper.from_array(np.ones(1, np.float32), "leaf_weights")}
     with pytest.raises(UnsupportedModel, match="its own ancestor"):
         import_onnx(model_of(attributes, features=1))
+
+
+# --- TreeEnsembleRegressor and TreeEnsembleClassifier (the older form) ------------------
+LEGACY_MODES = ("BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ")
+
+
+def legacy_forest(seed: int, trees: int, features: int, outputs: int, depth: int, prefix: str,
+                  one_output: bool = False) -> dict:
+    """Attributes of a random forest in the older form: nodes by (tree id, node id), leaves
+    as LEAF nodes, and `prefix`_* entries (one or two per leaf) naming what each adds."""
+    rng = np.random.default_rng(seed)
+    columns = {key: [] for key in ("treeids", "nodeids", "featureids", "modes", "values", "truenodeids",
+                                   "falsenodeids", "missing_value_tracks_true")}
+    entries = {key: [] for key in ("treeids", "nodeids", "ids", "weights")}
+    for tree in range(trees):
+        count = [0]
+
+        def grow(level: int, tree=tree, count=count) -> int:
+            node = count[0]
+            count[0] += 1
+            position = len(columns["treeids"])
+            leaf = level == depth or (level > 0 and rng.random() < 0.25)
+            for key, value in (("treeids", tree), ("nodeids", node), ("featureids", int(rng.integers(features))),
+                               ("modes", "LEAF" if leaf else str(rng.choice(LEGACY_MODES))),
+                               ("values", float(rng.choice(GRID))), ("truenodeids", 0), ("falsenodeids", 0),
+                               ("missing_value_tracks_true", int(rng.integers(2)))):
+                columns[key].append(value)
+            if leaf:
+                for _ in range(1 if one_output else int(rng.integers(1, 3))):
+                    for key, value in (("treeids", tree), ("nodeids", node),
+                                       ("ids", 0 if one_output else int(rng.integers(outputs))),
+                                       ("weights", float(np.round(rng.normal() * 2, 2)))):
+                        entries[key].append(value)
+                return node
+            columns["truenodeids"][position] = grow(level + 1)
+            columns["falsenodeids"][position] = grow(level + 1)
+            return node
+
+        grow(0)
+    attributes = {f"nodes_{key}": value for key, value in columns.items()}
+    attributes.update({f"{prefix}_{key}": value for key, value in entries.items()})
+    return attributes
+
+
+def legacy_model(op_type: str, attributes: dict, outputs: int, rows=9, features=3, elem=TensorProto.FLOAT):
+    names = ["Y"] if op_type == "TreeEnsembleRegressor" else ["label", "scores"]
+    node = helper.make_node(op_type, ["X"], names, domain="ai.onnx.ml", **attributes)
+    declared = [helper.make_tensor_value_info(names[0], elem if len(names) == 1 else TensorProto.INT64, None)]
+    if len(names) == 2:
+        declared.append(helper.make_tensor_value_info("scores", TensorProto.FLOAT, None))
+    graph = helper.make_graph([node], "forest", [helper.make_tensor_value_info("X", elem, [rows, features])],
+                              declared)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 3)])
+    model.ir_version = 10
+    return model
+
+
+def compare_all(model, x: np.ndarray, rtol=1e-5):
+    wants = ReferenceEvaluator(model).run(None, {"X": x})
+    imported = import_onnx(model)
+    ran = interpret(imported.graph, {imported.inputs["X"]: x})
+    for output, want in zip(model.graph.output, wants):
+        got = ran[imported.outputs[output.name]]
+        # The declared type: the reference's PROBIT scores come out f64 from np.vectorize.
+        assert got.dtype == helper.tensor_dtype_to_np_dtype(output.type.tensor_type.elem_type), output.name
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-5, err_msg=output.name)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("aggregate", ["SUM", "AVERAGE", "MIN", "MAX"])
+def test_tree_ensemble_regressor(seed, aggregate):
+    attributes = legacy_forest(seed, trees=3, features=3, outputs=2, depth=3, prefix="target")
+    attributes.update(aggregate_function=aggregate, n_targets=2, base_values=[0.5, -1.25])
+    compare_all(legacy_model("TreeEnsembleRegressor", attributes, 2), features_of(seed, 9, 3, np.float32))
+
+
+def test_tree_ensemble_regressor_in_double_precision():
+    attributes = legacy_forest(5, trees=4, features=3, outputs=3, depth=4, prefix="target")
+    attributes.update(n_targets=3)
+    compare_all(legacy_model("TreeEnsembleRegressor", attributes, 3, elem=TensorProto.DOUBLE),
+                features_of(5, 9, 3, np.float64))
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO", "PROBIT"])
+def test_tree_ensemble_classifier(seed, post):
+    attributes = legacy_forest(seed + 20, trees=3, features=3, outputs=3, depth=3, prefix="class")
+    attributes.update(classlabels_int64s=[4, 7, 9], post_transform=post)
+    compare_all(legacy_model("TreeEnsembleClassifier", attributes, 3), features_of(seed, 9, 3, np.float32),
+                rtol=1e-4)
+
+
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC", "PROBIT"])
+def test_tree_ensemble_classifier_binary(post):
+    attributes = legacy_forest(31, trees=2, features=3, outputs=1, depth=3, prefix="class", one_output=True)
+    attributes.update(classlabels_int64s=[0, 1], post_transform=post, base_values=[0.25, 0.25])
+    compare_all(legacy_model("TreeEnsembleClassifier", attributes, 2), features_of(31, 9, 3, np.float32),
+                rtol=1e-4)
+
+
+def test_a_classifier_with_one_label_is_refused():
+    attributes = legacy_forest(31, trees=2, features=3, outputs=1, depth=3, prefix="class", one_output=True)
+    attributes.update(classlabels_int64s=[1])
+    with pytest.raises(UnsupportedModel, match="1 class label"):
+        import_onnx(legacy_model("TreeEnsembleClassifier", attributes, 1))
+
+
+def test_string_labels_convert_when_only_the_scores_are_read():
+    attributes = legacy_forest(40, trees=2, features=3, outputs=2, depth=2, prefix="class")
+    attributes.update(classlabels_strings=["cat", "dog"])
+    node = helper.make_node("TreeEnsembleClassifier", ["X"], ["", "scores"], domain="ai.onnx.ml", **attributes)
+    graph = helper.make_graph([node], "forest", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 3])],
+                              [helper.make_tensor_value_info("scores", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 3)])
+    imported = import_onnx(model)
+    assert list(imported.outputs) == ["scores"]
+    labelled = helper.make_node("TreeEnsembleClassifier", ["X"], ["label", "scores"], domain="ai.onnx.ml",
+                                **attributes)
+    graph = helper.make_graph([labelled], "forest", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 3])],
+                              [helper.make_tensor_value_info("label", TensorProto.STRING, None)])
+    with pytest.raises(UnsupportedModel, match="string labels"):
+        import_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                             helper.make_opsetid("ai.onnx.ml", 3)]))

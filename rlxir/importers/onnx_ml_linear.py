@@ -1,0 +1,295 @@
+"""ONNX op -> core ops: the ``ai.onnx.ml`` preprocessing and linear-model ops that
+scikit-learn pipelines export, each checked against ONNX's reference evaluator.
+
+- **Scaler**: ``(x - offset) * scale``, per feature or one value for all.
+- **Normalizer**: each row divided by its MAX, L1 or L2 norm (at least 1e-30).
+- **Imputer**: the entries equal to `replaced_value_*` (NaN: the NaNs) replaced by the
+  imputed value of their feature.
+- **LinearRegressor**: ``x @ coefficients.T + intercepts`` per target, then
+  `post_transform`.
+- **LinearClassifier**: the class scores ``x @ coefficients.T + intercepts``; one score
+  column for two classes becomes the pair (-s, s); then `post_transform`, and the label of
+  the best score (one column: the first label where the score reaches 0, or 0.5 after a
+  transform, else 0).
+- **OneHotEncoder**: a trailing axis of `cats_int64s` indicators; a value outside the
+  categories gives a row of zeros (with ``zeros=0`` ONNX makes that an error, which the
+  graph does not check).
+- **FeatureVectorizer**: the inputs as rows of `inputdimensions` values each (cut, or
+  padded with zeros), side by side.
+- **LabelEncoder** of numbers (int64 or float keys and values, as lists or tensors): each
+  key's value, `default_*` for any other; string keys or values are refused, the IR having
+  no string tensors.
+
+Outputs are f32 where ONNX declares them float (an f64 input is computed in f64 first).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlxir.dtypes import DType
+from rlxir.importers.builder import UnsupportedModel, dtype_of_array
+from rlxir.importers.onnx_ml_scores import attribute_array, class_labels, post_transform
+from rlxir.importers.onnx_ops import hint, unused
+from rlxir.importers.onnx_registry import register
+
+
+def _float_input(ctx, node, op_type: str, index: int = 0) -> str:
+    """Input `index` as a float tensor: f32 and f64 as given, integers cast to f32."""
+    x = ctx.value(node.input[index])
+    dtype = ctx.builder.type(x).dtype
+    if dtype.is_float and dtype in (DType.f32, DType.f64):
+        return x
+    if dtype.is_integer or dtype.is_float:
+        return ctx.builder.op("cast", [x], {"to": DType.f32}, hint=f"{hint(node)}.x{index}")
+    raise UnsupportedModel(f"{op_type} of a {dtype} tensor", expected="a numeric tensor")
+
+
+def _matrix(ctx, node, op_type: str) -> str:
+    x = _float_input(ctx, node, op_type)
+    type_ = ctx.builder.type(x)
+    if type_.rank != 2 or not isinstance(type_.shape[1], int):
+        raise UnsupportedModel(f"{op_type} of a {type_}", expected="a 2-D tensor [N, features], features static")
+    return x
+
+
+def _per_feature(values, features: int, op_type: str, what: str) -> np.ndarray:
+    values = np.asarray(values, np.float64).reshape(-1)
+    if len(values) not in (1, features):
+        raise UnsupportedModel(f"{op_type} with {len(values)} {what} for {features} features",
+                               expected=f"one {what[:-1]} or {features}")
+    return values
+
+
+def _as_f32(builder, value: str, name: str) -> str:
+    if builder.type(value).dtype is DType.f32:
+        return value
+    return builder.op("cast", [value], {"to": DType.f32}, hint=name)
+
+
+def convert_scaler(ctx, node, attrs):
+    x = _float_input(ctx, node, "Scaler")
+    dtype = ctx.builder.type(x).dtype
+    features = ctx.builder.type(x).shape[-1] if ctx.builder.type(x).rank else 1
+    if not isinstance(features, int):
+        raise UnsupportedModel("Scaler over a symbolic feature count", expected="a static last axis")
+    name = hint(node)
+    offset = _per_feature(attrs.get("offset", [0.0]), features, "Scaler", "offsets")
+    scale = _per_feature(attrs.get("scale", [1.0]), features, "Scaler", "scales")
+    shifted = ctx.builder.op("sub", [x, ctx.builder.literal(f"{name}.offset", offset.astype(dtype.numpy), dtype)],
+                             hint=f"{name}.shifted")
+    return [ctx.builder.op("mul", [shifted, ctx.builder.literal(f"{name}.scale", scale.astype(dtype.numpy), dtype)],
+                           hint=name)]
+
+
+NORMS = ("MAX", "L1", "L2")
+
+
+def convert_normalizer(ctx, node, attrs):
+    norm = attrs.get("norm", "MAX")
+    if norm not in NORMS:
+        raise UnsupportedModel(f"Normalizer norm {norm!r}", expected=" or ".join(NORMS))
+    x = _matrix(ctx, node, "Normalizer")
+    builder, name = ctx.builder, hint(node)
+    dtype = builder.type(x).dtype
+    row = {"axes": (1,), "keepdims": True}
+    if norm == "L2":
+        size = builder.op("sqrt", [builder.op("reduce_sum", [builder.op("mul", [x, x], hint=f"{name}.squares")], row,
+                                              hint=f"{name}.sum")], hint=f"{name}.norm")
+    else:
+        magnitude = builder.op("abs", [x], hint=f"{name}.abs")
+        size = builder.op("reduce_max" if norm == "MAX" else "reduce_sum", [magnitude], row, hint=f"{name}.norm")
+    size = builder.op("maximum", [size, builder.scalar(1e-30, dtype)], hint=f"{name}.divisor")
+    return [builder.op("div", [x, size], hint=name)]
+
+
+def convert_imputer(ctx, node, attrs):
+    floats = attrs.get("imputed_value_floats")
+    if floats:
+        values, replaced = floats, float(attrs.get("replaced_value_float", 0.0))
+    elif attrs.get("imputed_value_int64s"):
+        values, replaced = attrs["imputed_value_int64s"], int(attrs.get("replaced_value_int64", 0))
+    else:
+        raise UnsupportedModel("Imputer without imputed values", expected="imputed_value_floats or _int64s")
+    x = ctx.value(node.input[0])
+    type_ = ctx.builder.type(x)
+    if type_.rank != 2 or not isinstance(type_.shape[1], int):
+        raise UnsupportedModel(f"Imputer of a {type_}", expected="a 2-D tensor [N, features], features static")
+    builder, name, dtype = ctx.builder, hint(node), type_.dtype
+    imputed = _per_feature(values, type_.shape[1], "Imputer", "imputed values")
+    if isinstance(replaced, float) and np.isnan(replaced):
+        if not dtype.is_float:
+            return [x]  # an integer holds no NaN
+        found = builder.op("ne", [x, x], hint=f"{name}.missing")
+    else:
+        found = builder.op("eq", [x, builder.scalar(replaced, dtype)], hint=f"{name}.missing")
+    table = builder.literal(f"{name}.imputed", imputed.astype(dtype.numpy), dtype)
+    return [builder.op("where", [found, table, x], hint=name)]
+
+
+def _linear_scores(ctx, node, attrs, op_type: str, width_of) -> tuple[str, int]:
+    """``x @ coefficients.T + intercepts`` (in x's float dtype) and the output count."""
+    x = _matrix(ctx, node, op_type)
+    builder, name = ctx.builder, hint(node, len(node.output) - 1)
+    dtype = builder.type(x).dtype
+    features = builder.type(x).shape[1]
+    coefficients = np.asarray(attrs.get("coefficients", []), np.float64).reshape(-1)
+    outputs = width_of(len(coefficients) // features if features else 0)
+    if features == 0 or len(coefficients) != outputs * features:
+        raise UnsupportedModel(f"{op_type} with {len(coefficients)} coefficients for {features} features",
+                               expected="a multiple of the feature count")
+    weights = coefficients.reshape(outputs, features).T.astype(dtype.numpy)
+    scores = builder.op("matmul", [x, builder.literal(f"{name}.coefficients", weights, dtype)], hint=f"{name}.dot")
+    intercepts = attrs.get("intercepts")
+    if intercepts:
+        scores = builder.op("add", [scores, builder.literal(f"{name}.intercepts", np.asarray(
+            intercepts, np.float64).reshape(-1).astype(dtype.numpy), dtype)], hint=f"{name}.scores")
+    return scores, outputs
+
+
+def convert_linear_regressor(ctx, node, attrs):
+    targets = int(attrs.get("targets", 1))
+    scores, _ = _linear_scores(ctx, node, attrs, "LinearRegressor", lambda width: targets)
+    scores = post_transform(ctx.builder, scores, attrs.get("post_transform", "NONE"), "LinearRegressor", hint(node))
+    return [_as_f32(ctx.builder, scores, hint(node))]
+
+
+def convert_linear_classifier(ctx, node, attrs):
+    labels, strings = attrs.get("classlabels_ints"), attrs.get("classlabels_strings")
+    classes = max(len(labels or []), len(strings or []))
+    scores, columns = _linear_scores(ctx, node, attrs, "LinearClassifier", lambda width: width)
+    builder, name = ctx.builder, hint(node, 1)
+    post = attrs.get("post_transform", "NONE")
+    if columns == 1 and classes == 2:
+        scores = builder.op("concat", [builder.op("neg", [scores], hint=f"{name}.negative"), scores], {"axis": 1},
+                            hint=f"{name}.pair")
+        columns = 2
+    scores = _as_f32(builder, post_transform(builder, scores, post, "LinearClassifier", name), f"{name}.f32")
+    if columns > 1:
+        return [class_labels(ctx, node, scores, labels, strings, "LinearClassifier"), scores]
+    if unused(ctx, node, 0):
+        return [None, scores]
+    if strings is not None:
+        raise UnsupportedModel("LinearClassifier whose string labels (output 0) are read",
+                               expected="classlabels_ints, or a model that reads only the scores")
+    rows = builder.type(scores).shape[0]
+    column = builder.op("reshape", [scores], {"shape": (rows,)}, hint=f"{name}.column")
+    reached = builder.op("ge", [column, builder.scalar(0.0 if post == "NONE" else 0.5, DType.f32)],
+                         hint=f"{name}.reached")
+    label = int(labels[0]) if labels else 1
+    return [builder.op("where", [reached, builder.scalar(label, DType.i64), builder.scalar(0, DType.i64)],
+                       hint=hint(node)), scores]
+
+
+def convert_one_hot_encoder(ctx, node, attrs):
+    categories = attrs.get("cats_int64s")
+    if not categories:
+        if attrs.get("cats_strings"):
+            raise UnsupportedModel("OneHotEncoder of strings", expected="cats_int64s (the IR has no string tensors)")
+        raise UnsupportedModel("OneHotEncoder without categories", expected="cats_int64s")
+    x = ctx.value(node.input[0])
+    type_ = ctx.builder.type(x)
+    if not (type_.dtype.is_integer or type_.dtype.is_float):
+        raise UnsupportedModel(f"OneHotEncoder of a {type_.dtype} tensor", expected="a numeric tensor")
+    builder, name = ctx.builder, hint(node)
+    spread = builder.op("reshape", [x], {"shape": (*type_.shape, 1)}, hint=f"{name}.spread")
+    table = builder.literal(f"{name}.categories", np.asarray(categories, np.int64).astype(type_.dtype.numpy),
+                            type_.dtype)
+    hits = builder.op("eq", [spread, table], hint=f"{name}.hits")
+    return [builder.op("cast", [hits], {"to": DType.f32}, hint=name)]
+
+
+def convert_feature_vectorizer(ctx, node, attrs):
+    widths = [int(width) for width in attrs.get("inputdimensions", [])]
+    if len(widths) != len(node.input):
+        raise UnsupportedModel(f"FeatureVectorizer with {len(widths)} input dimensions for {len(node.input)} inputs",
+                               expected="one dimension per input")
+    builder, name = ctx.builder, hint(node)
+    pieces = []
+    rows = None
+    for index, width in enumerate(widths):
+        x = _as_f32(builder, _float_input(ctx, node, "FeatureVectorizer", index), f"{name}.in{index}_f32")
+        type_ = builder.type(x)
+        if type_.rank == 1:
+            x = builder.op("reshape", [x], {"shape": (type_.shape[0], 1)}, hint=f"{name}.in{index}_row")
+            type_ = builder.type(x)
+        if type_.rank != 2 or not isinstance(type_.shape[1], int):
+            raise UnsupportedModel(f"FeatureVectorizer input {index} of shape {type_}",
+                                   expected="a 1-D or 2-D tensor, its columns static")
+        rows = type_.shape[0] if rows is None else rows
+        have = type_.shape[1]
+        if width < have:
+            x = builder.op("slice", [x], {"axis": 1, "start": 0, "len": width}, hint=f"{name}.in{index}_cut")
+        elif width > have:
+            zeros = builder.splat(f"{name}.in{index}_pad", 0.0, _tensor(DType.f32, (type_.shape[0], width - have)))
+            x = builder.op("concat", [x, zeros], {"axis": 1}, hint=f"{name}.in{index}_padded")
+        pieces.append(x)
+    if len(pieces) == 1:
+        return [builder.op("reshape", [pieces[0]], {"shape": builder.type(pieces[0]).shape}, hint=name)]
+    return [builder.op("concat", pieces, {"axis": 1}, hint=name)]
+
+
+def _tensor(dtype: DType, shape: tuple):
+    from rlxir.types import TensorType
+
+    return TensorType(dtype, shape)
+
+
+def _label_table(attrs) -> tuple[np.ndarray, np.ndarray, object]:
+    """LabelEncoder's keys, values and default as arrays (the last key of a repeated one
+    wins, as a dict built from them has it)."""
+    if any(attrs.get(name) for name in ("keys_strings", "values_strings")) or \
+            any(name in attrs and attribute_array(attrs[name]).dtype.kind in "OSU" for name in ("keys_tensor", "values_tensor")):
+        raise UnsupportedModel("LabelEncoder of strings", expected="int64 or float keys and values "
+                               "(the IR has no string tensors)")
+    if "keys_tensor" in attrs:
+        keys = attribute_array(attrs["keys_tensor"]).reshape(-1)
+    elif attrs.get("keys_int64s"):
+        keys = np.asarray(attrs["keys_int64s"], np.int64)
+    else:
+        keys = np.asarray(attrs.get("keys_floats", []), np.float32)
+    if "values_tensor" in attrs:
+        values = attribute_array(attrs["values_tensor"]).reshape(-1)
+        default = attribute_array(attrs["default_tensor"]).reshape(-1)[0] if "default_tensor" in attrs else \
+            np.zeros(1, values.dtype)[0]
+    elif attrs.get("values_int64s"):
+        values = np.asarray(attrs["values_int64s"], np.int64)
+        default = np.int64(attrs.get("default_int64", -1))
+    else:
+        values = np.asarray(attrs.get("values_floats", []), np.float32)
+        default = np.float32(attrs.get("default_float", -0.0))
+    if len(keys) != len(values) or not len(keys):
+        raise UnsupportedModel(f"LabelEncoder with {len(keys)} keys and {len(values)} values",
+                               expected="as many values as keys, at least one")
+    table = dict(zip(keys.tolist(), values.tolist()))
+    return np.asarray(list(table), keys.dtype), np.asarray(list(table.values()), values.dtype), default
+
+
+def convert_label_encoder(ctx, node, attrs):
+    keys, values, default = _label_table(attrs)
+    x = ctx.value(node.input[0])
+    type_ = ctx.builder.type(x)
+    builder, name = ctx.builder, hint(node)
+    key_dtype = dtype_of_array(keys)
+    if type_.dtype is not key_dtype:
+        x = builder.op("cast", [x], {"to": key_dtype}, hint=f"{name}.keyed")
+    value_dtype = dtype_of_array(values)
+    spread = builder.op("reshape", [x], {"shape": (*type_.shape, 1)}, hint=f"{name}.spread")
+    hits = builder.op("eq", [spread, builder.literal(f"{name}.keys", keys, key_dtype)], hint=f"{name}.hits")
+    zero = builder.scalar(0, value_dtype)
+    picked = builder.op("where", [hits, builder.literal(f"{name}.values", values, value_dtype), zero],
+                        hint=f"{name}.picked")
+    last = {"axes": (type_.rank,), "keepdims": False}
+    found = builder.op("reduce_max", [builder.op("cast", [hits], {"to": DType.i32}, hint=f"{name}.hit_i32")], last,
+                       hint=f"{name}.found_count")
+    found = builder.op("gt", [found, builder.scalar(0, DType.i32)], hint=f"{name}.found")
+    value = builder.op("reduce_sum", [picked], last, hint=f"{name}.value")
+    return [builder.op("where", [found, value, builder.scalar(default.item(), value_dtype)], hint=name)]
+
+
+register({
+    "ai.onnx.ml.Scaler": convert_scaler, "ai.onnx.ml.Normalizer": convert_normalizer,
+    "ai.onnx.ml.Imputer": convert_imputer, "ai.onnx.ml.LinearRegressor": convert_linear_regressor,
+    "ai.onnx.ml.LinearClassifier": convert_linear_classifier, "ai.onnx.ml.OneHotEncoder": convert_one_hot_encoder,
+    "ai.onnx.ml.FeatureVectorizer": convert_feature_vectorizer, "ai.onnx.ml.LabelEncoder": convert_label_encoder,
+})
