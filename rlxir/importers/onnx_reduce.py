@@ -26,7 +26,7 @@ import numpy as np
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
 from rlxir.importers.onnx_context import concrete
-from rlxir.importers.onnx_ops import FOLD_LIMIT, INT64_MAX, Arith, along, axes_argument, counter, hint, static_ints
+from rlxir.importers.onnx_ops import FOLD_LIMIT, Arith, along, axes_argument, counter, hint, static_ints
 from rlxir.importers.onnx_registry import register
 from rlxir.ops import normalize_axis
 from rlxir.symbolic import format_dim
@@ -247,6 +247,9 @@ def convert_arg_reduce(ctx, node, attrs):
     return [ctx.builder.op("reshape", [found], {"shape": tuple(shape[:axis] + shape[axis + 1:])}, hint=name)]
 
 
+INT32_MAX = (1 << 31) - 1
+
+
 def extreme_position(ctx, op_type: str, x: str, axis: int, keepdims: bool, last: bool, name: str) -> str:
     """The position along `axis` of the max (ArgMax) or min of `x`, the first (or `last`) on
     ties, a NaN's where the axis holds one: ArgMax / ArgMin of a float tensor."""
@@ -259,7 +262,9 @@ def extreme_position(ctx, op_type: str, x: str, axis: int, keepdims: bool, last:
         any_nan = ctx.builder.op("reduce_max", [nan], spec, hint=f"{name}.any_nan")
         hit = ctx.builder.op("where", [any_nan, nan, hit], hint=f"{name}.winner")
     positions = counter(ctx.builder, shape[axis], along(len(shape), axis, shape[axis]), f"{name}.positions")
-    other = ctx.builder.scalar(-1 if last else INT64_MAX, DType.i64)
+    # No hit: past every position, and within 32 bits, so a target that stores i64 values
+    # in 4 bytes (rocm's f32 sizing) keeps it (an axis of 2^31 - 1 positions or more is not met).
+    other = ctx.builder.scalar(-1 if last else INT32_MAX, DType.i64)
     kept = ctx.builder.op("where", [hit, positions, other], hint=f"{name}.kept")
     return ctx.builder.op("reduce_max" if last else "reduce_min", [kept], {"axes": (axis,), "keepdims": keepdims},
                           hint=name)

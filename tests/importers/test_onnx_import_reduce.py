@@ -129,6 +129,21 @@ def test_arg_reductions_answer_a_nan_as_numpy_does(op, last):
     assert np.array_equal(got, expected)
 
 
+@pytest.mark.parametrize("target", ["rocm", "cuda", "gpu"])
+def test_float_arg_reductions_run_exactly_where_i64_is_stored_in_4_bytes(target):
+    """These targets size every value at 4 bytes: the position's "no hit" stand-in must fit."""
+    import rlxir
+
+    x = np.random.default_rng(5).standard_normal((6, 5)).astype(np.float32)
+    node = helper.make_node("ArgMax", ["x"], ["y"], axis=1, keepdims=0)
+    imported = import_onnx(make_model([node], [("x", TensorProto.FLOAT, [6, 5])], [("y", TensorProto.INT64, None)],
+                                      opset=13))
+    check = rlxir.check_execution(imported.graph, rlxir.compile(imported.graph, target),
+                                  inputs={imported.inputs["x"]: x})
+    assert check.matched
+    assert np.array_equal(check.run.outputs[imported.outputs["y"]], x.argmax(1))
+
+
 # --- scans ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
 @pytest.mark.parametrize("exclusive, reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])

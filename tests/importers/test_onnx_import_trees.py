@@ -326,3 +326,19 @@ def test_string_labels_convert_when_only_the_scores_are_read():
     with pytest.raises(UnsupportedModel, match="string labels"):
         import_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
                                                              helper.make_opsetid("ai.onnx.ml", 3)]))
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda", "rocm", "metal", "gpu", "vulkan"])
+def test_an_imported_classifier_runs_in_every_targets_arena(target):
+    """The labels come out exact on every target, those that store i64 values in 4 bytes
+    (rocm's f32 sizing) included: the best class's position needs no sentinel past 32 bits."""
+    import rlxir
+
+    attributes = legacy_forest(3, trees=6, features=4, outputs=3, depth=4, prefix="class")
+    attributes.update(classlabels_int64s=[0, 1, 2], post_transform="SOFTMAX")
+    imported = import_onnx(legacy_model("TreeEnsembleClassifier", attributes, 3, rows=8, features=4))
+    x = features_of(3, 8, 4, np.float32)
+    check = rlxir.check_execution(imported.graph, rlxir.compile(imported.graph, target),
+                                  inputs={imported.inputs["X"]: x})
+    assert check.run.poisoned_reads == ()
+    assert check.matched, check.summary()
