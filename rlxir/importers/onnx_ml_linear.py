@@ -7,6 +7,8 @@ scikit-learn pipelines export, each checked against ONNX's reference evaluator.
   imputed value of their feature.
 - **LinearRegressor**: ``x @ coefficients.T + intercepts`` per target, then
   `post_transform`.
+- **SVMRegressor**: the kernel (LINEAR, POLY, RBF, SIGMOID) of each row with the support
+  vectors, by the coefficients, plus rho; a one-class model's sign.
 - **LinearClassifier**: the class scores ``x @ coefficients.T + intercepts``; one score
   column for two classes becomes the pair (-s, s); then `post_transform`, and the label of
   the best score (one column: the first label where the score reaches 0, or 0.5 after a
@@ -61,6 +63,14 @@ def _per_feature(values, features: int, op_type: str, what: str) -> np.ndarray:
     return values
 
 
+def _choice(attrs, key: str, default: str, choices: tuple[str, ...], op_type: str) -> str:
+    """String attribute `key` (or `default`), refused unless one of `choices`."""
+    value = attrs.get(key, default)
+    if value not in choices:
+        raise UnsupportedModel(f"{op_type} {key} {value!r}", expected=" or ".join(choices))
+    return value
+
+
 def _as_f32(builder, value: str, name: str) -> str:
     if builder.type(value).dtype is DType.f32:
         return value
@@ -86,9 +96,7 @@ NORMS = ("MAX", "L1", "L2")
 
 
 def convert_normalizer(ctx, node, attrs):
-    norm = attrs.get("norm", "MAX")
-    if norm not in NORMS:
-        raise UnsupportedModel(f"Normalizer norm {norm!r}", expected=" or ".join(NORMS))
+    norm = _choice(attrs, "norm", "MAX", NORMS, "Normalizer")
     x = _matrix(ctx, node, "Normalizer")
     builder, name = ctx.builder, hint(node)
     dtype = builder.type(x).dtype
@@ -179,6 +187,73 @@ def convert_linear_classifier(ctx, node, attrs):
     label = int(labels[0]) if labels else 1
     return [builder.op("where", [reached, builder.scalar(label, DType.i64), builder.scalar(0, DType.i64)],
                        hint=hint(node)), scores]
+
+
+KERNELS = ("LINEAR", "POLY", "RBF", "SIGMOID")
+
+
+def convert_svm_regressor(ctx, node, attrs):
+    """SVMRegressor: ``kernel(x, support_vectors) @ coefficients + rho`` (without support
+    vectors, ``x @ coefficients + rho``); a one-class model answers 1 where that is above 0,
+    else -1. The kernels: LINEAR ``x . v``, POLY ``(gamma x . v + coef0) ^ degree``, SIGMOID
+    ``tanh(gamma x . v + coef0)``, RBF ``exp(-gamma |x - v|^2)``."""
+    _choice(attrs, "post_transform", "NONE", ("NONE",), "SVMRegressor")
+    kernel = _choice(attrs, "kernel_type", "LINEAR", KERNELS, "SVMRegressor")
+    x = _matrix(ctx, node, "SVMRegressor")
+    builder, name = ctx.builder, hint(node)
+    dtype = builder.type(x).dtype
+    features = builder.type(x).shape[1]
+    supports = int(attrs.get("n_supports", 0))
+    coefficients = np.asarray(attrs.get("coefficients", []), np.float64).reshape(-1)
+    rho = np.asarray(attrs.get("rho", [0.0]), np.float64).reshape(-1)
+    gamma, coef0, degree = (list(attrs.get("kernel_params", [])) + [0.0, 0.0, 0.0])[:3]
+    if supports > 0:
+        vectors = np.asarray(attrs.get("support_vectors", []), np.float64).reshape(-1)
+        if len(vectors) != supports * features or len(coefficients) != supports:
+            raise UnsupportedModel(f"SVMRegressor with {len(vectors)} support vector values and {len(coefficients)} "
+                                   f"coefficients for {supports} vectors of {features} features",
+                                   expected=f"{supports * features} values and {supports} coefficients")
+        table = vectors.reshape(supports, features)
+        dots = builder.op("matmul", [x, builder.literal(f"{name}.vectors_t", table.T.astype(dtype.numpy), dtype)],
+                          hint=f"{name}.dots")
+        kernels = _kernel(builder, x, dots, table, kernel, float(gamma), float(coef0), int(degree), name)
+    else:
+        if len(coefficients) != features:
+            raise UnsupportedModel(f"SVMRegressor with {len(coefficients)} coefficients for {features} features",
+                                   expected=f"{features} coefficients (no support vectors)")
+        kernels, coefficients = x, coefficients
+    column = coefficients.reshape(-1, 1).astype(dtype.numpy)
+    score = builder.op("matmul", [kernels, builder.literal(f"{name}.coefficients", column, dtype)], hint=f"{name}.sum")
+    score = builder.op("add", [score, builder.scalar(float(rho[0]), dtype)], hint=f"{name}.score")
+    if int(attrs.get("one_class", 0)):
+        above = builder.op("gt", [score, builder.scalar(0.0, dtype)], hint=f"{name}.above")
+        score = builder.op("where", [above, builder.scalar(1.0, dtype), builder.scalar(-1.0, dtype)],
+                           hint=f"{name}.side")
+    return [_as_f32(builder, score, name)]
+
+
+def _kernel(builder, x: str, dots: str, vectors: np.ndarray, kernel: str, gamma: float, coef0: float, degree: int,
+            name: str) -> str:
+    """The kernel between each row of `x` and each support vector, from their dot products."""
+    dtype = builder.type(x).dtype
+    if kernel == "LINEAR":
+        return dots
+    if kernel == "RBF":
+        # |x - v|^2 = |x|^2 - 2 x . v + |v|^2
+        rows = builder.op("reduce_sum", [builder.op("mul", [x, x], hint=f"{name}.x2")], {"axes": (1,), "keepdims": True},
+                          hint=f"{name}.row_norms")
+        norms = builder.literal(f"{name}.vector_norms", (vectors ** 2).sum(1).astype(dtype.numpy), dtype)
+        twice = builder.op("mul", [dots, builder.scalar(2.0, dtype)], hint=f"{name}.twice")
+        distance = builder.op("add", [builder.op("sub", [rows, twice], hint=f"{name}.partial"), norms],
+                              hint=f"{name}.distance")
+        distance = builder.op("maximum", [distance, builder.scalar(0.0, dtype)], hint=f"{name}.distance0")
+        return builder.op("exp", [builder.op("mul", [distance, builder.scalar(-gamma, dtype)], hint=f"{name}.scaled")],
+                          hint=f"{name}.kernel")
+    scaled = builder.op("add", [builder.op("mul", [dots, builder.scalar(gamma, dtype)], hint=f"{name}.gamma"),
+                                builder.scalar(coef0, dtype)], hint=f"{name}.affine")
+    if kernel == "SIGMOID":
+        return builder.op("tanh", [scaled], hint=f"{name}.kernel")
+    return builder.op("pow", [scaled, builder.scalar(float(degree), dtype)], hint=f"{name}.kernel")
 
 
 def convert_one_hot_encoder(ctx, node, attrs):
@@ -292,4 +367,5 @@ register({
     "ai.onnx.ml.Imputer": convert_imputer, "ai.onnx.ml.LinearRegressor": convert_linear_regressor,
     "ai.onnx.ml.LinearClassifier": convert_linear_classifier, "ai.onnx.ml.OneHotEncoder": convert_one_hot_encoder,
     "ai.onnx.ml.FeatureVectorizer": convert_feature_vectorizer, "ai.onnx.ml.LabelEncoder": convert_label_encoder,
+    "ai.onnx.ml.SVMRegressor": convert_svm_regressor,
 })

@@ -14,6 +14,9 @@ uses it, rather than only that the op has no mapping:
 - **Strings**: StringNormalizer, StringConcat, StringSplit, RegexFullMatch; **encoded
   images**: ImageDecoder. The IR has no string or byte dtype (and a decoded image's shape
   is in its bytes).
+- Of the ``ai.onnx.ml`` domain, **maps**: CastMap, DictVectorizer, ZipMap (the IR has only
+  tensors; ZipMap ends scikit-learn classifiers exported with their probabilities as maps),
+  and **strings**: CategoryMapper.
 """
 
 from __future__ import annotations
@@ -45,11 +48,22 @@ REASONS = {
 }
 """Op type -> (why the IR cannot hold it, what a model should do instead)."""
 
+MAPS = "it works on maps (or sequences of maps), which the IR has no type for: its values are tensors"
+ML_REASONS = {
+    "CastMap": (MAPS, "a model that takes its features as a tensor"),
+    "DictVectorizer": (MAPS, "a model that takes its features as a tensor"),
+    "ZipMap": (MAPS, "the classifier's probabilities as a tensor (scikit-learn's converter: options "
+                     "{'zipmap': False})"),
+    "CategoryMapper": (STRINGS, "categories given as integers"),
+}
+"""The same for ``ai.onnx.ml`` op types."""
+
 
 def refuse(ctx, node, attrs):
     """Refuse `node` with its op type's reason (a converter that never converts)."""
-    reason, expected = REASONS[node.op_type]
+    reason, expected = (ML_REASONS if node.domain == "ai.onnx.ml" else REASONS)[node.op_type]
     raise UnsupportedModel(f"{node.op_type} cannot be imported: {reason}", expected=expected)
 
 
 register(dict.fromkeys(REASONS, refuse))
+register(dict.fromkeys((f"ai.onnx.ml.{op_type}" for op_type in ML_REASONS), refuse))

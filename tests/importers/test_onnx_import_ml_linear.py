@@ -166,3 +166,29 @@ def test_label_encoder_of_tensors():
 def test_refused_with_a_reason(op_type, attributes, reason):
     with pytest.raises(UnsupportedModel, match=reason):
         import_onnx(model_of(op_type, [("X", F, [6, 4])], [("Y", F, None)], **attributes))
+
+
+@pytest.mark.parametrize("kernel", ["LINEAR", "POLY", "RBF", "SIGMOID"])
+@pytest.mark.parametrize("one_class", [0, 1])
+def test_svm_regressor(kernel, one_class):
+    rng = np.random.default_rng(11)
+    model = model_of("SVMRegressor", [("X", F, [6, 4])], [("Y", F, [6, 1])], kernel_type=kernel,
+                     kernel_params=[0.3, 0.5, 3.0], n_supports=5, support_vectors=rng.standard_normal(20).tolist(),
+                     coefficients=rng.standard_normal(5).tolist(), rho=[0.25], one_class=one_class)
+    compare(model, {"X": matrix(11)}, rtol=1e-4)
+
+
+def test_svm_regressor_without_support_vectors():
+    model = model_of("SVMRegressor", [("X", F, [6, 4])], [("Y", F, [6, 1])], coefficients=[0.5, -1.0, 2.0, 0.25],
+                     rho=[-0.5])
+    compare(model, {"X": matrix(12)})
+
+
+def test_map_ops_are_refused_with_a_reason():
+    node = helper.make_node("ZipMap", ["X"], ["Y"], domain="ai.onnx.ml", classlabels_int64s=[0, 1])
+    maps = helper.make_sequence_type_proto(helper.make_map_type_proto(I64, helper.make_tensor_type_proto(F, [])))
+    graph = helper.make_graph([node], "ml", [helper.make_tensor_value_info("X", F, [3, 2])],
+                              [helper.make_value_info("Y", maps)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 3)])
+    with pytest.raises(UnsupportedModel, match="ZipMap cannot be imported: it works on maps"):
+        import_onnx(model)
