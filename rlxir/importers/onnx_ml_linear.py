@@ -31,7 +31,7 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, dtype_of_array
-from rlxir.importers.onnx_ml_scores import attribute_array, class_labels, post_transform
+from rlxir.importers.onnx_ml_scores import attribute_array, class_labels, named, post_transform
 from rlxir.importers.onnx_ops import hint, unused
 from rlxir.importers.onnx_registry import register
 
@@ -159,7 +159,7 @@ def convert_linear_regressor(ctx, node, attrs):
     targets = int(attrs.get("targets", 1))
     scores, _ = _linear_scores(ctx, node, attrs, "LinearRegressor", lambda width: targets)
     scores = post_transform(ctx.builder, scores, attrs.get("post_transform", "NONE"), "LinearRegressor", hint(node))
-    return [_as_f32(ctx.builder, scores, hint(node))]
+    return [named(ctx.builder, _as_f32(ctx.builder, scores, hint(node)), hint(node))]
 
 
 def convert_linear_classifier(ctx, node, attrs):
@@ -172,7 +172,8 @@ def convert_linear_classifier(ctx, node, attrs):
         scores = builder.op("concat", [builder.op("neg", [scores], hint=f"{name}.negative"), scores], {"axis": 1},
                             hint=f"{name}.pair")
         columns = 2
-    scores = _as_f32(builder, post_transform(builder, scores, post, "LinearClassifier", name), f"{name}.f32")
+    scores = named(builder, _as_f32(builder, post_transform(builder, scores, post, "LinearClassifier", name),
+                                    f"{name}.f32"), name)
     if columns > 1:
         return [class_labels(ctx, node, scores, labels, strings, "LinearClassifier"), scores]
     if unused(ctx, node, 0):
@@ -229,7 +230,7 @@ def convert_svm_regressor(ctx, node, attrs):
         above = builder.op("gt", [score, builder.scalar(0.0, dtype)], hint=f"{name}.above")
         score = builder.op("where", [above, builder.scalar(1.0, dtype), builder.scalar(-1.0, dtype)],
                            hint=f"{name}.side")
-    return [_as_f32(builder, score, name)]
+    return [named(builder, _as_f32(builder, score, name), name)]
 
 
 def _kernel(builder, x: str, dots: str, vectors: np.ndarray, kernel: str, gamma: float, coef0: float, degree: int,

@@ -12,7 +12,7 @@ import numpy as np
 from onnx import numpy_helper
 
 from rlxir.dtypes import DType
-from rlxir.importers.builder import UnsupportedModel
+from rlxir.importers.builder import UnsupportedModel, sanitize_name
 from rlxir.importers.onnx_ops import unused
 from rlxir.importers.onnx_reduce import extreme_position
 
@@ -36,6 +36,17 @@ class _Ops:
         values = [self.builder.scalar(item, self.dtype) if isinstance(item, (int, float)) else item
                   for item in operands]
         return self.builder.op(op, values, attrs, hint=f"{self.name}.{tag}")
+
+
+def named(builder, value: str, name: str) -> str:
+    """`value` under the name its ONNX output hints (`name`, sanitized), where that name is
+    free: the converters below build their results through helper ops named after their
+    steps, and an output should read as the model's."""
+    wanted = builder.fresh(name)
+    if builder.graph.kind(value) == "op" and value != wanted and wanted == sanitize_name(name):
+        builder.graph.rename(value, wanted, views=False)
+        return wanted
+    return value
 
 
 def post_transform(builder, scores: str, mode: str, op_type: str, name: str) -> str:

@@ -32,7 +32,7 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, dtype_of_array
-from rlxir.importers.onnx_ml_scores import attribute_array, class_labels, post_transform
+from rlxir.importers.onnx_ml_scores import attribute_array, class_labels, named, post_transform
 from rlxir.importers.onnx_ops import hint
 from rlxir.importers.onnx_registry import register
 
@@ -269,7 +269,7 @@ def convert_tree_ensemble(ctx, node, attrs):
     total = _aggregate(ctx.builder, reached, dtype, forest, targets, aggregate, name)
     if ctx.builder.type(total).dtype is not dtype:
         total = ctx.builder.op("cast", [total], {"to": dtype}, hint=name)
-    return [total]
+    return [named(ctx.builder, total, name)]
 
 
 def convert_tree_ensemble_regressor(ctx, node, attrs):
@@ -296,7 +296,7 @@ def convert_tree_ensemble_regressor(ctx, node, attrs):
             ctx.builder.type(total).dtype.numpy), ctx.builder.type(total).dtype)], hint=f"{name}.based")
     if ctx.builder.type(total).dtype is not dtype:
         total = ctx.builder.op("cast", [total], {"to": dtype}, hint=name)
-    return [total]
+    return [named(ctx.builder, total, name)]
 
 
 def convert_tree_ensemble_classifier(ctx, node, attrs):
@@ -324,7 +324,7 @@ def convert_tree_ensemble_classifier(ctx, node, attrs):
     post = attrs.get("post_transform", "NONE")
     if len(set(forest.targets_named.tolist())) == 1:
         scores = _binary_pair(builder, scores, classes, post, name)
-    scores = post_transform(builder, scores, post, "TreeEnsembleClassifier", name)
+    scores = named(builder, post_transform(builder, scores, post, "TreeEnsembleClassifier", name), name)
     return [class_labels(ctx, node, scores, labels_given, strings, "TreeEnsembleClassifier"), scores]
 
 

@@ -36,6 +36,7 @@ def compare(model, feeds: dict, rtol=1e-5):
         warnings.simplefilter("ignore")
         wants = ReferenceEvaluator(model).run(None, feeds)
     imported = import_onnx(model)
+    assert imported.outputs == {output.name: output.name for output in model.graph.output}
     ran = interpret(imported.graph, {imported.inputs[name]: value for name, value in feeds.items()})
     for output, want in zip(model.graph.output, wants):
         got = ran[imported.outputs[output.name]]

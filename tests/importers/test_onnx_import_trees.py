@@ -84,6 +84,7 @@ def features_of(seed: int, rows: int, features: int, dtype) -> np.ndarray:
 def compare(model, x: np.ndarray, bindings=None, rtol=1e-6):
     want = ReferenceEvaluator(model).run(None, {"X": x})[0]
     imported = import_onnx(model)
+    assert imported.outputs == {"Y": "Y"}  # the output keeps the model's name
     got = interpret(imported.graph, {imported.inputs["X"]: x}, bindings=bindings)[imported.outputs["Y"]]
     assert got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6)
@@ -263,6 +264,7 @@ def legacy_model(op_type: str, attributes: dict, outputs: int, rows=9, features=
 def compare_all(model, x: np.ndarray, rtol=1e-5):
     wants = ReferenceEvaluator(model).run(None, {"X": x})
     imported = import_onnx(model)
+    assert imported.outputs == {output.name: output.name for output in model.graph.output}
     ran = interpret(imported.graph, {imported.inputs["X"]: x})
     for output, want in zip(model.graph.output, wants):
         got = ran[imported.outputs[output.name]]
