@@ -1,4 +1,5 @@
-"""ONNX op -> core ops: ``ai.onnx.ml`` TreeEnsemble (opset 5), a forest of decision trees.
+"""ONNX op -> core ops: ``ai.onnx.ml`` TreeEnsemble (opset 5), a forest of decision trees,
+and its older forms TreeEnsembleRegressor and TreeEnsembleClassifier.
 
 The trees are attributes, known while importing, so the importer walks them once and
 writes the forest as a fixed handful of tensor ops whatever its size:
@@ -11,10 +12,9 @@ writes the forest as a fixed handful of tensor ops whatever its size:
    nothing); a NaN feature sent to the true branch where `nodes_missing_value_tracks_true`
    says so. A split is compared in its own dtype as given, a member exactly (the
    precisions ONNX's reference compares in);
-3. which leaf each row reaches: a leaf's path needs some nodes true and some false, so
-   ``tests @ (needs_true - needs_false)`` plus the count of nodes it needs false equals the
-   length of its path exactly when every test on it went its way (small integers, exact
-   in f32);
+3. which leaf each row reaches: the tests along each leaf's path, gathered from the nodes'
+   outcomes into [rows, leaves, depth] (a short path padded with an always-true test),
+   compared with the outcomes the path needs and counted: every one went its way;
 4. the aggregate over the trees of the leaves reached, per target: a ``matmul`` by the
    leaves' weights placed at their targets for SUM (divided by the tree count for AVERAGE),
    a ``reduce_min`` / ``reduce_max`` over the leaves for MIN / MAX, where a target no
@@ -23,7 +23,10 @@ writes the forest as a fixed handful of tensor ops whatever its size:
 
 A tree whose root is a leaf (both branches the same leaf) gives that leaf's weight to
 every row. `post_transform` other than NONE is refused; `nodes_hitrates` is advisory and
-not read.
+not read. The older forms name nodes by (tree, node) id and mark leaves by mode, send a
+NaN feature where the node's missing-value flag says whatever its test, add
+`base_values`, and the classifier ends with a `post_transform` and the label of the best
+score (`_LegacyForest`, rlxir/importers/onnx_ml_scores.py).
 """
 
 from __future__ import annotations
@@ -146,7 +149,7 @@ class _LegacyForest(_Forest):
     feature compares with a split in the wider of their dtypes (as ONNX's reference's
     scalars do)."""
 
-    def __init__(self, attrs, op_type: str, prefix: str) -> None:  # noqa: PLR0915 (one reading of the attributes)
+    def __init__(self, attrs, op_type: str, prefix: str) -> None:
         self.op_type = op_type
         tree_ids = self._ints(attrs, "nodes_treeids")
         node_ids = self._ints(attrs, "nodes_nodeids")
@@ -355,25 +358,30 @@ def _base_values(attrs, width: int, op_type: str) -> np.ndarray | None:
 
 
 def _reached(builder, x: str, rows, forest: _Forest, name: str) -> str:
-    """Which path (leaf of a tree) each row reaches: bool [rows, paths]."""
+    """Which path (leaf of a tree) each row reaches: bool [rows, paths]. Each path's tests
+    are gathered from the nodes' outcomes (padded to the deepest path with a column that is
+    always true) and compared with the outcomes the path needs: the static tables are
+    paths x depth, whatever the forest's width."""
     used = sorted({node for _, path in forest.paths for node, _ in path})
     paths = len(forest.paths)
     if not used:  # every tree is a single leaf
         return builder.splat(f"{name}.reached", True, _type(DType.bool, (rows, paths)))
     column = {node: index for index, node in enumerate(used)}
-    needs = np.zeros((len(used), paths), np.float32)
-    needs_false = np.zeros(paths, np.float32)
-    lengths = np.zeros(paths, np.float32)
+    depth = max(len(path) for _, path in forest.paths)
+    steps = np.full((paths, depth), len(used), np.int64)  # the always-true column
+    wanted = np.ones((paths, depth), bool)
     for index, (_, path) in enumerate(forest.paths):
-        for node, outcome in path:
-            needs[column[node], index] += 1.0 if outcome else -1.0
-            needs_false[index] += 0.0 if outcome else 1.0
-        lengths[index] = len(path)
+        for level, (node, outcome) in enumerate(path):
+            steps[index, level] = column[node]
+            wanted[index, level] = outcome
     tests = _tests(builder, x, rows, forest, np.asarray(used), name)
-    as_numbers = builder.op("cast", [tests], {"to": DType.f32}, hint=f"{name}.tests_f32")
-    met = builder.op("matmul", [as_numbers, builder.literal(f"{name}.needs", needs)], hint=f"{name}.met")
-    met = builder.op("add", [met, builder.literal(f"{name}.needs_false", needs_false)], hint=f"{name}.met_all")
-    return builder.op("eq", [met, builder.literal(f"{name}.lengths", lengths)], hint=f"{name}.reached")
+    always = builder.splat(f"{name}.always", True, _type(DType.bool, (rows, 1)))
+    tests = builder.op("concat", [tests, always], {"axis": 1}, hint=f"{name}.tests_padded")
+    taken = builder.op("gather", [tests, builder.literal(f"{name}.steps", steps)], {"axis": 1}, hint=f"{name}.taken")
+    went = builder.op("eq", [taken, builder.literal(f"{name}.wanted", wanted, DType.bool)], hint=f"{name}.went")
+    along = builder.op("reduce_sum", [builder.op("cast", [went], {"to": DType.i32}, hint=f"{name}.went_i32")],
+                       {"axes": (2,), "keepdims": False}, hint=f"{name}.along")
+    return builder.op("eq", [along, builder.scalar(depth, DType.i32)], hint=f"{name}.reached")
 
 
 def _tests(builder, x: str, rows, forest: _Forest, used: np.ndarray, name: str) -> str:
