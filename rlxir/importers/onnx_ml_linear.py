@@ -22,7 +22,8 @@ scikit-learn pipelines export, each checked against ONNX's reference evaluator.
   key's value, `default_*` for any other; string keys or values are refused, the IR having
   no string tensors.
 
-Outputs are f32 where ONNX declares them float (an f64 input is computed in f64 first).
+Outputs are f32 where ONNX declares them float (an f64 input is computed in f64 first; ONNX's
+reference keeps f64 there for Scaler and Normalizer, which the specification does not).
 """
 
 from __future__ import annotations
@@ -88,8 +89,9 @@ def convert_scaler(ctx, node, attrs):
     scale = _per_feature(attrs.get("scale", [1.0]), features, "Scaler", "scales")
     shifted = ctx.builder.op("sub", [x, ctx.builder.literal(f"{name}.offset", offset.astype(dtype.numpy), dtype)],
                              hint=f"{name}.shifted")
-    return [ctx.builder.op("mul", [shifted, ctx.builder.literal(f"{name}.scale", scale.astype(dtype.numpy), dtype)],
-                           hint=name)]
+    scaled = ctx.builder.op("mul", [shifted, ctx.builder.literal(f"{name}.scale", scale.astype(dtype.numpy), dtype)],
+                            hint=f"{name}.scaled")
+    return [named(ctx.builder, _as_f32(ctx.builder, scaled, name), name)]
 
 
 NORMS = ("MAX", "L1", "L2")
@@ -108,7 +110,7 @@ def convert_normalizer(ctx, node, attrs):
         magnitude = builder.op("abs", [x], hint=f"{name}.abs")
         size = builder.op("reduce_max" if norm == "MAX" else "reduce_sum", [magnitude], row, hint=f"{name}.norm")
     size = builder.op("maximum", [size, builder.scalar(1e-30, dtype)], hint=f"{name}.divisor")
-    return [builder.op("div", [x, size], hint=name)]
+    return [named(builder, _as_f32(builder, builder.op("div", [x, size], hint=f"{name}.normalized"), name), name)]
 
 
 def convert_imputer(ctx, node, attrs):

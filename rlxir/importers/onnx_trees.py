@@ -277,7 +277,8 @@ def convert_tree_ensemble(ctx, node, attrs):
 
 def convert_tree_ensemble_regressor(ctx, node, attrs):
     """TreeEnsembleRegressor: the targets' weights of the leaves reached, aggregated by
-    `aggregate_function` (AVERAGE divides the sum by the tree count), plus `base_values`."""
+    `aggregate_function` (AVERAGE divides the sum by the tree count), plus `base_values`;
+    f32, as ONNX declares it (an f64 input is computed in f64 first)."""
     post = attrs.get("post_transform", "NONE")
     if post != "NONE":
         raise UnsupportedModel(f"TreeEnsembleRegressor post_transform {post!r}", expected="NONE")
@@ -297,8 +298,8 @@ def convert_tree_ensemble_regressor(ctx, node, attrs):
     if base is not None:
         total = ctx.builder.op("add", [total, ctx.builder.literal(f"{name}.base", base.astype(
             ctx.builder.type(total).dtype.numpy), ctx.builder.type(total).dtype)], hint=f"{name}.based")
-    if ctx.builder.type(total).dtype is not dtype:
-        total = ctx.builder.op("cast", [total], {"to": dtype}, hint=name)
+    if ctx.builder.type(total).dtype is not DType.f32:  # ONNX declares the output float
+        total = ctx.builder.op("cast", [total], {"to": DType.f32}, hint=name)
     return [named(ctx.builder, total, name)]
 
 

@@ -55,6 +55,13 @@ def test_scaler(offset, scale):
     compare(model, {"X": matrix()})
 
 
+@pytest.mark.parametrize("op_type, attributes", [("Scaler", {"offset": [0.5], "scale": [2.0]}),
+                                                 ("Normalizer", {"norm": "L2"})])
+def test_a_double_input_gives_the_float_output_onnx_declares(op_type, attributes):
+    model = model_of(op_type, [("X", D, [6, 4])], [("Y", F, [6, 4])], **attributes)
+    compare(model, {"X": matrix(13, dtype=np.float64)})
+
+
 @pytest.mark.parametrize("norm", ["MAX", "L1", "L2"])
 def test_normalizer(norm):
     x = matrix(1)

@@ -251,7 +251,8 @@ def legacy_forest(seed: int, trees: int, features: int, outputs: int, depth: int
 def legacy_model(op_type: str, attributes: dict, outputs: int, rows=9, features=3, elem=TensorProto.FLOAT):
     names = ["Y"] if op_type == "TreeEnsembleRegressor" else ["label", "scores"]
     node = helper.make_node(op_type, ["X"], names, domain="ai.onnx.ml", **attributes)
-    declared = [helper.make_tensor_value_info(names[0], elem if len(names) == 1 else TensorProto.INT64, None)]
+    declared = [helper.make_tensor_value_info(names[0], TensorProto.FLOAT if len(names) == 1 else TensorProto.INT64,
+                                              None)]
     if len(names) == 2:
         declared.append(helper.make_tensor_value_info("scores", TensorProto.FLOAT, None))
     graph = helper.make_graph([node], "forest", [helper.make_tensor_value_info("X", elem, [rows, features])],
