@@ -93,10 +93,12 @@ def best_class(ctx, scores: str, name: str) -> str:
 
 
 def class_labels(ctx, node, scores: str, labels: list | None, strings: list | None, op_type: str) -> str | None:
-    """Output 0 of a classifier: the label of each row's best score (None where the model
-    does not read it)."""
+    """Output 0 of a classifier: the label of each row's best score, its position where no
+    labels are given (None where the model does not read it)."""
     if unused(ctx, node, 0):
         return None
+    if labels is None and strings is None:
+        return named(ctx.builder, best_class(ctx, scores, node.output[0]), node.output[0])
     if labels is None:
         raise UnsupportedModel(f"{op_type} whose string labels (output 0) are read",
                                expected="classlabels_int64s, or a model that reads only the scores")

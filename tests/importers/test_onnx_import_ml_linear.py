@@ -97,6 +97,13 @@ def test_linear_classifier_of_three_classes(post):
     compare(model, {"X": matrix(4)})
 
 
+def test_linear_classifier_without_labels_answers_positions():
+    rng = np.random.default_rng(14)
+    model = model_of("LinearClassifier", [("X", F, [6, 4])], [("label", I64, [6]), ("scores", F, [6, 3])],
+                     coefficients=rng.standard_normal(12).tolist(), intercepts=[0.0, 0.5, -0.5])
+    compare(model, {"X": matrix(14)})
+
+
 @pytest.mark.parametrize("post", ["NONE", "LOGISTIC"])
 def test_linear_classifier_binary_from_one_column(post):
     model = model_of("LinearClassifier", [("X", F, [6, 4])], [("label", I64, [6]), ("scores", F, [6, 2])],
