@@ -116,7 +116,7 @@ class _Forest:
         return [(int(self.leaf_targets[index]), float(self.leaf_weights[index]))]
 
     def _walk(self, root: int) -> None:
-        self._node(root)
+        self._checked_node(root)
         if self.true_leafs[root] and self.false_leafs[root] and self.true_ids[root] == self.false_ids[root]:
             self.paths.append((self._leaf(root), []))  # a tree that is one leaf (the root's index names it)
             return
@@ -132,9 +132,9 @@ class _Forest:
                     raise UnsupportedModel(f"TreeEnsemble whose node {int(target)} is its own ancestor",
                                            expected="trees (no branch leads back up)")
                 else:
-                    stack.append((self._node(int(target)), step))
+                    stack.append((self._checked_node(int(target)), step))
 
-    def _node(self, index: int) -> int:
+    def _checked_node(self, index: int) -> int:
         if not 0 <= index < len(self.features):
             raise UnsupportedModel(f"TreeEnsemble node {index} out of range",
                                    expected=f"node ids below {len(self.features)}")
