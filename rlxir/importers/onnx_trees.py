@@ -293,7 +293,7 @@ def convert_tree_ensemble_regressor(ctx, node, attrs):
     dtype = ctx.builder.type(x).dtype
     name = hint(node)
     reached = _reached(ctx.builder, x, ctx.builder.type(x).shape[0], forest, name)
-    total = _aggregate(ctx.builder, reached, dtype, forest, targets, aggregate, f"{name}.trees")
+    total = _aggregate(ctx.builder, reached, dtype, forest, targets, aggregate, f"{name}.trees", DType.f32)
     base = _base_values(attrs, targets, "TreeEnsembleRegressor")
     if base is not None:
         total = ctx.builder.op("add", [total, ctx.builder.literal(f"{name}.base", base.astype(
@@ -448,10 +448,11 @@ def _membership(builder, features: str, rows, forest: _Forest, used: np.ndarray,
     return builder.op("gt", [counted, builder.scalar(0.0, DType.f32)], hint=f"{name}.member")
 
 
-def _aggregate(builder, reached: str, dtype: DType, forest: _Forest, targets: int, aggregate: str, name: str) -> str:
-    """What the leaves reached add, aggregated per target: [rows, targets]. A target no
-    reached leaf names is 0 for SUM and AVERAGE, the dtype's largest (smallest) finite
-    value for MIN (MAX)."""
+def _aggregate(builder, reached: str, dtype: DType, forest: _Forest, targets: int, aggregate: str, name: str,
+               output: DType | None = None) -> str:
+    """What the leaves reached add, aggregated per target: [rows, targets], in `dtype`. A
+    target no reached leaf names is 0 for SUM and AVERAGE, the largest (smallest) finite
+    value of the `output` dtype (default `dtype`) for MIN (MAX)."""
     entries = [(path, target, weight) for path, (adds, _) in enumerate(forest.paths) for target, weight in adds]
     work = dtype if dtype in (DType.f32, DType.f64) else DType.f32
     if aggregate in ("SUM", "AVERAGE"):
@@ -463,7 +464,7 @@ def _aggregate(builder, reached: str, dtype: DType, forest: _Forest, targets: in
         taken = builder.op("cast", [reached], {"to": work}, hint=f"{name}.taken")
         return builder.op("matmul", [taken, builder.literal(f"{name}.weights", placed.astype(work.numpy), work)],
                           hint=f"{name}.total")
-    bound = np.finfo(dtype.numpy)
+    bound = np.finfo((output or dtype).numpy)
     empty = bound.max if aggregate == "MIN" else bound.min
     rows = builder.type(reached).shape[0]
     if not entries:

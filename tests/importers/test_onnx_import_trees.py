@@ -282,6 +282,22 @@ def test_tree_ensemble_regressor(seed, aggregate):
     compare_all(legacy_model("TreeEnsembleRegressor", attributes, 2), features_of(seed, 9, 3, np.float32))
 
 
+def test_an_empty_target_of_a_double_min_regressor_is_the_largest_float():
+    # The output is f32 (as ONNX declares it): a target no reached leaf names holds f32's
+    # largest finite value, where ONNX's reference, keeping f64, holds f64's.
+    attributes = legacy_forest(1, trees=2, features=3, outputs=2, depth=3, prefix="target")
+    attributes.update(aggregate_function="MIN", n_targets=3)
+    model = legacy_model("TreeEnsembleRegressor", attributes, 3, elem=TensorProto.DOUBLE)
+    x = features_of(1, 9, 3, np.float64)
+    want = ReferenceEvaluator(model).run(None, {"X": x})[0]
+    want = np.where(want == np.finfo(np.float64).max, np.finfo(np.float32).max, want)
+    imported = import_onnx(model)
+    got = interpret(imported.graph, {imported.inputs["X"]: x})[imported.outputs["Y"]]
+    assert got.dtype == np.float32 and np.isfinite(got).all()
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert (got[:, 2] == np.finfo(np.float32).max).all()  # target 2 is named by no leaf
+
+
 def test_tree_ensemble_regressor_in_double_precision():
     attributes = legacy_forest(5, trees=4, features=3, outputs=3, depth=4, prefix="target")
     attributes.update(n_targets=3)
