@@ -27,7 +27,7 @@ import onnx
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel
-from rlxir.importers.onnx_context import concrete, op_key
+from rlxir.importers.onnx_context import concrete, initializer_array, op_key
 from rlxir.importers.onnx_ops import hint, operand, optional_input
 from rlxir.importers.onnx_registry import CONVERTERS, register
 
@@ -70,12 +70,16 @@ def _nodes(graph: onnx.GraphProto):
 
 def run_subgraph(ctx, graph: onnx.GraphProto, bound=()) -> list:
     """Convert `graph`'s nodes with its inputs bound to `bound` (rlx value names or static
-    arrays, in input order) and return its outputs the same way. Every name the subgraph
-    defines is forgotten first, so a loop body runs once per iteration."""
+    arrays, in input order) and its own initializers as static arrays, and return its
+    outputs the same way. Every name the subgraph defines is forgotten first, so a loop body
+    runs once per iteration."""
     defined = [info.name for info in graph.input] + [name for inner in _nodes(graph) for name in inner.output]
     for name in defined:
         ctx.values.pop(name, None)
         ctx.statics.pop(name, None)
+    for tensor in graph.initializer:  # a body's constants (scikit-learn's Scan bodies hold theirs there)
+        ctx.values.pop(tensor.name, None)
+        ctx.define_static(tensor.name, initializer_array(tensor))
     for info, value in zip(graph.input, bound):
         if isinstance(value, str):
             ctx.define(info.name, value)

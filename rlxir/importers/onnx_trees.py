@@ -352,10 +352,10 @@ def _base_values(attrs, width: int, op_type: str) -> np.ndarray | None:
         base = np.asarray(attrs["base_values"], np.float32).astype(np.float64)
     else:
         return None
-    if len(base) != width:
+    if len(base) not in (1, width):
         raise UnsupportedModel(f"{op_type} with {len(base)} base values for {width} outputs",
-                               expected=f"{width} base values")
-    return base
+                               expected=f"{width} base values, or one for all")
+    return np.broadcast_to(base, (width,)).copy()  # one value serves every output, as in ONNX's reference
 
 
 def _reached(builder, x: str, rows, forest: _Forest, name: str) -> str:

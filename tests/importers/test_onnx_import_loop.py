@@ -58,6 +58,18 @@ def test_scan_axes_and_directions(input_directions, output_axes, output_directio
     compare_on(model, _feeds(("state", (N, 3)), ("x", (N, T, 3)), ("u", (N, 3, T))), {"B": N})
 
 
+def test_a_scan_body_with_initializers_of_its_own():
+    """A body may hold its constants as its own initializers (scikit-learn's nearest-neighbour
+    exports do): `half` lives in the body here, not in the outer graph."""
+    body = _scan_body()
+    body.initializer.append(helper.make_tensor("half", F, [], [0.5]))
+    node = helper.make_node("Scan", ["state", "x", "u"], ["final", "seen", "squashed"], num_scan_inputs=2,
+                            body=body, scan_input_axes=[1, 1])
+    model = make_model([node], [("state", F, ["N", 3]), ("x", F, ["N", T, 3]), ("u", F, ["N", T, 3])],
+                       [("final", F, None), ("seen", F, None), ("squashed", F, None)], opset=16)
+    compare_on(model, _feeds(("state", (N, 3)), ("x", (N, T, 3)), ("u", (N, T, 3))), {"B": N})
+
+
 def test_scan_8_runs_each_batch_entry():
     """Opset 8: a leading batch axis on every input and output; `directions` reverses u."""
     node = helper.make_node("Scan", ["", "state", "x", "u"], ["final", "seen", "squashed"], num_scan_inputs=2,

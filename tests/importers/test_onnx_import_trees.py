@@ -361,3 +361,13 @@ def test_an_imported_classifier_runs_in_every_targets_arena(target):
                                   inputs={imported.inputs["X"]: x})
     assert check.run.poisoned_reads == ()
     assert check.matched, check.summary()
+
+
+def test_one_base_value_serves_every_class():
+    """scikit-learn's binary gradient boosting: every weight on class 0, one base value."""
+    attributes = legacy_forest(41, trees=3, features=3, outputs=1, depth=3, prefix="class", one_output=True)
+    attributes.update(classlabels_int64s=[0, 1], post_transform="LOGISTIC", base_values=[0.3])
+    compare_all(legacy_model("TreeEnsembleClassifier", attributes, 2), features_of(41, 9, 3, np.float32))
+    regressor = legacy_forest(42, trees=2, features=3, outputs=2, depth=3, prefix="target")
+    regressor.update(n_targets=2, base_values=[1.5])
+    compare_all(legacy_model("TreeEnsembleRegressor", regressor, 2), features_of(42, 9, 3, np.float32))
