@@ -32,7 +32,7 @@ import numpy as np
 
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, dtype_of_array
-from rlxir.importers.onnx_ml_scores import attribute_array, class_labels, named, post_transform
+from rlxir.importers.onnx_ml_scores import attribute_array, best_class, class_labels, named, post_transform
 from rlxir.importers.onnx_ops import hint, unused
 from rlxir.importers.onnx_registry import register
 
@@ -235,6 +235,109 @@ def convert_svm_regressor(ctx, node, attrs):
     return [named(builder, _as_f32(builder, score, name), name)]
 
 
+def convert_svm_classifier(ctx, node, attrs):
+    """SVMClassifier without probabilities (`prob_a`, `prob_b`: refused). With support
+    vectors, one score per pair of classes (i < j, in order): ``rho[p]`` plus class i's
+    vectors' kernels by the coefficients row j - 1, plus class j's by row i; a pair's vote
+    goes to i where its score is above 0, else to j; the label is the class with the most
+    votes (the first on ties). Without support vectors, one linear score per class, ``x .
+    coefficients[c] + rho[0]``, and the best one's label. Two classes (one rho) label as
+    ONNX's reference does: the second label where every coefficient is >= 0 and the best
+    class's vote (or score) reaches 0.5, else the best class's; the scores then become the
+    pair (-s, s) before `post_transform`."""
+    if attrs.get("prob_a") or attrs.get("prob_b"):
+        raise UnsupportedModel("SVMClassifier with probabilities (prob_a, prob_b): their pairwise coupling, an "
+                               "iterative solve that stops per row, is not mapped",
+                               expected="a classifier without probabilities (scikit-learn: SVC(probability=False))")
+    labels, strings = attrs.get("classlabels_ints"), attrs.get("classlabels_strings")
+    classes = max(len(labels or strings or []), 1)
+    kernel = _choice(attrs, "kernel_type", "LINEAR", KERNELS, "SVMClassifier")
+    post = attrs.get("post_transform", "NONE")
+    x = _matrix(ctx, node, "SVMClassifier")
+    builder, name = ctx.builder, hint(node, 1) if len(node.output) > 1 and node.output[1] else f"{hint(node)}.scores"
+    dtype = builder.type(x).dtype
+    features = builder.type(x).shape[1]
+    coefficients = np.asarray(attrs.get("coefficients", []), np.float64).reshape(-1)
+    rho = np.asarray(attrs.get("rho", [0.0]), np.float64).reshape(-1)
+    per_class = [int(count) for count in attrs.get("vectors_per_class", [])]
+    vectors = sum(per_class)
+    votes = None
+    if vectors:
+        table = np.asarray(attrs.get("support_vectors", []), np.float64).reshape(-1)
+        pairs = [(i, j) for i in range(classes) for j in range(i + 1, classes)]
+        if len(per_class) != classes or len(table) != vectors * features or \
+                len(coefficients) != (classes - 1) * vectors or len(rho) != len(pairs):
+            raise UnsupportedModel("SVMClassifier whose support vectors, coefficients or rho do not fit its "
+                                   f"{classes} classes and {features} features",
+                                   expected="vectors_per_class per class, (classes - 1) x vectors coefficients, "
+                                            "one rho per pair of classes")
+        table = table.reshape(vectors, features)
+        dots = builder.op("matmul", [x, builder.literal(f"{name}.vectors_t", table.T.astype(dtype.numpy), dtype)],
+                          hint=f"{name}.dots")
+        gamma, coef0, degree = (list(attrs.get("kernel_params", [])) + [0.0, 0.0, 0.0])[:3]
+        kernels = _kernel(builder, x, dots, table, kernel, float(gamma), float(coef0), int(degree), name)
+        rows = coefficients.reshape(classes - 1, vectors)
+        starts = np.concatenate([[0], np.cumsum(per_class)])
+        weights = np.zeros((vectors, len(pairs)))
+        ahead, behind = np.zeros((len(pairs), classes)), np.zeros((len(pairs), classes))
+        for p, (i, j) in enumerate(pairs):
+            weights[starts[i]:starts[i + 1], p] = rows[j - 1, starts[i]:starts[i + 1]]
+            weights[starts[j]:starts[j + 1], p] = rows[i, starts[j]:starts[j + 1]]
+            ahead[p, i], behind[p, j] = 1.0, 1.0
+        scores = builder.op("matmul", [kernels, builder.literal(f"{name}.pair_weights", weights.astype(dtype.numpy),
+                                                                dtype)], hint=f"{name}.pair_dots")
+        scores = builder.op("add", [scores, builder.literal(f"{name}.rho", rho.astype(dtype.numpy), dtype)],
+                            hint=f"{name}.pairs")
+        won = builder.op("cast", [builder.op("gt", [scores, builder.scalar(0.0, dtype)], hint=f"{name}.won_bool")],
+                         {"to": DType.f32}, hint=f"{name}.won")
+        lost = builder.op("sub", [builder.scalar(1.0, DType.f32), won], hint=f"{name}.lost")
+        votes = builder.op("add", [builder.op("matmul", [won, builder.literal(f"{name}.ahead", ahead.astype(
+            np.float32))], hint=f"{name}.votes_i"), builder.op("matmul", [lost, builder.literal(
+                f"{name}.behind", behind.astype(np.float32))], hint=f"{name}.votes_j")], hint=f"{name}.votes")
+    else:
+        if len(coefficients) != classes * features:
+            raise UnsupportedModel(f"SVMClassifier with {len(coefficients)} coefficients for {classes} classes of "
+                                   f"{features} features", expected=f"{classes * features} coefficients")
+        weights = coefficients.reshape(classes, features).T.astype(dtype.numpy)
+        scores = builder.op("matmul", [x, builder.literal(f"{name}.coefficients", weights, dtype)],
+                            hint=f"{name}.dots")
+        scores = builder.op("add", [scores, builder.scalar(float(rho[0]), dtype)], hint=f"{name}.classes")
+    label = _svm_label(ctx, node, votes if votes is not None else scores, labels, strings, len(rho) == 1,
+                       bool(coefficients.size) and coefficients.min() >= 0)
+    scores = _as_f32(builder, scores, f"{name}.f32")
+    width = builder.type(scores).shape[1]
+    if width == 1 and len(rho) == 1 and labels is not None and len(labels) == 2 and post != "PROBIT":
+        scores = builder.op("concat", [builder.op("neg", [scores], hint=f"{name}.negative"), scores], {"axis": 1},
+                            hint=f"{name}.pair")
+    return [label, named(builder, post_transform(builder, scores, post, "SVMClassifier", name), name)]
+
+
+def _svm_label(ctx, node, ranked: str, labels, strings, binary: bool, all_positive: bool) -> str | None:
+    """SVMClassifier's label from its votes (or scores): see `convert_svm_classifier`."""
+    if unused(ctx, node, 0):
+        return None
+    if labels is None and strings is not None:
+        raise UnsupportedModel("SVMClassifier whose string labels (output 0) are read",
+                               expected="classlabels_ints, or a model that reads only the scores")
+    builder, name = ctx.builder, node.output[0]
+    best = best_class(ctx, ranked, name)
+    if not binary:
+        if not labels:
+            return named(builder, best, name)
+        return builder.op("gather", [builder.literal(f"{name}.labels", np.asarray(labels, np.int64)), best],
+                          {"axis": 0}, hint=name)
+    top = builder.op("reduce_max", [ranked], {"axes": (1,), "keepdims": False}, hint=f"{name}.top")
+    if labels is None or len(labels) != 2:
+        positive = builder.op("gt", [top, builder.scalar(0.0, builder.type(top).dtype)], hint=f"{name}.positive")
+        return builder.op("where", [positive, builder.scalar(1, DType.i64), builder.scalar(0, DType.i64)], hint=name)
+    table = builder.literal(f"{name}.labels", np.asarray(labels, np.int64))
+    picked = builder.op("gather", [table, best], {"axis": 0}, hint=f"{name}.picked")
+    if not all_positive:
+        return named(builder, picked, name)
+    sure = builder.op("ge", [top, builder.scalar(0.5, builder.type(top).dtype)], hint=f"{name}.sure")
+    return builder.op("where", [sure, builder.scalar(int(labels[1]), DType.i64), picked], hint=name)
+
+
 def _kernel(builder, x: str, dots: str, vectors: np.ndarray, kernel: str, gamma: float, coef0: float, degree: int,
             name: str) -> str:
     """The kernel between each row of `x` and each support vector, from their dot products."""
@@ -370,5 +473,5 @@ register({
     "ai.onnx.ml.Imputer": convert_imputer, "ai.onnx.ml.LinearRegressor": convert_linear_regressor,
     "ai.onnx.ml.LinearClassifier": convert_linear_classifier, "ai.onnx.ml.OneHotEncoder": convert_one_hot_encoder,
     "ai.onnx.ml.FeatureVectorizer": convert_feature_vectorizer, "ai.onnx.ml.LabelEncoder": convert_label_encoder,
-    "ai.onnx.ml.SVMRegressor": convert_svm_regressor,
+    "ai.onnx.ml.SVMRegressor": convert_svm_regressor, "ai.onnx.ml.SVMClassifier": convert_svm_classifier,
 })

@@ -207,3 +207,36 @@ def test_map_ops_are_refused_with_a_reason():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 3)])
     with pytest.raises(UnsupportedModel, match="ZipMap cannot be imported: it works on maps"):
         import_onnx(model)
+
+
+def svm_classifier_attributes(classes: int, per_class: int, kernel: str, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    vectors = classes * per_class
+    return dict(classlabels_ints=list(range(5, 5 + classes)), kernel_type=kernel, kernel_params=[0.2, 0.1, 2.0],
+                vectors_per_class=[per_class] * classes, support_vectors=rng.standard_normal(vectors * 4).tolist(),
+                coefficients=rng.standard_normal((classes - 1) * vectors).tolist(),
+                rho=rng.standard_normal(classes * (classes - 1) // 2).tolist())
+
+
+@pytest.mark.parametrize(("classes", "kernel"), [(3, "RBF"), (4, "LINEAR"), (3, "POLY"), (2, "SIGMOID"), (2, "RBF")])
+def test_svm_classifier_votes(classes, kernel):
+    attributes = svm_classifier_attributes(classes, 3, kernel, classes)
+    width = 2 if classes == 2 else classes * (classes - 1) // 2
+    model = model_of("SVMClassifier", [("X", F, [6, 4])], [("label", I64, [6]), ("scores", F, [6, width])],
+                     **attributes)
+    compare(model, {"X": matrix(15)}, rtol=1e-4)
+
+
+def test_svm_classifier_without_support_vectors():
+    model = model_of("SVMClassifier", [("X", F, [6, 4])], [("label", I64, [6]), ("scores", F, [6, 3])],
+                     classlabels_ints=[1, 2, 3], coefficients=np.random.default_rng(16).standard_normal(12).tolist(),
+                     rho=[0.25])
+    compare(model, {"X": matrix(16)})
+
+
+def test_svm_classifier_with_probabilities_is_refused():
+    attributes = svm_classifier_attributes(3, 2, "RBF", 0)
+    attributes.update(prob_a=[1.0, 1.0, 1.0], prob_b=[0.0, 0.0, 0.0])
+    model = model_of("SVMClassifier", [("X", F, [6, 4])], [("label", I64, [6]), ("scores", F, [6, 3])], **attributes)
+    with pytest.raises(UnsupportedModel, match="with probabilities"):
+        import_onnx(model)
