@@ -243,8 +243,9 @@ def convert_svm_classifier(ctx, node, attrs):
     votes (the first on ties). Without support vectors, one linear score per class, ``x .
     coefficients[c] + rho[0]``, and the best one's label. Two classes (one rho) label as
     ONNX's reference does: the second label where every coefficient is >= 0 and the best
-    class's vote (or score) reaches 0.5, else the best class's; the scores then become the
-    pair (-s, s) before `post_transform`."""
+    class's vote (or score) reaches 0.5, else the best class's; one score then becomes the
+    pair (-s, s) before `post_transform` (PROBIT transforms it alone). With one rho and not
+    two labels, the label is 1 where the best vote (or score) is above 0, else 0."""
     if attrs.get("prob_a") or attrs.get("prob_b"):
         raise UnsupportedModel("SVMClassifier with probabilities (prob_a, prob_b): their pairwise coupling, an "
                                "iterative solve that stops per row, is not mapped",
@@ -305,8 +306,11 @@ def convert_svm_classifier(ctx, node, attrs):
     label = _svm_label(ctx, node, votes if votes is not None else scores, labels, strings, len(rho) == 1,
                        bool(coefficients.size) and coefficients.min() >= 0)
     scores = _as_f32(builder, scores, f"{name}.f32")
-    width = builder.type(scores).shape[1]
-    if width == 1 and len(rho) == 1 and labels is not None and len(labels) == 2 and post != "PROBIT":
+    if builder.type(scores).shape[1] == 1 and post != "PROBIT":
+        # One score: two labels make it the pair (-s, s) before the transform; otherwise it
+        # stays as it is, untransformed (ONNX's reference).
+        if not (labels is not None and len(labels) == 2 and len(rho) == 1):
+            return [label, named(builder, scores, name)]
         scores = builder.op("concat", [builder.op("neg", [scores], hint=f"{name}.negative"), scores], {"axis": 1},
                             hint=f"{name}.pair")
     return [label, named(builder, post_transform(builder, scores, post, "SVMClassifier", name), name)]

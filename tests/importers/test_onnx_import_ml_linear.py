@@ -240,3 +240,11 @@ def test_svm_classifier_with_probabilities_is_refused():
     model = model_of("SVMClassifier", [("X", F, [6, 4])], [("label", I64, [6]), ("scores", F, [6, 3])], **attributes)
     with pytest.raises(UnsupportedModel, match="with probabilities"):
         import_onnx(model)
+
+
+@pytest.mark.parametrize("post", ["LOGISTIC", "SOFTMAX", "PROBIT"])
+def test_a_binary_svm_classifier_transforms_its_score_pair(post):
+    attributes = svm_classifier_attributes(2, 3, "RBF", 17)
+    attributes["post_transform"] = post
+    model = model_of("SVMClassifier", [("X", F, [6, 4])], [("label", I64, [6]), ("scores", F, None)], **attributes)
+    compare(model, {"X": matrix(17)}, rtol=1e-4)
