@@ -21,8 +21,8 @@ writes the forest as a fixed handful of tensor ops whatever its size:
    reached leaf names keeps the dtype's largest (smallest) finite value, as ONNX's
    reference has it.
 
-A tree whose root is a leaf (both branches the same leaf) gives that leaf's weight to
-every row. `post_transform` other than NONE is refused; `nodes_hitrates` is advisory and
+A tree that is a single leaf (a node whose two branches name it) gives that leaf's weight
+to every row. `post_transform` other than NONE is refused; `nodes_hitrates` is advisory and
 not read. The older forms name nodes by (tree, node) id and mark leaves by mode, send a
 NaN feature where the node's missing-value flag says whatever its test, add
 `base_values`, and the classifier ends with a `post_transform` and the label of the best
@@ -116,10 +116,10 @@ class _Forest:
         return [(int(self.leaf_targets[index]), float(self.leaf_weights[index]))]
 
     def _walk(self, root: int) -> None:
+        # A tree that is one leaf is written as a node whose two branches name that leaf: its
+        # two paths reach the same leaf, one of them on every row. (ONNX's reference reads
+        # the leaf at the root's node index instead, which names some other leaf.)
         self._checked_node(root)
-        if self.true_leafs[root] and self.false_leafs[root] and self.true_ids[root] == self.false_ids[root]:
-            self.paths.append((self._leaf(root), []))  # a tree that is one leaf (the root's index names it)
-            return
         stack: list[tuple[int, list[tuple[int, bool]]]] = [(root, [])]
         while stack:
             node, path = stack.pop()

@@ -117,24 +117,19 @@ def test_a_float_split_is_compared_with_a_float_feature_in_double_precision():
 
 
 def test_a_tree_that_is_one_leaf_gives_every_row_its_weight():
-    attributes = random_forest(3, trees=1, features=2, targets=2, modes=(0,), depth=2)
-    nodes = len(attributes["nodes_modes"].int32_data) or len(numpy_helper.to_array(attributes["nodes_modes"]))
-    # One more node whose both branches are the same leaf: the ONNX reference reads the
-    # leaf of the root's own index.
-    for key, value in (("nodes_featureids", 0), ("nodes_truenodeids", 1), ("nodes_falsenodeids", 1),
-                       ("nodes_trueleafs", 1), ("nodes_falseleafs", 1), ("nodes_missing_value_tracks_true", 0)):
-        attributes[key] = [*attributes[key], value]
-    for key, extra in (("nodes_modes", np.uint8(0)), ("nodes_splits", np.float32(0.0))):
-        array = numpy_helper.to_array(attributes[key])
-        attributes[key] = numpy_helper.from_array(np.append(array, extra), key)
-    weights = numpy_helper.to_array(attributes["leaf_weights"])
-    if len(weights) <= nodes:
-        attributes["leaf_weights"] = numpy_helper.from_array(np.append(weights, np.zeros(nodes + 1 - len(weights),
-                                                                                         np.float32) + 5),
-                                                             "leaf_weights")
-        attributes["leaf_targetids"] = attributes["leaf_targetids"] + [1] * (nodes + 1 - len(weights))
-    attributes["tree_roots"] = [*attributes["tree_roots"], nodes]
-    compare(model_of(attributes, rows=5, features=2), features_of(4, 5, 2, np.float32))
+    # Tree 0 splits on feature 0 at 0.5 (leaves 0 and 1); tree 1 is leaf 2 alone, written as a
+    # node whose two branches both name it. (ONNX's reference takes the leaf at the root's
+    # node index, 1, for such a tree; the encoding names leaf 2.)
+    attributes = {"nodes_featureids": [0, 0], "nodes_truenodeids": [0, 2], "nodes_falsenodeids": [1, 2],
+                  "nodes_trueleafs": [1, 1], "nodes_falseleafs": [1, 1], "leaf_targetids": [0, 0, 0],
+                  "tree_roots": [0, 1], "n_targets": 1,
+                  "nodes_modes": numpy_helper.from_array(np.zeros(2, np.uint8), "nodes_modes"),
+                  "nodes_splits": numpy_helper.from_array(np.array([0.5, 0.0], np.float32), "nodes_splits"),
+                  "leaf_weights": numpy_helper.from_array(np.array([1.0, 2.0, 40.0], np.float32), "leaf_weights")}
+    imported = import_onnx(model_of(attributes, rows=3, features=1))
+    x = np.array([[0.25], [0.75], [np.nan]], np.float32)
+    got = interpret(imported.graph, {imported.inputs["X"]: x})[imported.outputs["Y"]]
+    np.testing.assert_array_equal(got[:, 0], [41.0, 42.0, 42.0])
 
 
 def test_a_symbolic_batch():
