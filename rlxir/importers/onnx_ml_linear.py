@@ -9,6 +9,9 @@ scikit-learn pipelines export, each checked against ONNX's reference evaluator.
   `post_transform`.
 - **SVMRegressor**: the kernel (LINEAR, POLY, RBF, SIGMOID) of each row with the support
   vectors, by the coefficients, plus rho; a one-class model's sign.
+- **SVMClassifier**: one score per pair of classes and their votes (or one linear score
+  per class); with `prob_a` / `prob_b`, the class probabilities by libsvm's coupling,
+  unrolled (at most 100 rounds, each row stopping on its own).
 - **LinearClassifier**: the class scores ``x @ coefficients.T + intercepts``; one score
   column for two classes becomes the pair (-s, s); then `post_transform`, and the label of
   the best score (one column: the first label where the score reaches 0, or 0.5 after a
@@ -236,8 +239,7 @@ def convert_svm_regressor(ctx, node, attrs):
 
 
 def convert_svm_classifier(ctx, node, attrs):
-    """SVMClassifier without probabilities (`prob_a`, `prob_b`: refused). With support
-    vectors, one score per pair of classes (i < j, in order): ``rho[p]`` plus class i's
+    """SVMClassifier. With support vectors, one score per pair of classes (i < j, in order): ``rho[p]`` plus class i's
     vectors' kernels by the coefficients row j - 1, plus class j's by row i; a pair's vote
     goes to i where its score is above 0, else to j; the label is the class with the most
     votes (the first on ties). Without support vectors, one linear score per class, ``x .
@@ -245,11 +247,11 @@ def convert_svm_classifier(ctx, node, attrs):
     ONNX's reference does: the second label where every coefficient is >= 0 and the best
     class's vote (or score) reaches 0.5, else the best class's; one score then becomes the
     pair (-s, s) before `post_transform` (PROBIT transforms it alone). With one rho and not
-    two labels, the label is 1 where the best vote (or score) is above 0, else 0."""
-    if attrs.get("prob_a") or attrs.get("prob_b"):
-        raise UnsupportedModel("SVMClassifier with probabilities (prob_a, prob_b): their pairwise coupling, an "
-                               "iterative solve that stops per row, is not mapped",
-                               expected="a classifier without probabilities (scikit-learn: SVC(probability=False))")
+    two labels, the label is 1 where the best vote (or score) is above 0, else 0. With
+    `prob_a` and `prob_b` the scores are the class probabilities of the pairwise scores
+    (`_coupled_probabilities`); the label still comes from the votes."""
+    prob_a = np.asarray(attrs.get("prob_a", []), np.float64).reshape(-1)
+    prob_b = np.asarray(attrs.get("prob_b", []), np.float64).reshape(-1)
     labels, strings = attrs.get("classlabels_ints"), attrs.get("classlabels_strings")
     classes = max(len(labels or strings or []), 1)
     kernel = _choice(attrs, "kernel_type", "LINEAR", KERNELS, "SVMClassifier")
@@ -306,6 +308,12 @@ def convert_svm_classifier(ctx, node, attrs):
     label = _svm_label(ctx, node, votes if votes is not None else scores, labels, strings, len(rho) == 1,
                        bool(coefficients.size) and coefficients.min() >= 0)
     scores = _as_f32(builder, scores, f"{name}.f32")
+    if len(prob_a) and votes is not None:
+        if len(prob_a) != len(pairs) or len(prob_b) != len(pairs):
+            raise UnsupportedModel(f"SVMClassifier with {len(prob_a)} prob_a and {len(prob_b)} prob_b for "
+                                   f"{len(pairs)} pairs of classes", expected="one of each per pair")
+        scores = _coupled_probabilities(builder, scores, prob_a, prob_b, classes, pairs, name)
+        return [label, named(builder, post_transform(builder, scores, post, "SVMClassifier", name), name)]
     if builder.type(scores).shape[1] == 1 and post != "PROBIT":
         # One score: two labels make it the pair (-s, s) before the transform; otherwise it
         # stays as it is, untransformed (ONNX's reference).
@@ -314,6 +322,80 @@ def convert_svm_classifier(ctx, node, attrs):
         scores = builder.op("concat", [builder.op("neg", [scores], hint=f"{name}.negative"), scores], {"axis": 1},
                             hint=f"{name}.pair")
     return [label, named(builder, post_transform(builder, scores, post, "SVMClassifier", name), name)]
+
+
+def _coupled_probabilities(builder, scores: str, prob_a: np.ndarray, prob_b: np.ndarray, classes: int, pairs: list,
+                           name: str) -> str:
+    """The class probabilities of pairwise scores [rows, pairs] (f32): each pair's
+    probability ``1 - logistic(score * prob_a + prob_b)`` (clipped to [1e-7, 1 - 1e-7]),
+    coupled by libsvm's iterative solve (``multiclass_probability``, as onnxruntime runs it):
+    at most max(100, classes) rounds, a row stopping once its largest residual is below
+    0.005 / classes (its later rounds change nothing), unrolled into the graph. [rows, classes]."""
+    f32 = DType.f32
+
+    def op(kind: str, *operands, tag: str, attrs=None) -> str:
+        values = [builder.scalar(float(item), f32) if isinstance(item, (int, float)) else item for item in operands]
+        return builder.op(kind, values, attrs, hint=f"{name}.{tag}")
+
+    rows = builder.type(scores).shape[0]
+    a = builder.literal(f"{name}.prob_a", prob_a.astype(np.float32))
+    b = builder.literal(f"{name}.prob_b", prob_b.astype(np.float32))
+    pair = op("sub", 1.0, op("sigmoid", op("add", op("mul", scores, a, tag="scaled"), b, tag="shifted"),
+                              tag="logistic"), tag="pair_probability")
+    pair = op("minimum", op("maximum", pair, 1e-7, tag="floor"), 1.0 - 1e-7, tag="clipped")
+    # R[i, j] = r for pair (i, j), R[j, i] = 1 - r: two matmuls onto the flattened k x k grid.
+    upper, lower = np.zeros((len(pairs), classes * classes), np.float32), np.zeros((len(pairs), classes * classes),
+                                                                                 np.float32)
+    for p, (i, j) in enumerate(pairs):
+        upper[p, i * classes + j] = 1.0
+        lower[p, j * classes + i] = 1.0
+    grid = op("add", op("matmul", pair, builder.literal(f"{name}.upper", upper), tag="upper_part"),
+              op("matmul", op("sub", 1.0, pair, tag="other"), builder.literal(f"{name}.lower", lower), tag="lower_part"),
+              tag="r_flat")
+    r = op("reshape", grid, tag="r", attrs={"shape": (rows, classes, classes)})
+    r_t = op("transpose", r, tag="r_t", attrs={"perm": (0, 2, 1)})
+    eye = np.eye(classes, dtype=bool)
+    # Q[t, j] = -R[j, t] R[t, j] off the diagonal; Q[t, t] = sum over j of R[j, t]^2.
+    cross = op("neg", op("mul", r_t, r, tag="products"), tag="off_diagonal")
+    squares = op("reduce_sum", op("mul", r, r, tag="squares"), tag="diagonal_sums", attrs={"axes": (1,),
+                                                                                             "keepdims": False})
+    diagonal = op("mul", op("reshape", squares, tag="diagonal_col", attrs={"shape": (rows, classes, 1)}),
+                  builder.literal(f"{name}.eye", eye.astype(np.float32)), tag="diagonal")
+    q = op("add", op("where", builder.literal(f"{name}.eye_mask", eye), 0.0, cross, tag="off"), diagonal, tag="q")
+    q_diagonal = [op("slice", op("slice", q, tag=f"q_row{t}", attrs={"axis": 1, "start": t, "len": 1}),
+                     tag=f"q{t}{t}", attrs={"axis": 2, "start": t, "len": 1}) for t in range(classes)]
+    q_rows = [op("reshape", op("slice", q, tag=f"q_r{t}", attrs={"axis": 1, "start": t, "len": 1}),
+                 tag=f"q_row{t}_flat", attrs={"shape": (rows, classes)}) for t in range(classes)]
+    q_diagonal = [op("reshape", value, tag=f"q{t}{t}_col", attrs={"shape": (rows, 1)})
+                  for t, value in enumerate(q_diagonal)]
+    unit = [builder.literal(f"{name}.unit{t}", np.eye(classes, dtype=np.float32)[t]) for t in range(classes)]
+    p = builder.splat(f"{name}.p0", 1.0 / classes, _tensor(f32, (rows, classes)))
+    done = builder.splat(f"{name}.done0", False, _tensor(DType.bool, (rows, 1)))
+    eps = 0.005 / classes
+    for round_ in range(max(100, classes)):
+        tag = f"i{round_}"
+        qp = op("reshape", op("matmul", q, op("reshape", p, tag=f"{tag}.p_col", attrs={"shape": (rows, classes, 1)}),
+                              tag=f"{tag}.qp3"), tag=f"{tag}.qp", attrs={"shape": (rows, classes)})
+        pqp = op("reduce_sum", op("mul", p, qp, tag=f"{tag}.p_qp"), tag=f"{tag}.pqp",
+                 attrs={"axes": (1,), "keepdims": True})
+        error = op("reduce_max", op("abs", op("sub", qp, pqp, tag=f"{tag}.residual"), tag=f"{tag}.size"),
+                   tag=f"{tag}.error", attrs={"axes": (1,), "keepdims": True})
+        done = op("maximum", done, op("lt", error, eps, tag=f"{tag}.converged"), tag=f"{tag}.done")
+        for t in range(classes):
+            step = f"{tag}.{t}"
+            qp_t = op("slice", qp, tag=f"{step}.qp_t", attrs={"axis": 1, "start": t, "len": 1})
+            diff = op("div", op("sub", pqp, qp_t, tag=f"{step}.gap"), q_diagonal[t], tag=f"{step}.diff_raw")
+            diff = op("where", done, 0.0, diff, tag=f"{step}.diff")
+            grow = op("add", 1.0, diff, tag=f"{step}.grow")
+            p = op("add", p, op("mul", diff, unit[t], tag=f"{step}.bump"), tag=f"{step}.p_bumped")
+            inner = op("add", op("mul", diff, q_diagonal[t], tag=f"{step}.dq"), op("mul", qp_t, 2.0, tag=f"{step}.qp2"),
+                       tag=f"{step}.inner")
+            pqp = op("div", op("add", pqp, op("mul", diff, inner, tag=f"{step}.change"), tag=f"{step}.pqp_raw"),
+                     op("mul", grow, grow, tag=f"{step}.grow2"), tag=f"{step}.pqp")
+            qp = op("div", op("add", qp, op("mul", diff, q_rows[t], tag=f"{step}.dqrow"), tag=f"{step}.qp_raw"), grow,
+                    tag=f"{step}.qp")
+            p = op("div", p, grow, tag=f"{step}.p")
+    return p
 
 
 def _svm_label(ctx, node, ranked: str, labels, strings, binary: bool, all_positive: bool) -> str | None:

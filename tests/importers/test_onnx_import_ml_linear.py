@@ -234,12 +234,26 @@ def test_svm_classifier_without_support_vectors():
     compare(model, {"X": matrix(16)})
 
 
-def test_svm_classifier_with_probabilities_is_refused():
-    attributes = svm_classifier_attributes(3, 2, "RBF", 0)
-    attributes.update(prob_a=[1.0, 1.0, 1.0], prob_b=[0.0, 0.0, 0.0])
-    model = model_of("SVMClassifier", [("X", F, [6, 4])], [("label", I64, [6]), ("scores", F, [6, 3])], **attributes)
-    with pytest.raises(UnsupportedModel, match="with probabilities"):
-        import_onnx(model)
+@pytest.mark.parametrize("classes", [2, 3, 4])
+def test_svm_classifier_probabilities_against_onnxruntime(classes):
+    """The pairwise probabilities coupled by libsvm's iterative solve, row by row, as
+    onnxruntime runs it (ONNX's reference builds the solve's matrix otherwise: not used)."""
+    pytest.importorskip("onnxruntime")
+    from onnx_models import run_onnxruntime
+
+    rng = np.random.default_rng(20 + classes)
+    attributes = svm_classifier_attributes(classes, 3, "RBF", classes + 20)
+    pairs = classes * (classes - 1) // 2
+    attributes.update(prob_a=(-rng.uniform(0.5, 2.0, pairs)).tolist(), prob_b=rng.normal(0, 0.3, pairs).tolist())
+    model = model_of("SVMClassifier", [("X", F, [8, 4])], [("label", I64, [8]), ("scores", F, [8, classes])],
+                     **attributes)
+    x = (matrix(21, rows=8) * 0.7).astype(np.float32)
+    labels, probabilities = run_onnxruntime(model, {"X": x})
+    imported = import_onnx(model)
+    ran = interpret(imported.graph, {imported.inputs["X"]: x})
+    np.testing.assert_array_equal(ran[imported.outputs["label"]], labels)
+    np.testing.assert_allclose(ran[imported.outputs["scores"]], probabilities, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(probabilities.sum(1), 1.0, rtol=1e-5)
 
 
 @pytest.mark.parametrize("post", ["LOGISTIC", "SOFTMAX", "PROBIT"])
