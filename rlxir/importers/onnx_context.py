@@ -268,8 +268,9 @@ class OnnxContext:
 
     def _check_schema(self, node: onnx.NodeProto) -> None:
         """The node against its op's ONNX schema at the model's opset: its required
-        attributes present and its input count in range. A malformed node is an error here,
-        before a converter reads it (attribute values are the converters' to check)."""
+        attributes present, each attribute the schema declares of the declared type (as
+        ONNX's checker has it), and its input count in range. A malformed node is an error
+        here, before a converter reads it (attribute values are the converters' to check)."""
         try:
             schema = onnx.defs.get_schema(node.op_type, self._opsets.get(node.domain or "", self.opset),
                                           node.domain or "")
@@ -280,6 +281,12 @@ class OnnxContext:
         if missing:
             raise UnsupportedModel(f"the node lacks its required attribute{'s' if len(missing) > 1 else ''} "
                                    f"{', '.join(missing)}", expected=f"a {node.op_type} node as ONNX defines it")
+        for attribute in node.attribute:
+            declared = schema.attributes.get(attribute.name)
+            if declared is not None and attribute.type != declared.type:
+                given_type = onnx.AttributeProto.AttributeType.Name(attribute.type)
+                raise UnsupportedModel(f"its attribute {attribute.name} is of type {given_type}",
+                                       expected=f"{declared.type.name}, as ONNX defines {node.op_type}")
         if not schema.min_input <= len(node.input) <= schema.max_input:
             bound = (f"{schema.min_input}" if schema.min_input == schema.max_input
                      else f"{schema.min_input} to {schema.max_input}")

@@ -1,7 +1,8 @@
 """Malformed ONNX nodes (a required attribute missing, an input missing, attributes that
-contradict each other or the input) are refused with a located error, never an internal
-one: the node's required attributes and input count are checked against its ONNX schema
-before a converter reads it, and an
+contradict each other or the input, an attribute of another type than ONNX declares) are
+refused with a located error, never an internal one: the node's required attributes, its
+attributes' types and its input count are checked against its ONNX schema before a
+converter reads it, and an
 exception a converter did not expect is put to ONNX's strict shape inference, whose finding
 is the error."""
 
@@ -44,6 +45,8 @@ MALFORMED = {
     "a concat axis past the rank": (model_of(helper.make_node("Concat", ["x", "w"], ["y"], name="n", axis=9),
                                              initializers=[("w", np.ones((1, 3, 8, 8), np.float32))]),
                                     r"not a valid ONNX model|axis 9 is out of range"),
+    "an attribute of the wrong type": (model_of(helper.make_node("Transpose", ["x"], ["y"], name="n", perm="0123")),
+                                       r"ONNX node 'n' \(Transpose\): its attribute perm is of type STRING"),
 }
 
 

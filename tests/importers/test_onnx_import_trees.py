@@ -366,3 +366,10 @@ def test_one_base_value_serves_every_class():
     regressor = legacy_forest(42, trees=2, features=3, outputs=2, depth=3, prefix="target")
     regressor.update(n_targets=2, base_values=[1.5])
     compare_all(legacy_model("TreeEnsembleRegressor", regressor, 2), features_of(42, 9, 3, np.float32))
+
+
+def test_an_attribute_of_the_wrong_type_is_a_refusal():
+    attributes = random_forest(0, trees=1, features=3, targets=2, modes=(0,), depth=2)
+    attributes["aggregate_function"] = "SUM"  # TreeEnsemble declares an int
+    with pytest.raises(UnsupportedModel, match="its attribute aggregate_function is of type STRING"):
+        import_onnx(model_of(attributes))
