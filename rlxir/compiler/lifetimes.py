@@ -128,8 +128,9 @@ def graph_buffers(graph: Graph, sizing: str, view_rule: str = "lir", mode: str =
 
 def last_reads(records: list, roots: Mapping[str, str]) -> dict[str, int]:
     """The last step reading each value (by name) or, for a root, any of its views (`roots`:
-    view -> root), given the schedule's records in order; values nobody reads are absent. One dict built in C from every (operand, step) pair (a later
-    step overwrites an earlier one), then each view's last read carried to its root."""
+    view -> root), given the schedule's records in order; values nobody reads are absent.
+    One dict built in C from every (operand, step) pair (a later step overwrites an earlier
+    one), then each view's last read carried to its root."""
     last_read = {operand: step for step, data in enumerate(records) for operand in data.operands}
     for view, root in roots.items():
         read = last_read.get(view)

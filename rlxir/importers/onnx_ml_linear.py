@@ -36,15 +36,16 @@ import numpy as np
 from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, dtype_of_array
 from rlxir.importers.onnx_ml_scores import attribute_array, best_class, class_labels, named, post_transform
-from rlxir.importers.onnx_ops import hint, unused
+from rlxir.importers.onnx_ops import Arith, hint, unused
 from rlxir.importers.onnx_registry import register
+from rlxir.types import TensorType
 
 
 def _float_input(ctx, node, op_type: str, index: int = 0) -> str:
     """Input `index` as a float tensor: f32 and f64 as given, integers cast to f32."""
     x = ctx.value(node.input[index])
     dtype = ctx.builder.type(x).dtype
-    if dtype.is_float and dtype in (DType.f32, DType.f64):
+    if dtype in (DType.f32, DType.f64):
         return x
     if dtype.is_integer or dtype.is_float:
         return ctx.builder.op("cast", [x], {"to": DType.f32}, hint=f"{hint(node)}.x{index}")
@@ -163,7 +164,7 @@ def _linear_scores(ctx, node, attrs, op_type: str, width_of) -> tuple[str, int]:
 def convert_linear_regressor(ctx, node, attrs):
     targets = int(attrs.get("targets", 1))
     scores, _ = _linear_scores(ctx, node, attrs, "LinearRegressor", lambda width: targets)
-    scores = post_transform(ctx.builder, scores, attrs.get("post_transform", "NONE"), "LinearRegressor", hint(node))
+    scores = post_transform(ctx, scores, attrs.get("post_transform", "NONE"), "LinearRegressor", hint(node))
     return [named(ctx.builder, _as_f32(ctx.builder, scores, hint(node)), hint(node))]
 
 
@@ -177,7 +178,7 @@ def convert_linear_classifier(ctx, node, attrs):
         scores = builder.op("concat", [builder.op("neg", [scores], hint=f"{name}.negative"), scores], {"axis": 1},
                             hint=f"{name}.pair")
         columns = 2
-    scores = named(builder, _as_f32(builder, post_transform(builder, scores, post, "LinearClassifier", name),
+    scores = named(builder, _as_f32(builder, post_transform(ctx, scores, post, "LinearClassifier", name),
                                     f"{name}.f32"), name)
     if columns > 1:
         return [class_labels(ctx, node, scores, labels, strings, "LinearClassifier"), scores]
@@ -312,8 +313,8 @@ def convert_svm_classifier(ctx, node, attrs):
         if len(prob_a) != len(pairs) or len(prob_b) != len(pairs):
             raise UnsupportedModel(f"SVMClassifier with {len(prob_a)} prob_a and {len(prob_b)} prob_b for "
                                    f"{len(pairs)} pairs of classes", expected="one of each per pair")
-        scores = _coupled_probabilities(builder, scores, prob_a, prob_b, classes, pairs, name)
-        return [label, named(builder, post_transform(builder, scores, post, "SVMClassifier", name), name)]
+        scores = _coupled_probabilities(ctx, scores, prob_a, prob_b, classes, pairs, name)
+        return [label, named(builder, post_transform(ctx, scores, post, "SVMClassifier", name), name)]
     if builder.type(scores).shape[1] == 1 and post != "PROBIT":
         # One score: two labels make it the pair (-s, s) before the transform; otherwise it
         # stays as it is, untransformed (ONNX's reference).
@@ -321,22 +322,18 @@ def convert_svm_classifier(ctx, node, attrs):
             return [label, named(builder, scores, name)]
         scores = builder.op("concat", [builder.op("neg", [scores], hint=f"{name}.negative"), scores], {"axis": 1},
                             hint=f"{name}.pair")
-    return [label, named(builder, post_transform(builder, scores, post, "SVMClassifier", name), name)]
+    return [label, named(builder, post_transform(ctx, scores, post, "SVMClassifier", name), name)]
 
 
-def _coupled_probabilities(builder, scores: str, prob_a: np.ndarray, prob_b: np.ndarray, classes: int, pairs: list,
+def _coupled_probabilities(ctx, scores: str, prob_a: np.ndarray, prob_b: np.ndarray, classes: int, pairs: list,
                            name: str) -> str:
     """The class probabilities of pairwise scores [rows, pairs] (f32): each pair's
     probability ``1 - logistic(score * prob_a + prob_b)`` (clipped to [1e-7, 1 - 1e-7]),
     coupled by libsvm's iterative solve (``multiclass_probability``, as onnxruntime runs it):
     at most max(100, classes) rounds, a row stopping once its largest residual is below
     0.005 / classes (its later rounds change nothing), unrolled into the graph. [rows, classes]."""
-    f32 = DType.f32
-
-    def op(kind: str, *operands, tag: str, attrs=None) -> str:
-        values = [builder.scalar(float(item), f32) if isinstance(item, (int, float)) else item for item in operands]
-        return builder.op(kind, values, attrs, hint=f"{name}.{tag}")
-
+    builder, f32 = ctx.builder, DType.f32
+    op = Arith(ctx, f32, name)  # op(kind, *operands, tag=...): a Python number is an f32 scalar
     rows = builder.type(scores).shape[0]
     a = builder.literal(f"{name}.prob_a", prob_a.astype(np.float32))
     b = builder.literal(f"{name}.prob_b", prob_b.astype(np.float32))
@@ -350,7 +347,8 @@ def _coupled_probabilities(builder, scores: str, prob_a: np.ndarray, prob_b: np.
         upper[p, i * classes + j] = 1.0
         lower[p, j * classes + i] = 1.0
     grid = op("add", op("matmul", pair, builder.literal(f"{name}.upper", upper), tag="upper_part"),
-              op("matmul", op("sub", 1.0, pair, tag="other"), builder.literal(f"{name}.lower", lower), tag="lower_part"),
+              op("matmul", op("sub", 1.0, pair, tag="other"), builder.literal(f"{name}.lower", lower),
+                 tag="lower_part"),
               tag="r_flat")
     r = op("reshape", grid, tag="r", attrs={"shape": (rows, classes, classes)})
     r_t = op("transpose", r, tag="r_t", attrs={"perm": (0, 2, 1)})
@@ -369,8 +367,8 @@ def _coupled_probabilities(builder, scores: str, prob_a: np.ndarray, prob_b: np.
     q_diagonal = [op("reshape", value, tag=f"q{t}{t}_col", attrs={"shape": (rows, 1)})
                   for t, value in enumerate(q_diagonal)]
     unit = [builder.literal(f"{name}.unit{t}", np.eye(classes, dtype=np.float32)[t]) for t in range(classes)]
-    p = builder.splat(f"{name}.p0", 1.0 / classes, _tensor(f32, (rows, classes)))
-    done = builder.splat(f"{name}.done0", False, _tensor(DType.bool, (rows, 1)))
+    p = builder.splat(f"{name}.p0", 1.0 / classes, TensorType(f32, (rows, classes)))
+    done = builder.splat(f"{name}.done0", False, TensorType(DType.bool, (rows, 1)))
     eps = 0.005 / classes
     for round_ in range(max(100, classes)):
         tag = f"i{round_}"
@@ -400,18 +398,13 @@ def _coupled_probabilities(builder, scores: str, prob_a: np.ndarray, prob_b: np.
 
 def _svm_label(ctx, node, ranked: str, labels, strings, binary: bool, all_positive: bool) -> str | None:
     """SVMClassifier's label from its votes (or scores): see `convert_svm_classifier`."""
-    if unused(ctx, node, 0):
-        return None
+    if not binary or unused(ctx, node, 0):
+        return class_labels(ctx, node, ranked, labels or None, strings, "SVMClassifier")
     if labels is None and strings is not None:
         raise UnsupportedModel("SVMClassifier whose string labels (output 0) are read",
                                expected="classlabels_ints, or a model that reads only the scores")
     builder, name = ctx.builder, node.output[0]
     best = best_class(ctx, ranked, name)
-    if not binary:
-        if not labels:
-            return named(builder, best, name)
-        return builder.op("gather", [builder.literal(f"{name}.labels", np.asarray(labels, np.int64)), best],
-                          {"axis": 0}, hint=name)
     top = builder.op("reduce_max", [ranked], {"axes": (1,), "keepdims": False}, hint=f"{name}.top")
     if labels is None or len(labels) != 2:
         positive = builder.op("gt", [top, builder.scalar(0.0, builder.type(top).dtype)], hint=f"{name}.positive")
@@ -432,8 +425,8 @@ def _kernel(builder, x: str, dots: str, vectors: np.ndarray, kernel: str, gamma:
         return dots
     if kernel == "RBF":
         # |x - v|^2 = |x|^2 - 2 x . v + |v|^2
-        rows = builder.op("reduce_sum", [builder.op("mul", [x, x], hint=f"{name}.x2")], {"axes": (1,), "keepdims": True},
-                          hint=f"{name}.row_norms")
+        squares = builder.op("mul", [x, x], hint=f"{name}.x2")
+        rows = builder.op("reduce_sum", [squares], {"axes": (1,), "keepdims": True}, hint=f"{name}.row_norms")
         norms = builder.literal(f"{name}.vector_norms", (vectors ** 2).sum(1).astype(dtype.numpy), dtype)
         twice = builder.op("mul", [dots, builder.scalar(2.0, dtype)], hint=f"{name}.twice")
         distance = builder.op("add", [builder.op("sub", [rows, twice], hint=f"{name}.partial"), norms],
@@ -488,7 +481,7 @@ def convert_feature_vectorizer(ctx, node, attrs):
         if width < have:
             x = builder.op("slice", [x], {"axis": 1, "start": 0, "len": width}, hint=f"{name}.in{index}_cut")
         elif width > have:
-            zeros = builder.splat(f"{name}.in{index}_pad", 0.0, _tensor(DType.f32, (type_.shape[0], width - have)))
+            zeros = builder.splat(f"{name}.in{index}_pad", 0.0, TensorType(DType.f32, (type_.shape[0], width - have)))
             x = builder.op("concat", [x, zeros], {"axis": 1}, hint=f"{name}.in{index}_padded")
         pieces.append(x)
     if len(pieces) == 1:
@@ -496,17 +489,12 @@ def convert_feature_vectorizer(ctx, node, attrs):
     return [builder.op("concat", pieces, {"axis": 1}, hint=name)]
 
 
-def _tensor(dtype: DType, shape: tuple):
-    from rlxir.types import TensorType
-
-    return TensorType(dtype, shape)
-
-
 def _label_table(attrs) -> tuple[np.ndarray, np.ndarray, object]:
     """LabelEncoder's keys, values and default as arrays (the last key of a repeated one
     wins, as a dict built from them has it)."""
+    tensors = [attribute_array(attrs[name]) for name in ("keys_tensor", "values_tensor") if name in attrs]
     if any(attrs.get(name) for name in ("keys_strings", "values_strings")) or \
-            any(name in attrs and attribute_array(attrs[name]).dtype.kind in "OSU" for name in ("keys_tensor", "values_tensor")):
+            any(array.dtype.kind in "OSU" for array in tensors):
         raise UnsupportedModel("LabelEncoder of strings", expected="int64 or float keys and values "
                                "(the IR has no string tensors)")
     if "keys_tensor" in attrs:

@@ -11,9 +11,8 @@ import math
 import numpy as np
 from onnx import numpy_helper
 
-from rlxir.dtypes import DType
 from rlxir.importers.builder import UnsupportedModel, sanitize_name
-from rlxir.importers.onnx_ops import unused
+from rlxir.importers.onnx_ops import Arith, unused
 from rlxir.importers.onnx_reduce import extreme_position
 
 TRANSFORMS = ("NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO", "PROBIT")
@@ -24,18 +23,6 @@ def attribute_array(value) -> np.ndarray:
     if hasattr(value, "data_type"):  # a TensorProto
         return numpy_helper.to_array(value)
     return np.asarray(value)
-
-
-class _Ops:
-    """Elementwise ops on the builder; a Python number operand is a scalar of `dtype`."""
-
-    def __init__(self, builder, dtype: DType, name: str):
-        self.builder, self.dtype, self.name = builder, dtype, name
-
-    def __call__(self, op: str, *operands, tag: str, attrs=None) -> str:
-        values = [self.builder.scalar(item, self.dtype) if isinstance(item, (int, float)) else item
-                  for item in operands]
-        return self.builder.op(op, values, attrs, hint=f"{self.name}.{tag}")
 
 
 def named(builder, value: str, name: str) -> str:
@@ -49,13 +36,13 @@ def named(builder, value: str, name: str) -> str:
     return value
 
 
-def post_transform(builder, scores: str, mode: str, op_type: str, name: str) -> str:
+def post_transform(ctx, scores: str, mode: str, op_type: str, name: str) -> str:
     """`scores` [rows, classes] after `mode`."""
     if mode not in TRANSFORMS:
         raise UnsupportedModel(f"{op_type} post_transform {mode!r}", expected=" or ".join(TRANSFORMS))
     if mode == "NONE":
         return scores
-    f = _Ops(builder, builder.type(scores).dtype, name)
+    f = Arith(ctx, ctx.builder.type(scores).dtype, name)
     if mode == "LOGISTIC":
         return f("sigmoid", scores, tag="logistic")
     if mode == "SOFTMAX":
@@ -81,8 +68,8 @@ def post_transform(builder, scores: str, mode: str, op_type: str, name: str) -> 
     v = f("add", 2.0 / (math.pi * 0.147), f("mul", 0.5, log, tag="half_log"), tag="v")
     v3 = f("sub", f("sqrt", f("sub", f("mul", v, v, tag="v_squared"), f("mul", 1.0 / 0.147, log, tag="v2"),
                               tag="radicand"), tag="root"), v, tag="v3")
-    erfinv = f("where", f("eq", inner, 0.0, tag="edge"), 0.0, f("mul", sign, f("sqrt", v3, tag="sqrt_v3"), tag="signed"),
-               tag="erfinv")
+    signed = f("mul", sign, f("sqrt", v3, tag="sqrt_v3"), tag="signed")
+    erfinv = f("where", f("eq", inner, 0.0, tag="edge"), 0.0, signed, tag="erfinv")
     return f("mul", erfinv, 1.41421356, tag="probit")
 
 

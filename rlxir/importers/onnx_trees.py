@@ -38,6 +38,7 @@ from rlxir.importers.builder import UnsupportedModel, dtype_of_array
 from rlxir.importers.onnx_ml_scores import attribute_array, class_labels, named, post_transform
 from rlxir.importers.onnx_ops import hint
 from rlxir.importers.onnx_registry import register
+from rlxir.types import TensorType
 
 COMPARISONS = {0: "le", 1: "lt", 2: "ge", 3: "gt", 4: "eq", 5: "ne"}
 MEMBER = 6
@@ -315,7 +316,7 @@ def convert_tree_ensemble_classifier(ctx, node, attrs):
         raise UnsupportedModel(f"TreeEnsembleClassifier with {classes} class label{'s' if classes != 1 else ''}",
                                expected="two class labels or more")
     forest = _LegacyForest(attrs, "TreeEnsembleClassifier", "class")
-    _check_targets(forest, max(classes, 1), "TreeEnsembleClassifier", "class_ids")
+    _check_targets(forest, classes, "TreeEnsembleClassifier", "class_ids")
     x = _checked_input(ctx, node, forest, "TreeEnsembleClassifier", cast_integers=True)
     name = hint(node, 1) if len(node.output) > 1 and node.output[1] else f"{hint(node)}.scores"
     builder = ctx.builder
@@ -328,7 +329,7 @@ def convert_tree_ensemble_classifier(ctx, node, attrs):
     post = attrs.get("post_transform", "NONE")
     if len(set(forest.targets_named.tolist())) == 1:
         scores = _binary_pair(builder, scores, classes, post, name)
-    scores = named(builder, post_transform(builder, scores, post, "TreeEnsembleClassifier", name), name)
+    scores = named(builder, post_transform(ctx, scores, post, "TreeEnsembleClassifier", name), name)
     return [class_labels(ctx, node, scores, labels_given, strings, "TreeEnsembleClassifier"), scores]
 
 
@@ -366,7 +367,7 @@ def _reached(builder, x: str, rows, forest: _Forest, name: str) -> str:
     used = sorted({node for _, path in forest.paths for node, _ in path})
     paths = len(forest.paths)
     if not used:  # every tree is a single leaf
-        return builder.splat(f"{name}.reached", True, _type(DType.bool, (rows, paths)))
+        return builder.splat(f"{name}.reached", True, TensorType(DType.bool, (rows, paths)))
     column = {node: index for index, node in enumerate(used)}
     depth = max(len(path) for _, path in forest.paths)
     steps = np.full((paths, depth), len(used), np.int64)  # the always-true column
@@ -376,7 +377,7 @@ def _reached(builder, x: str, rows, forest: _Forest, name: str) -> str:
             steps[index, level] = column[node]
             wanted[index, level] = outcome
     tests = _tests(builder, x, rows, forest, np.asarray(used), name)
-    always = builder.splat(f"{name}.always", True, _type(DType.bool, (rows, 1)))
+    always = builder.splat(f"{name}.always", True, TensorType(DType.bool, (rows, 1)))
     tests = builder.op("concat", [tests, always], {"axis": 1}, hint=f"{name}.tests_padded")
     taken = builder.op("gather", [tests, builder.literal(f"{name}.steps", steps)], {"axis": 1}, hint=f"{name}.taken")
     went = builder.op("eq", [taken, builder.literal(f"{name}.wanted", wanted, DType.bool)], hint=f"{name}.went")
@@ -468,7 +469,7 @@ def _aggregate(builder, reached: str, dtype: DType, forest: _Forest, targets: in
     empty = bound.max if aggregate == "MIN" else bound.min
     rows = builder.type(reached).shape[0]
     if not entries:
-        return builder.splat(f"{name}.total", float(empty), _type(dtype, (rows, targets)))
+        return builder.splat(f"{name}.total", float(empty), TensorType(dtype, (rows, targets)))
     paths = np.array([path for path, _, _ in entries], np.int64)
     named = np.zeros((len(entries), targets), bool)
     named[np.arange(len(entries)), [target for _, target, _ in entries]] = True
@@ -482,12 +483,6 @@ def _aggregate(builder, reached: str, dtype: DType, forest: _Forest, targets: in
     chosen = builder.op("where", [counts, values, builder.scalar(float(empty), dtype)], hint=f"{name}.chosen")
     return builder.op("reduce_min" if aggregate == "MIN" else "reduce_max", [chosen],
                       {"axes": (1,), "keepdims": False}, hint=f"{name}.total")
-
-
-def _type(dtype: DType, shape: tuple):
-    from rlxir.types import TensorType
-
-    return TensorType(dtype, shape)
 
 
 register({"ai.onnx.ml.TreeEnsemble": convert_tree_ensemble,
