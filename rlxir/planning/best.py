@@ -15,6 +15,7 @@ from rlxir.planning.orderings import by_area, by_size, by_size_then_lifetime, pe
 from rlxir.planning.problem import Problem
 from rlxir.planning.reorder import reorder_dives
 from rlxir.planning.search import HEURISTICS, CanonicalSearch, preorder
+from rlxir.planning.search_compiled import compiled_if_ready
 from rlxir.planning.sweep import peak_sweep_best_fit, sweep_best_fit
 
 DEFAULT_TIME_BUDGET = 4.5
@@ -84,7 +85,8 @@ class BestPlanner:
        first, for 60 % of the time left, a local search over the order in which
        canonical dives place the buffers (`reorder_dives`); then a
        MiniMalloc-style search (`CanonicalSearch`) that asks "does it fit in capacity C?",
-       bisecting C between the lower bound and the best arena so far; round robin over
+       bisecting C between the lower bound and the best arena so far (compiled where
+       its loop is ready: `compiled_if_ready`, the same nodes); round robin over
        a preorder guided by the best plan so far (buffers by their offset in it, which
        the search's first dive rebuilds pressed down), the preorder heuristics, then
        seeded random ones; the node limit per attempt doubles each round.
@@ -264,6 +266,8 @@ class _Bisection:
     def _bisect_rounds(self) -> None:
         """The search's rounds, until the budget runs out."""
         node_limit = 2 * len(self.problem)
+        # Loading the compiled loop (about 0.4 s) waits until the dives are done.
+        self.search = compiled_if_ready(self.search, self.problem)
         while self._budget_left() and self.best.arena > self.lower:
             self._improve(self.lower, node_limit)
             self._bisect(node_limit)
