@@ -13,7 +13,6 @@ loop costs a process about 0.4 s (Numba's import included) and makes each search
 
 from __future__ import annotations
 
-import os
 import time
 from functools import cache
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from rlxir.planning.buffers import Buffer
+from rlxir.planning.compiled import compiled_placement_available
 from rlxir.planning.problem import Problem
 from rlxir.planning.search import CanonicalSearch
 
@@ -36,15 +36,15 @@ class CompiledCanonicalSearch:
     """`CanonicalSearch`'s interface (`solve`, `nodes`, `overlaps`), run compiled. Every
     answer is the Python search's for the same arguments while the deadline does not bind."""
 
-    def __init__(self, python: CanonicalSearch, problem: Problem, kernels: Any):
+    def __init__(self, python: CanonicalSearch, kernels: Any):
         self.python = python  # its set-up (overlaps, slot members) is shared
         self.kernels = kernels
         self.overlaps = self.python.overlaps
         self.n = n = self.python.n
         self.nodes = 0
         self.sizes = self.python.sizes
-        self.slot_lo = np.asarray(problem.slot_lo, dtype=np.int64).reshape(n)
-        self.slot_hi = np.asarray(problem.slot_hi, dtype=np.int64).reshape(n)
+        self.slot_lo = python.slot_lo_array.astype(np.int64).reshape(n)
+        self.slot_hi = python.slot_hi_array.astype(np.int64).reshape(n)
         degrees = np.fromiter((len(row) for row in self.overlaps), dtype=np.int64, count=n)
         self.overlap_start = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(degrees, out=self.overlap_start[1:])
@@ -111,7 +111,7 @@ def compiled_if_ready(search: CanonicalSearch, problem: Problem) -> CanonicalSea
     kernels = _ready_kernels()
     if kernels is None:
         return search
-    return CompiledCanonicalSearch(search, problem, kernels)
+    return CompiledCanonicalSearch(search, kernels)
 
 
 def prepare_compiled_search() -> bool:
@@ -122,12 +122,12 @@ def prepare_compiled_search() -> bool:
     if kernels is None:
         return False
     problem = Problem.build([Buffer("a", 0, 2, 1), Buffer("b", 1, 3, 1)], 1)
-    CompiledCanonicalSearch(CanonicalSearch(problem), problem, kernels).solve(2, [0, 1], 10, time.perf_counter() + 600)
+    CompiledCanonicalSearch(CanonicalSearch(problem), kernels).solve(2, [0, 1], 10, time.perf_counter() + 600)
     return True
 
 
 def _keys_fit(problem: Problem) -> bool:
-    return (int(np.asarray(problem.sizes, dtype=object).sum()) + 1) * max(len(problem), 1) < (1 << 62)
+    return (sum(problem.sizes) + 1) * max(len(problem), 1) < (1 << 62)
 
 
 def _ready_kernels() -> Any:
@@ -148,7 +148,9 @@ def _cached_on_disk(dispatcher: Any) -> bool:
 
 @cache
 def _kernels() -> Any:
-    if os.environ.get("RLXIR_COMPILED_PLANNER", "1") == "0":
+    """rlxir/planning/search_kernels.py, or None where the planner's compiled loops are
+    unavailable or turned off (`compiled_placement_available`)."""
+    if not compiled_placement_available():
         return None
     try:
         from rlxir.planning import search_kernels

@@ -33,7 +33,7 @@ def kernels():
 def both(buffers, kernels):
     problem = Problem.build(buffers, 1)
     python = CanonicalSearch(problem)
-    return problem, python, CompiledCanonicalSearch(CanonicalSearch(problem), problem, kernels)
+    return problem, python, CompiledCanonicalSearch(CanonicalSearch(problem), kernels)
 
 
 def assert_same_answers(problem, python, compiled, capacities, node_limit):
