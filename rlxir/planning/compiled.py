@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from rlxir.planning.occupancy import last_query_ranks, leaf_base, live_to_the_end
+from rlxir.planning.occupancy import leaf_base, live_to_the_end
 from rlxir.planning.problem import Problem
 
 # Buffers from which a pass without a deadline runs compiled, where it can: below, the
@@ -84,6 +84,10 @@ NO_LIMIT = 1 << 62
 
 # Pool bounds reserved per buffer up front (it doubles when that is not enough).
 _POOL_PER_BUFFER = 16
+# Ranges a query may gather before the scratch arrays grow (to twice what it needed).
+_SCRATCH_RANGES = 1024
+# Pool sizes (in bounds) below which the rows locating its lists are int32.
+_META32_BELOW = 1 << 31
 
 
 def compiled_placement_available() -> bool:
@@ -113,7 +117,7 @@ def place_over_compiled_tree(
     order: Sequence[int],
     progress: Callable[[int, int], None] | None = None,
     stop_at: int | None = None,
-    stop_cell: list[int] | None = None,
+    stop_cell: list[int] | np.ndarray | None = None,
 ) -> list[int] | None:
     """Offsets (one per buffer, input order) of best-fit placement in `order`, as
     `place_in_order` defines it (fixed offsets first, size-0 buffers at 0; None once a
@@ -121,11 +125,13 @@ def place_over_compiled_tree(
 
     Only for int64-safe problems (`Problem.int64_safe`) and when
     `compiled_placement_available()`; `progress(placed, total)` is called every
-    `CALL_EVERY` placements. `stop_cell`, a one-element list, lowers `stop_at` while the
-    pass runs: another thread may write it; it is read between calls of the loop and at
-    the end, so a pass may place up to `CALL_EVERY` buffers past a new value before it
-    returns None (a buffer placed before the value was lowered counts as well).
+    `CALL_EVERY` placements. `stop_cell`, a one-element list or int64 array, lowers
+    `stop_at` while the pass runs: another thread may write it. The loop reads an array at
+    every placement, a list between its calls (up to `CALL_EVERY` placements apart) and at
+    the end; a buffer placed before the value was lowered counts as well, so whether the
+    pass returns None does not depend on when the value changed.
     """
+    kernels = _kernels()
     place_run = _kernel(problem, "place_run")
     n = len(problem)
     order_array = np.asarray(order, dtype=np.int64).reshape(len(order))
@@ -140,12 +146,19 @@ def place_over_compiled_tree(
                                                block_level, per_level)
     block_band = _block_band(per_level, len(order_array), block_level, base.bit_length() - 1)
     sizes = problem.size_keys.astype(np.int64, copy=False)
-    meta = np.zeros((3 * base + (base >> block_level), 3), dtype=np.int64)
-    pool = np.empty(max(1024, _POOL_PER_BUFFER * n), dtype=np.int64)
+    limit = NO_LIMIT if stop_at is None else min(stop_at, NO_LIMIT)
+    unit, bounds = address_unit(sizes, fixed, limit)
+    sizes = sizes // unit
+    fixed = np.where(fixed >= 0, fixed // unit, -1)
+    pool = np.empty(max(1024, _POOL_PER_BUFFER * n), dtype=bounds)
+    # Each row of `meta` locates a list in the pool: int32 while the pool's positions fit.
+    meta = np.zeros((3 * base + (base >> block_level), 3), dtype=np.int32 if len(pool) < _META32_BELOW else np.int64)
     used = np.zeros(1, dtype=np.int64)
     offsets = np.zeros(n, dtype=np.int64)
-    highest = np.zeros(1, dtype=np.int64)
-    limit = NO_LIMIT if stop_at is None else min(stop_at, NO_LIMIT)
+    state = np.zeros(3, dtype=np.int64)  # the highest end so far; where a call paused, and why
+    work = kernels.work_arrays(base, _SCRATCH_RANGES, bounds)
+    shared = isinstance(stop_cell, np.ndarray)
+    cell = stop_cell if shared else np.array([NO_LIMIT], dtype=np.int64)
     total = len(order_array)
     fixed_count = len(fixed_indices)
     for first in range(0, len(sequence), CALL_EVERY):
@@ -153,18 +166,50 @@ def place_over_compiled_tree(
         if progress is not None and placed < total:
             progress(placed, total)
         stop = min(first + CALL_EVERY, len(sequence))
-        if stop_cell is not None:
-            limit = min(limit, stop_cell[0])
-            if highest[0] >= limit:
-                return None  # a buffer placed before the cell was lowered ends above it
-        stopped, pool = place_run(problem.slot_lo, slot_hi, sizes, fixed, sequence, first, stop, fixed_count, base,
-                                  block_level, block_band, read_until, block_read_until, meta, pool, used, limit,
-                                  offsets, highest)
-        if stopped:
-            return None
-    if stop_cell is not None and highest[0] >= stop_cell[0]:
+        if stop_cell is not None and not shared:
+            cell[0] = min(cell[0], stop_cell[0])
+        start = first
+        resume = False
+        while True:
+            outcome = place_run(problem.slot_lo, slot_hi, sizes, fixed, sequence, start, stop, fixed_count, base,
+                                block_level, block_band, read_until, block_read_until, meta, pool, used, unit,
+                                limit, cell, offsets, state, work, resume)
+            if outcome == kernels.PLACED:
+                break
+            if outcome == kernels.STOPPED:
+                return None
+            start = int(state[1])
+            resume = outcome == kernels.POOL_FULL
+            if resume:
+                pool = _grown(pool)
+                if len(pool) >= _META32_BELOW:
+                    meta = meta.astype(np.int64, copy=False)
+            else:
+                work = kernels.work_arrays(base, 2 * int(state[2]), bounds)
+    if stop_cell is not None and state[0] >= stop_cell[0]:
         return None
-    return offsets.tolist()
+    return (offsets * unit).tolist()
+
+
+def _grown(pool: np.ndarray) -> np.ndarray:
+    """`pool` with twice the room (its bounds kept)."""
+    return np.concatenate([pool, np.empty_like(pool)])
+
+
+def address_unit(sizes: np.ndarray, fixed: np.ndarray, limit: int) -> tuple[int, type]:
+    """The unit the loop counts addresses in and the integer type of its range lists, for
+    a pass over buffers of `sizes` (int64) with `fixed` offsets (-1: none) that stops at
+    `limit`: the greatest common divisor of the sizes and fixed offsets (every offset the
+    pass gives is a sum of them), and int32 where no address it stores can reach 2^31 units
+    (half the bytes to read and move as int64; `NO_LIMIT`, 2^62, is int64's bound).
+
+    A placed buffer ends at most at the highest fixed end plus the sizes of the buffers
+    placed before it, and never at or above `limit` (the pass stops first)."""
+    values = np.concatenate([sizes[sizes > 0], fixed[fixed > 0]])
+    unit = int(np.gcd.reduce(values)) if len(values) else 1
+    fixed_top = int(np.max(np.where(fixed >= 0, fixed + sizes, 0), initial=0))
+    top = max(fixed_top, min(fixed_top + int(sizes.sum()), limit))
+    return unit, (np.int32 if -(-top // unit) < 1 << 31 else np.int64)
 
 
 def _block_band(per_level: list[int], placed: int, block_level: int, depth: int) -> int:
@@ -188,22 +233,25 @@ def _read_until(slot_lo: np.ndarray, slot_hi: np.ndarray, base: int, block_level
     """For the queries ``[slot_lo[r], slot_hi[r])`` in rank order: per tree node, the last
     rank that reads the list the loop keeps for it, and per block, the last rank whose
     path walk reads the block's list (-1 where none does; int64). Their cover nodes per
-    level are appended to `per_level` (`last_query_ranks`).
+    level are appended to `per_level` (as `last_query_ranks` counts them), computed by the
+    compiled `query_reads`.
 
     A node at an odd level keeps ``own`` for the queries covering it; one at an even level
     keeps ``sub`` for those covering it or its parent (which reads its children's lists).
     A query reads the lists of the blocks holding its first and its last slot."""
-    ranks = np.arange(len(slot_lo), dtype=np.int64)
-    last = last_query_ranks(slot_lo, slot_hi, ranks, base, per_level)
+    last = np.full(2 * base, -1, dtype=np.int64)
+    block_read_until = np.full(base >> block_level, -1, dtype=np.int64)
+    counts = np.zeros(base.bit_length() + 1, dtype=np.int64)
+    levels = _kernels().query_reads(np.ascontiguousarray(slot_lo, dtype=np.int64),
+                                    np.ascontiguousarray(slot_hi, dtype=np.int64), base, block_level, last,
+                                    block_read_until, counts)
+    per_level.extend(counts[:levels].tolist())
     read_until = last.copy()
     depth = base.bit_length() - 1
     for level in range(2, depth + 1, 2):
         nodes = np.arange(base >> level, 2 * base >> level)
         nodes = nodes[nodes >= 2]  # the root has no parent
         read_until[nodes] = np.maximum(last[nodes], last[nodes >> 1])
-    block_read_until = np.full(base >> block_level, -1, dtype=np.int64)
-    np.maximum.at(block_read_until, slot_lo >> block_level, ranks)
-    np.maximum.at(block_read_until, (slot_hi - 1) >> block_level, ranks)
     return read_until, block_read_until
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from operator import add
 
 import attrs
+import numpy as np
 
 from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink, placed_share
 from rlxir.planning.compiled import NO_LIMIT, place_over_compiled_tree, use_compiled
@@ -155,7 +156,7 @@ class _PassesAhead:
     second thread while the caller's thread places by size (the compiled loops release
     the interpreter lock).
 
-    The by-size pass reads `by_size_cell` between calls of its loop: the peak's arena once
+    The by-size pass reads `by_size_cell` (an int64 array) at every placement: the peak's arena once
     that is known (0 where it is the bound: the by-size pass is not needed), so it stops as
     it would have in sequence or later, never earlier; the caller compares the arenas
     itself. The retry stops at `retry_cell`: the peak's arena, lowered to the arena in hand
@@ -166,8 +167,8 @@ class _PassesAhead:
 
     def __init__(self, problem: Problem, name: str, retry_above: float, peak: PlanResult | None):
         stop = NO_LIMIT if peak is None else peak.arena_bytes
-        self.by_size_cell = [stop]
-        self.retry_cell = [stop]
+        self.by_size_cell = np.array([stop], dtype=np.int64)
+        self.retry_cell = np.array([stop], dtype=np.int64)
         self.retrying = False
         self.heard: list[tuple[int, int]] = []
         self.peak: list[PlanResult] = []

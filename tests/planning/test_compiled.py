@@ -73,6 +73,51 @@ def test_compiled_placement_equals_the_python_tree_on_crowded_instances(seed, bl
         assert place_over_compiled_tree(problem, order) == over_tree(problem, order)
 
 
+@needs_compiled
+@pytest.mark.parametrize(("scale", "extra"), [(1, 0), (7, 0), (1 << 31, 0), (3, 1)])
+def test_compiled_placement_equals_the_python_tree_in_any_address_unit(scale, extra, monkeypatch):
+    # The loop counts addresses in the sizes' common divisor and keeps its range lists as
+    # int32 where they fit: sizes scaled by 7 (int32, unit 448), past 2^31 (int64), and
+    # prime to each other (unit 1). Scratch arrays of one range, and a pool that grows by
+    # 16 bounds at a time, make queries and insertions pause for room and resume (a range
+    # partly inserted when its pass paused is inserted again, every list up the tree).
+    monkeypatch.setattr(compiled, "_POOL_PER_BUFFER", 1)
+    monkeypatch.setattr(compiled, "_SCRATCH_RANGES", 1)
+    monkeypatch.setattr(compiled, "_grown", lambda pool: np.concatenate([pool, np.empty(16, dtype=pool.dtype)]))
+    # The rows locating the lists switch from int32 to int64 as the pool grows past this.
+    monkeypatch.setattr(compiled, "_META32_BELOW", 4000)
+    buffers = [attrs_evolve_size(buffer, buffer.size * scale + extra * (k % 2)) for k, buffer in
+               enumerate(crowded_buffers(2000, 5))]
+    problem = Problem.build(buffers, 1)
+    for ordering in (by_size, peak_first):
+        order = ordering(problem)
+        offsets = over_tree(problem, order)
+        assert place_over_compiled_tree(problem, order) == offsets
+        arena = max(offset + size for offset, size in zip(offsets, problem.sizes))
+        assert place_over_compiled_tree(problem, order, stop_at=arena) is None
+        assert place_over_compiled_tree(problem, order, stop_at=arena + 1) == offsets
+
+
+def attrs_evolve_size(buffer: Buffer, size: int) -> Buffer:
+    return Buffer(buffer.name, buffer.start, buffer.end, size, fixed_offset=buffer.fixed_offset)
+
+
+def test_the_address_unit_and_the_type_of_the_range_lists():
+    sizes = np.array([64, 192, 0, 128], dtype=np.int64)
+    none = np.full(4, -1, dtype=np.int64)
+    assert compiled.address_unit(sizes, none, compiled.NO_LIMIT) == (64, np.int32)
+    # A fixed offset joins the divisor, and its end the addresses.
+    assert compiled.address_unit(sizes, np.array([-1, 32, -1, -1]), compiled.NO_LIMIT) == (32, np.int32)
+    huge = np.array([3 << 31, 1 << 31], dtype=np.int64)
+    assert compiled.address_unit(huge, np.full(2, -1), compiled.NO_LIMIT) == (1 << 31, np.int32)
+    odd = huge + 1
+    assert compiled.address_unit(odd, np.full(2, -1), compiled.NO_LIMIT) == (1, np.int64)
+    # A pass that stops below 2^31 stores nothing above it, unless a fixed buffer does.
+    assert compiled.address_unit(odd, np.full(2, -1), 1 << 30) == (1, np.int32)
+    assert compiled.address_unit(odd, np.array([1 << 31, -1]), 1 << 30) == (1, np.int64)
+    assert compiled.address_unit(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 1) == (1, np.int32)
+
+
 def cover_levels(lo: int, hi: int, base: int) -> list[int]:
     """The levels of the cover nodes of slots [lo, hi) in a tree of `base` leaves."""
     levels = []
@@ -161,6 +206,32 @@ def test_a_stop_lowered_during_the_pass_counts_the_buffers_already_placed(monkey
 
     monkeypatch.setattr(compiled, "_kernel", lambda problem, name: lowering_during_the_last_call)  # place_run only
     assert place_over_compiled_tree(problem, order, stop_cell=late) is None
+
+
+@needs_compiled
+def test_a_stop_cell_may_be_an_array_that_the_loop_reads_itself(monkeypatch):
+    # An int64 array is handed to the loop as it is (another thread's write reaches it at
+    # the next placement, not at the next call): the loop itself stops the pass.
+    monkeypatch.setattr(compiled, "CALL_EVERY", 4)
+    buffers = [Buffer(f"b{k}", 2 * k, 2 * k + 1, size) for k, size in enumerate([100, 50, 40, 30])]
+    problem = Problem.build(buffers, 1)
+    order = by_size(problem)
+    place_run = compiled._kernel(problem, "place_run")
+    outcomes = []
+    cells = []
+
+    def one_call(*args):
+        cells.append(args[18])  # `cell`
+        outcomes.append(place_run(*args))
+        return outcomes[-1]
+
+    monkeypatch.setattr(compiled, "_kernel", lambda problem, name: one_call)
+    cell = np.array([101])
+    assert place_over_compiled_tree(problem, order, stop_cell=cell) == [0, 0, 0, 0]
+    assert cells[-1] is cell
+    cell[0] = 100
+    assert place_over_compiled_tree(problem, order, stop_cell=cell) is None
+    assert outcomes[-1] == compiled._kernels().STOPPED
 
 
 @needs_compiled
@@ -423,6 +494,6 @@ def test_an_interrupted_plan_stops_its_passes_run_ahead(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         LivenessPlanner(peak_pass_from=100).plan(buffers, 16)
     assert aheads and aheads[0] is not None
-    assert aheads[0].retry_cell == [0] and aheads[0].by_size_cell == [0]
+    assert aheads[0].retry_cell.tolist() == [0] and aheads[0].by_size_cell.tolist() == [0]
     aheads[0].thread.join(10)
     assert not aheads[0].thread.is_alive()
