@@ -23,26 +23,35 @@ timings):
   bit of the slot count.
 
 As in the Python tree, a list is not updated past the last query that reads it
-(`_read_until`). Layout: every range list lives in one int64 pool: list ``v`` (``own[v]``
-for ``v < 2 * base``, ``sub[v - 2 * base]`` up to ``3 * base``, the blocks' lists after)
-is the run ``pool[start : start + length]`` with room for ``capacity`` bounds (a row of
-`meta`). A list that outgrows its room moves to the end of the pool with twice the room;
-the pool itself doubles when full. A query gathers the ranges of the lists it takes,
-sorts them by start (into buckets by their high address bits, then an insertion sort)
-and scans the gaps of their union, with the block lists', for the best fit. The loop asks
-for memory ahead (rlxir/planning/prefetching.py): the rows of `meta` two placements
-ahead, the lists they point to one placement ahead, so that its walks, which would
-otherwise wait on a cache miss at almost every list, find them loaded.
+(`_read_until`). Layout: every range list lives in one pool: list ``v`` (``own[v]`` for
+``v < 2 * base``, ``sub[v - 2 * base]`` up to ``3 * base``, the blocks' lists after) is
+the run ``pool[start : start + length]`` with room for ``capacity`` bounds (a row of
+`meta`). Addresses are counted in the greatest common divisor of the sizes and fixed
+offsets (every offset is a sum of them), and the pool is int32 where no address can
+reach 2^31 of those units (`address_unit`), int64 otherwise; `meta` is int32 while the
+pool's positions fit. A list that outgrows its room moves to the end of the pool with
+twice the room; when the pool is full the loop pauses, this module doubles the pool, and
+the loop inserts that buffer's range again (a range inserted twice changes no list). A
+query gathers the ranges of the lists it takes, sorts them by start (into buckets by
+their high address bits, then an insertion sort), merges the two end blocks' lists where
+it has two, and scans the gaps of the union of the two sorted streams for the best fit,
+taking the next range from either by a select, not a branch. The loop asks for memory
+ahead (rlxir/planning/prefetching.py): the rows of `meta` two placements ahead, the lists
+they point to one placement ahead, so that its walks, which would otherwise wait on a
+cache miss at almost every list, find them loaded. Its steps allocate nothing and are
+compiled without Numba's reference counts (kernels.py says why).
 
 `run_sweep_compiled` applies the events of rlxir/planning/sweep.py's free-gap sweep
-(used by the pass from the peak) the same way: the free gaps are kept twice, sorted by
-(size, start) for the best fit and by start for the neighbours a freed range joins.
+(used by the pass from the peak) the same way (its loop in sweep_kernels.py): the free
+gaps are kept twice, sorted by (size, start) for the best fit and by start for the
+neighbours a freed range joins.
 
 Both are used for passes of `COMPILED_FROM` buffers or more that have no deadline
 (`use_compiled`; the pass from the peak loads the loops itself only from 200,000
 buffers). Numba compiles the loops on first use and caches the machine code beside this
-file (or in the user's cache folder when that is read-only), so the compile (about 7 s)
-is paid once per installation and a process loads them in about 0.3 s. Without Numba (or
+file (or in the user's cache folder when that is read-only), so the compile (about 7 s,
+and about 6 s more for int64 range lists when a plan first needs them) is paid once per
+installation and a process loads them in about 0.4 s. Without Numba (or
 where it fails to set up), or with ``RLXIR_COMPILED_PLANNER=0`` in the environment,
 `compiled_placement_available()` is False and the Python loops run.
 """
@@ -101,7 +110,7 @@ def compiled_placement_available() -> bool:
 def use_compiled(problem: Problem, cold_from: int | None = None) -> bool:
     """Whether a pass over `problem` without a deadline runs compiled: `COMPILED_FROM`
     buffers or more, int64-safe, and the compiled loops available. With `cold_from`, a
-    process that has not loaded the loops yet (about 0.3 s) loads them only for that many
+    process that has not loaded the loops yet (about 0.4 s) loads them only for that many
     buffers or more: for a pass whose Python loop is cheap, loading costs more than it
     saves. (A pass with a deadline keeps to Python: the first compile in an installation
     takes seconds, which a time budget cannot absorb.)"""

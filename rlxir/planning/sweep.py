@@ -35,7 +35,7 @@ CHECK_EVERY = 2048
 
 # Buffers from which the pass from the peak loads the compiled loops itself (below, it
 # runs compiled only once they are loaded): the Python sweep costs 1-2.5 us a buffer, the
-# compiled one about a third of that, and loading the loops about 0.3 s.
+# compiled one about a third of that, and loading the loops about 0.4 s.
 COLD_COMPILED_FROM = 200_000
 
 
