@@ -156,13 +156,13 @@ class _PassesAhead:
     second thread while the caller's thread places by size (the compiled loops release
     the interpreter lock).
 
-    The by-size pass reads `by_size_cell` (an int64 array) at every placement: the peak's arena once
-    that is known (0 where it is the bound: the by-size pass is not needed), so it stops as
-    it would have in sequence or later, never earlier; the caller compares the arenas
-    itself. The retry stops at `retry_cell`: the peak's arena, lowered to the arena in hand
-    once the by-size pass has it. Every offset is what the passes give in sequence:
-    starting early changes when the answer comes, not what it is. Started only where the
-    passes run compiled and the process may use two cores.
+    The by-size pass reads `by_size_cell` (an int64 array) at every placement: the peak's
+    arena once that is known (0 where it is the bound: the by-size pass is not needed), so
+    it stops as it would have in sequence or later, never earlier; the caller compares the
+    arenas itself. The retry stops at `retry_cell`, read the same way: the peak's arena,
+    lowered to the arena in hand once the by-size pass has it. Every offset is what the
+    passes give in sequence: starting early changes when the answer comes, not what it
+    is. Started only where the passes run compiled and the process may use two cores.
     """
 
     def __init__(self, problem: Problem, name: str, retry_above: float, peak: PlanResult | None):
