@@ -47,11 +47,18 @@ def test_compiled_placement_equals_the_naive_rule(data):
     problem = Problem.build(buffers, alignment)
     order = data.draw(st.sampled_from([by_size, by_area, peak_first]))(problem)
     # Blocks from single pairs of slots up to the whole tree (the level is capped by its
-    # depth), with bands of levels above them from none to four.
+    # depth), with bands of levels above them from none to four; scratch arrays and a pool
+    # from far too small (the loop pauses for room, at queries and mid-insertion) to ample,
+    # and the rows locating the lists switching to int64 as the pool grows, or not.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(compiled, "BLOCK_LEVEL", data.draw(st.integers(1, 8)))
         patch.setattr(compiled, "BLOCK_BAND", data.draw(st.integers(0, 4)))
         patch.setattr(compiled, "BAND_UPDATES", data.draw(st.sampled_from([0, 12, 10**9])))
+        patch.setattr(compiled, "_POOL_PER_BUFFER", data.draw(st.sampled_from([1, 16])))
+        patch.setattr(compiled, "_SCRATCH_RANGES", data.draw(st.sampled_from([1, 3, 1024])))
+        patch.setattr(compiled, "_META32_BELOW", data.draw(st.sampled_from([8, 1 << 31])))
+        grow = data.draw(st.integers(1, 16))
+        patch.setattr(compiled, "_grown", lambda pool: np.concatenate([pool, np.empty(grow, dtype=pool.dtype)]))
         offsets = place_over_compiled_tree(problem, order)
     assert offsets == naive_best_fit(buffers, alignment, order)
     assert offsets == over_tree(problem, order)
