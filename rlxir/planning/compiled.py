@@ -164,7 +164,8 @@ def place_over_compiled_tree(
     meta = np.zeros((3 * base + (base >> block_level), 3), dtype=np.int32 if len(pool) < _META32_BELOW else np.int64)
     used = np.zeros(1, dtype=np.int64)
     offsets = np.zeros(n, dtype=np.int64)
-    state = np.zeros(3, dtype=np.int64)  # the highest end so far; where a call paused, and why
+    # The highest end of the order's buffers so far (-1: none yet); where a call paused, and why.
+    state = np.array([-1, 0, 0], dtype=np.int64)
     work = kernels.work_arrays(base, _SCRATCH_RANGES, bounds)
     shared = isinstance(stop_cell, np.ndarray)
     cell = stop_cell if shared else np.array([NO_LIMIT], dtype=np.int64)

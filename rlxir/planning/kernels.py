@@ -366,10 +366,10 @@ def place_run(slot_lo: np.ndarray, slot_hi: np.ndarray, sizes: np.ndarray, fixed
     """Place `sequence[first:stop]` (the fixed buffers, then the order) in the arrays of
     `work_arrays`; `STOPPED` as soon as a buffer of the order ends at or above `limit` or
     ``cell[0]`` (which another thread may lower: it is read at every placement).
-    `state[0]` keeps the highest end of the order's buffers placed so far. Sizes, fixed
-    offsets, the offsets written and the range lists count addresses in `unit` bytes;
-    `limit`, the cell and `state[0]` count bytes. Allocates
-    nothing: where the pool or the scratch arrays are too small it pauses (`POOL_FULL`,
+    `state[0]` keeps the highest end of the order's buffers placed so far (-1 before the
+    first). Sizes, fixed offsets, the offsets written and the range lists count addresses
+    in `unit` bytes; `limit`, the cell and `state[0]` count bytes. Allocates nothing:
+    where the pool or the scratch arrays are too small it pauses (`POOL_FULL`,
     `SCRATCH_SHORT`), and the caller grows them and calls again from ``state[1]``, with
     `resume` after `POOL_FULL`: that buffer's offset is kept and its range inserted again
     (inserting a range twice changes no list)."""

@@ -182,6 +182,20 @@ def test_compiled_placement_stops_where_the_python_tree_stops():
 
 
 @needs_compiled
+def test_a_stop_counts_only_the_buffers_of_the_order():
+    # Fixed buffers are not the pass's to place: a stop at or below their ends, even at 0,
+    # stops nothing until a buffer of the order ends there (as in the Python tree).
+    buffers = [Buffer(f"f{k}", k, k + 2, 64, fixed_offset=64 * k) for k in range(3)]
+    problem = Problem.build(buffers, 1)
+    for stop in (0, 64, 1000):
+        assert place_over_compiled_tree(problem, [], stop_at=stop) == [0, 64, 128] == over_tree(problem, [], stop)
+        assert place_over_compiled_tree(problem, [], stop_cell=np.array([stop])) == [0, 64, 128]
+    problem = Problem.build(buffers + [Buffer("free", 0, 1, 8)], 1)
+    assert place_over_compiled_tree(problem, [3], stop_at=72) is None  # it goes above f0: [64, 72)
+    assert place_over_compiled_tree(problem, [3], stop_at=73) == [0, 64, 128, 64] == over_tree(problem, [3], 73)
+
+
+@needs_compiled
 def test_a_stop_lowered_during_the_pass_counts_the_buffers_already_placed(monkeypatch):
     # Another thread lowers the cell between calls of the loop (here: the progress sink,
     # called before each call) or during the last one; a buffer placed before may already
