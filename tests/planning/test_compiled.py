@@ -93,7 +93,7 @@ def test_compiled_placement_equals_the_python_tree_in_any_address_unit(scale, ex
     monkeypatch.setattr(compiled, "_grown", lambda pool: np.concatenate([pool, np.empty(16, dtype=pool.dtype)]))
     # The rows locating the lists switch from int32 to int64 as the pool grows past this.
     monkeypatch.setattr(compiled, "_META32_BELOW", 4000)
-    buffers = [attrs_evolve_size(buffer, buffer.size * scale + extra * (k % 2)) for k, buffer in
+    buffers = [resized(buffer, buffer.size * scale + extra * (k % 2)) for k, buffer in
                enumerate(crowded_buffers(2000, 5))]
     problem = Problem.build(buffers, 1)
     for ordering in (by_size, peak_first):
@@ -105,7 +105,8 @@ def test_compiled_placement_equals_the_python_tree_in_any_address_unit(scale, ex
         assert place_over_compiled_tree(problem, order, stop_at=arena + 1) == offsets
 
 
-def attrs_evolve_size(buffer: Buffer, size: int) -> Buffer:
+def resized(buffer: Buffer, size: int) -> Buffer:
+    """`buffer` with another size."""
     return Buffer(buffer.name, buffer.start, buffer.end, size, fixed_offset=buffer.fixed_offset)
 
 
