@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import numpy as np
 
 import pytest
@@ -93,7 +94,7 @@ def test_compiled_placement_equals_the_python_tree_in_any_address_unit(scale, ex
     monkeypatch.setattr(compiled, "_grown", lambda pool: np.concatenate([pool, np.empty(16, dtype=pool.dtype)]))
     # The rows locating the lists switch from int32 to int64 as the pool grows past this.
     monkeypatch.setattr(compiled, "_META32_BELOW", 4000)
-    buffers = [resized(buffer, buffer.size * scale + extra * (k % 2)) for k, buffer in
+    buffers = [attrs.evolve(buffer, size=buffer.size * scale + extra * (k % 2)) for k, buffer in
                enumerate(crowded_buffers(2000, 5))]
     problem = Problem.build(buffers, 1)
     for ordering in (by_size, peak_first):
@@ -103,11 +104,6 @@ def test_compiled_placement_equals_the_python_tree_in_any_address_unit(scale, ex
         arena = max(offset + size for offset, size in zip(offsets, problem.sizes))
         assert place_over_compiled_tree(problem, order, stop_at=arena) is None
         assert place_over_compiled_tree(problem, order, stop_at=arena + 1) == offsets
-
-
-def resized(buffer: Buffer, size: int) -> Buffer:
-    """`buffer` with another size."""
-    return Buffer(buffer.name, buffer.start, buffer.end, size, fixed_offset=buffer.fixed_offset)
 
 
 def test_the_address_unit_and_the_type_of_the_range_lists():
@@ -196,16 +192,21 @@ def test_a_stop_counts_only_the_buffers_of_the_order():
     assert place_over_compiled_tree(problem, [3], stop_at=73) == [0, 64, 128, 64] == over_tree(problem, [3], 73)
 
 
+def four_apart() -> tuple[Problem, list[int]]:
+    """Four buffers that never meet (sizes 100, 50, 40, 30) and their by-size order: every
+    one goes to 0, only the first ends at 100."""
+    buffers = [Buffer(f"b{k}", 2 * k, 2 * k + 1, size) for k, size in enumerate([100, 50, 40, 30])]
+    problem = Problem.build(buffers, 1)
+    return problem, by_size(problem)
+
+
 @needs_compiled
 def test_a_stop_lowered_during_the_pass_counts_the_buffers_already_placed(monkeypatch):
     # Another thread lowers the cell between calls of the loop (here: the progress sink,
     # called before each call) or during the last one; a buffer placed before may already
-    # end above the new value, and the pass must not return a plan then. Four buffers that
-    # never meet, the largest first: every one goes to 0, only the first ends at 100.
+    # end above the new value, and the pass must not return a plan then.
     monkeypatch.setattr(compiled, "CALL_EVERY", 1)
-    buffers = [Buffer(f"b{k}", 2 * k, 2 * k + 1, size) for k, size in enumerate([100, 50, 40, 30])]
-    problem = Problem.build(buffers, 1)
-    order = by_size(problem)
+    problem, order = four_apart()
     assert place_over_compiled_tree(problem, order, stop_cell=[101]) == [0, 0, 0, 0]
     cell = [1 << 62]
     heard = []
@@ -235,9 +236,7 @@ def test_a_stop_cell_may_be_an_array_that_the_loop_reads_itself(monkeypatch):
     # An int64 array is handed to the loop as it is (another thread's write reaches it at
     # the next placement, not at the next call): the loop itself stops the pass.
     monkeypatch.setattr(compiled, "CALL_EVERY", 4)
-    buffers = [Buffer(f"b{k}", 2 * k, 2 * k + 1, size) for k, size in enumerate([100, 50, 40, 30])]
-    problem = Problem.build(buffers, 1)
-    order = by_size(problem)
+    problem, order = four_apart()
     place_run = compiled._kernel(problem, "place_run")
     outcomes = []
     cells = []
