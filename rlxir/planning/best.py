@@ -125,7 +125,7 @@ class BestPlanner:
         budget = self.default_budget if time_budget is None else time_budget
         deadline = started + budget
         problem = Problem.build(buffers, alignment)
-        lower = int(max(problem.live_bytes_per_slot(), default=0))
+        lower = problem.lower_bound_bytes()
         status = _Status(progress, started, budget, lower)
         first_started = time.perf_counter()
         best = _first_plan(problem, deadline, status)
@@ -161,14 +161,14 @@ class BestPlanner:
         return best, one_pass
 
     def _searchable(self, problem: Problem) -> bool:
-        no_fixed = all(offset is None for offset in problem.fixed)
+        no_fixed = not problem.has_fixed()
         return no_fixed and problem.int64_safe and 0 < len(problem) <= self.search_max_buffers
 
 
 def _first_plan(problem: Problem, deadline: float, status: _Status) -> _Incumbent:
     """The plan in hand before any other: the schedule-order pass, or `bump` with imposed
     offsets (the pass does not place around them)."""
-    if any(offset is not None for offset in problem.fixed):
+    if problem.has_fixed():
         offsets = bump_offsets(problem)
     else:
         offsets = sweep_best_fit(problem, deadline, status.placing("schedule-order pass", None))
@@ -181,7 +181,7 @@ def _peak_plan(
     """The better of `best` and the pass outward from the peak (`peak_sweep_best_fit`),
     which costs about as much as the first pass (`one_pass` seconds) and is started only
     if that much time is left."""
-    if best.arena == lower or any(offset is not None for offset in problem.fixed):
+    if best.arena == lower or problem.has_fixed():
         return best
     if time.perf_counter() + one_pass > deadline:
         return best

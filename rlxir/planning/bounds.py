@@ -17,7 +17,7 @@ def lower_bound(buffers: Sequence[Buffer], alignment: int = 1) -> int:
     hold disjoint addresses. 0 for an empty list. O(n log n) (a sort of the start times,
     then a prefix sum over them).
     """
-    return int(max(Problem.build(buffers, alignment).live_bytes_per_slot(), default=0))
+    return Problem.build(buffers, alignment).lower_bound_bytes()
 
 
 def peak_slot(problem: Problem) -> int:

@@ -140,11 +140,24 @@ def place_over_compiled_tree(
     the end; a buffer placed before the value was lowered counts as well, so whether the
     pass returns None does not depend on when the value changed.
     """
+    placed = place_with_arena(problem, order, progress, stop_at, stop_cell)
+    return None if placed is None else placed[0]
+
+
+def place_with_arena(
+    problem: Problem,
+    order: Sequence[int],
+    progress: Callable[[int, int], None] | None = None,
+    stop_at: int | None = None,
+    stop_cell: list[int] | np.ndarray | None = None,
+) -> tuple[list[int], int] | None:
+    """`place_over_compiled_tree`'s offsets with their arena (the highest end, 0 where
+    none), which the loop keeps as it places: no second pass over the offsets."""
     kernels = _kernels()
     place_run = _kernel(problem, "place_run")
     n = len(problem)
     order_array = np.asarray(order, dtype=np.int64).reshape(len(order))
-    fixed = np.array([-1 if offset is None else offset for offset in problem.fixed], dtype=np.int64).reshape(n)
+    fixed = problem.fixed_array()
     fixed_indices = np.flatnonzero(fixed >= 0).astype(np.int64)
     sequence = np.concatenate([fixed_indices, order_array])
     base = max(2, leaf_base(problem.slot_count))
@@ -198,7 +211,8 @@ def place_over_compiled_tree(
                 work = kernels.work_arrays(base, 2 * int(state[2]), bounds)
     if stop_cell is not None and state[0] >= stop_cell[0]:
         return None
-    return (offsets * unit).tolist()
+    fixed_top = int(np.max((fixed + sizes)[fixed_indices], initial=0)) * unit
+    return (offsets * unit).tolist(), max(int(state[0]), fixed_top, 0)
 
 
 def _grown(pool: np.ndarray) -> np.ndarray:

@@ -6,13 +6,12 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from operator import add
 
 import attrs
 import numpy as np
 
 from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink, placed_share
-from rlxir.planning.compiled import NO_LIMIT, place_over_compiled_tree, use_compiled
+from rlxir.planning.compiled import NO_LIMIT, place_with_arena, use_compiled
 from rlxir.planning.greedy import place_in_order
 from rlxir.planning.orderings import by_size, peak_first
 from rlxir.planning.problem import Problem
@@ -73,7 +72,7 @@ class LivenessPlanner:
         started = time.perf_counter()
         problem = Problem.build(buffers, alignment)
         peak = None
-        if len(problem) >= self.peak_pass_from and all(offset is None for offset in problem.fixed):
+        if len(problem) >= self.peak_pass_from and not problem.has_fixed():
             ahead = _PassesAhead.start(problem, self.name, self.retry_above)
             if ahead is None:
                 peak = problem.result(peak_sweep_best_fit(problem), self.name, 0.0)
@@ -101,12 +100,13 @@ class LivenessPlanner:
         retry, where that pass misses the bound by more than the margin, run in `ahead`'s
         thread while this one places by size."""
         by_size_arena = NO_LIMIT
+        offsets = None
         try:
-            offsets = place_over_compiled_tree(problem, by_size(problem), progress=_placing(progress, "greedy by size"),
-                                               stop_cell=ahead.by_size_cell)
-            if offsets is not None:
+            placed = place_with_arena(problem, by_size(problem), progress=_placing(progress, "greedy by size"),
+                                      stop_cell=ahead.by_size_cell)
+            if placed is not None:
+                offsets, by_size_arena = placed
                 # The retry can no longer win at or above this arena: stop it there now.
-                by_size_arena = max(map(add, offsets, problem.sizes), default=0)
                 ahead.retry_cell[0] = min(ahead.retry_cell[0], by_size_arena)
             peak = ahead.peak_result()
         except BaseException:
@@ -119,34 +119,39 @@ class LivenessPlanner:
             # The peak's arena came after the by-size pass placed a buffer ending above it:
             # in sequence the pass would have stopped there.
             offsets = None
-        result, retry_above = self._by_size_or_peak(problem, offsets, peak)
+        result, retry_above = self._by_size_or_peak(problem, offsets, peak, by_size_arena)
         if result.arena_bytes <= retry_above:
             ahead.stop()  # not needed: it stops at its next look at the cell
             return result
         placing = _placing(progress, "peak-first retry")
         if ahead.retrying:
-            offsets = ahead.finish_retry(result.arena_bytes, placing)
-        else:
-            # The pass from the peak was within the margin, the by-size pass did not beat it.
-            offsets = place_in_order(problem, peak_first(problem), progress=placing, stop_at=result.arena_bytes)
+            retried = ahead.finish_retry(result.arena_bytes, placing)
+            if retried is None:
+                return result
+            return self._smaller(problem, result, *retried)
+        # The pass from the peak was within the margin, the by-size pass did not beat it.
+        offsets = place_in_order(problem, peak_first(problem), progress=placing, stop_at=result.arena_bytes)
         return self._smaller(problem, result, offsets)
 
     def _by_size_or_peak(self, problem: Problem, offsets: list[int] | None,
-                         peak: PlanResult | None) -> tuple[PlanResult, float]:
+                         peak: PlanResult | None, arena: int | None = None) -> tuple[PlanResult, float]:
         """The plan in hand after the by-size pass (its `offsets`, None where it was
-        abandoned at the peak's arena) and the arena above which the retry runs."""
+        abandoned at the peak's arena; `arena`, their highest end, where known) and the
+        arena above which the retry runs."""
         if offsets is not None:
-            result = problem.result(offsets, self.name, 0.0)
+            result = problem.result(offsets, self.name, 0.0, arena)
             return result, result.lower_bound_bytes * self.retry_above
         assert peak is not None  # without a stop, the by-size pass always finishes
         # The greedy arena, unknown, may have been past the margin: retry in any case.
         return peak, peak.lower_bound_bytes
 
-    def _smaller(self, problem: Problem, result: PlanResult, offsets: list[int] | None) -> PlanResult:
-        """`result`, or the retry's plan (`offsets`, None where abandoned) when strictly smaller."""
+    def _smaller(self, problem: Problem, result: PlanResult, offsets: list[int] | None,
+                 arena: int | None = None) -> PlanResult:
+        """`result`, or the retry's plan (`offsets`, None where abandoned; `arena`, their
+        highest end, where known) when strictly smaller."""
         if offsets is None:
             return result
-        retry = problem.result(offsets, self.name, 0.0)
+        retry = problem.result(offsets, self.name, 0.0, arena)
         return retry if retry.arena_bytes < result.arena_bytes else result
 
 
@@ -172,7 +177,7 @@ class _PassesAhead:
         self.retrying = False
         self.heard: list[tuple[int, int]] = []
         self.peak: list[PlanResult] = []
-        self.outcome: list[list[int] | None] = []
+        self.outcome: list[tuple[list[int], int] | None] = []
         self.failure: list[BaseException] = []
         self.peak_known = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(problem, name, retry_above, peak), name="rlxir-peak",
@@ -205,7 +210,7 @@ class _PassesAhead:
             self.retrying = peak.arena_bytes > peak.lower_bound_bytes * retry_above
             self.peak_known.set()
             if self.retrying:
-                self.outcome.append(place_over_compiled_tree(
+                self.outcome.append(place_with_arena(
                     problem, peak_first(problem), progress=lambda placed, total: self.heard.append((placed, total)),
                     stop_cell=self.retry_cell))
         except BaseException as error:  # re-raised in the caller's thread
@@ -220,9 +225,10 @@ class _PassesAhead:
             raise self.failure[0]
         return self.peak[0]
 
-    def finish_retry(self, stop_at: int, progress: Callable[[int, int], None] | None) -> list[int] | None:
-        """The retry's offsets, or None if it stopped at `stop_at` or above; waits for it,
-        passing its progress on."""
+    def finish_retry(self, stop_at: int,
+                     progress: Callable[[int, int], None] | None) -> tuple[list[int], int] | None:
+        """The retry's offsets and arena, or None if it stopped at `stop_at` or above;
+        waits for it, passing its progress on."""
         self.retry_cell[0] = min(self.retry_cell[0], stop_at)
         while self.thread.is_alive():
             self.thread.join(0.25)

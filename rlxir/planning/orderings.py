@@ -19,7 +19,8 @@ def by_size(problem: Problem) -> list[int]:
     on the idealloc instances it beats longest-lifetime-first (pangu_2.6B 1.008x against
     1.033x of the lower bound, S_1 1.016x against 1.025x).
     """
-    return _ordered(problem, (-problem.lifetime_keys(), problem.start_keys, -problem.size_keys))
+    # `slot_lo` sorts like the starts (their dense rank), in a narrower span.
+    return _ordered(problem, (-problem.lifetime_keys(), problem.slot_lo, -problem.size_keys))
 
 
 def by_size_then_lifetime(problem: Problem) -> list[int]:
@@ -52,12 +53,38 @@ def by_area(problem: Problem) -> list[int]:
 
 def _ordered(problem: Problem, keys: tuple[np.ndarray, ...]) -> list[int]:
     """Free buffers sorted by `keys` (last key primary, as for `np.lexsort`), then name."""
-    free = np.asarray(problem.free_indices(), dtype=np.int64)
+    free = problem.free_index_array()
     if len(free) == 0:
         return []
-    keys = tuple(key[free] for key in keys)
-    permutation = np.lexsort(keys)
-    return _break_ties_by_name(problem, free[permutation], [key[permutation] for key in keys])
+    if problem.has_fixed():
+        keys = tuple(key[free] for key in keys)
+    combined = _combined_key(keys)
+    if combined is None:
+        permutation = np.lexsort(keys)
+        sorted_keys = [key[permutation] for key in keys]
+    else:
+        # One stable sort of one key instead of one per key: half the time or less.
+        permutation = np.argsort(combined, kind="stable")
+        sorted_keys = [combined[permutation]]
+    return _break_ties_by_name(problem, free[permutation], sorted_keys)
+
+
+def _combined_key(keys: tuple[np.ndarray, ...]) -> np.ndarray | None:
+    """One int64 key that sorts like `keys` (last key primary), each key shifted to start
+    at 0 and weighted by the spans of the keys before it; None where the product of the
+    spans reaches 2^62."""
+    spans = [int(key.max()) - int(key.min()) + 1 for key in keys]
+    total = 1
+    for span in spans:
+        total *= span
+    if total >= 1 << 62:
+        return None
+    combined = np.zeros(len(keys[0]), dtype=np.int64)
+    weight = 1
+    for key, span in zip(keys, spans):
+        combined += (key - key.min()) * weight
+        weight *= span
+    return combined
 
 
 def _break_ties_by_name(problem: Problem, order: np.ndarray, sorted_keys: list[np.ndarray]) -> list[int]:

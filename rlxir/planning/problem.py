@@ -113,16 +113,40 @@ class Problem:
         np.add.at(change, self.slot_hi, -sizes)
         return np.cumsum(change[:-1])
 
+    def lower_bound_bytes(self) -> int:
+        """The most bytes live in any slot (0 without buffers): no arena is smaller."""
+        live = self.live_bytes_per_slot()
+        return int(live.max()) if len(live) else 0
+
+    def has_fixed(self) -> bool:
+        """Whether any buffer has an imposed offset."""
+        return self.fixed.count(None) != len(self.fixed)
+
     def free_indices(self) -> list[int]:
         """Indices of the buffers the planner chooses an offset for."""
-        return [i for i, offset in enumerate(self.fixed) if offset is None]
+        return self.free_index_array().tolist()
 
-    def result(self, offsets: list[int], planner: str, seconds: float) -> PlanResult:
-        """Package `offsets` (Python ints, one per buffer, in input order) as a `PlanResult`."""
+    def free_index_array(self) -> np.ndarray:
+        """`free_indices` as an int64 array."""
+        if not self.has_fixed():
+            return np.arange(len(self.fixed), dtype=np.int64)
+        return np.flatnonzero(np.fromiter((offset is None for offset in self.fixed), dtype=bool,
+                                          count=len(self.fixed))).astype(np.int64)
+
+    def fixed_array(self) -> np.ndarray:
+        """The imposed offsets as int64, -1 where none (only for int64-safe problems)."""
+        if not self.has_fixed():
+            return np.full(len(self.fixed), -1, dtype=np.int64)
+        return np.fromiter((-1 if offset is None else offset for offset in self.fixed), dtype=np.int64,
+                           count=len(self.fixed))
+
+    def result(self, offsets: list[int], planner: str, seconds: float, arena: int | None = None) -> PlanResult:
+        """Package `offsets` (Python ints, one per buffer, in input order) as a `PlanResult`;
+        `arena`, where the caller has it, is their highest end."""
         return PlanResult(
             offsets=dict(zip(self.names, offsets)),
-            arena_bytes=max(map(add, offsets, self.sizes), default=0),
-            lower_bound_bytes=int(max(self.live_bytes_per_slot(), default=0)),
+            arena_bytes=max(map(add, offsets, self.sizes), default=0) if arena is None else arena,
+            lower_bound_bytes=self.lower_bound_bytes(),
             unshared_bytes=sum(self.sizes),
             alignment=self.alignment,
             planner=planner,

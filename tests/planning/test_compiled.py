@@ -60,9 +60,11 @@ def test_compiled_placement_equals_the_naive_rule(data):
         patch.setattr(compiled, "_META32_BELOW", data.draw(st.sampled_from([8, 1 << 31])))
         grow = data.draw(st.integers(1, 16))
         patch.setattr(compiled, "_grown", lambda pool: np.concatenate([pool, np.empty(grow, dtype=pool.dtype)]))
-        offsets = place_over_compiled_tree(problem, order)
+        offsets, arena = compiled.place_with_arena(problem, order)
     assert offsets == naive_best_fit(buffers, alignment, order)
     assert offsets == over_tree(problem, order)
+    # The arena the loop kept as it placed: fixed and size-0 buffers count too.
+    assert arena == max((offset + size for offset, size in zip(offsets, problem.sizes)), default=0)
 
 
 @needs_compiled
@@ -476,7 +478,7 @@ def test_a_failure_in_the_passes_run_ahead_reaches_the_caller(monkeypatch):
         assert ahead is not None
         with pytest.raises(MemoryError, match="range lists"):
             ahead.peak_result()
-    monkeypatch.setattr(liveness, "place_over_compiled_tree", broken)
+    monkeypatch.setattr(liveness, "place_with_arena", broken)
     ahead = liveness._PassesAhead.start(problem, "liveness", 1.0)
     assert ahead is not None and ahead.peak_result().arena_bytes > 0
     with pytest.raises(MemoryError, match="range lists"):

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
+from hypothesis import given, settings
+
 from rlxir.planning import Buffer
-from rlxir.planning.orderings import by_area, by_size, by_size_then_lifetime, peak_first
+from rlxir.planning.orderings import _combined_key, by_area, by_size, by_size_then_lifetime, peak_first
 from rlxir.planning.problem import Problem
+
+from .strategies import buffer_lists
 
 
 def names(buffers, order):
@@ -37,3 +42,42 @@ def test_by_area_with_areas_beyond_int64():
 def test_fixed_buffers_are_left_out():
     buffers = [Buffer("w", 0, 4, 64, fixed_offset=0), Buffer("x", 0, 4, 8)]
     assert names(buffers, by_size(Problem.build(buffers, 1))) == ["x"]
+
+
+def sorted_by_keys(buffers, problem):
+    """`by_size`'s order written out: size descending, start, lifetime descending, name."""
+    free = [i for i, b in enumerate(buffers) if b.fixed_offset is None]
+    return sorted(free, key=lambda i: (-problem.sizes[i], buffers[i].start, -buffers[i].lifetime, buffers[i].name))
+
+
+@settings(max_examples=150, deadline=None)
+@given(buffer_lists(max_buffers=40, with_fixed=True))
+def test_by_size_is_the_sort_it_describes(buffers):
+    problem = Problem.build(buffers, 1)
+    assert by_size(problem) == sorted_by_keys(buffers, problem)
+
+
+def test_by_size_with_keys_too_wide_for_one_combined_key():
+    # Sizes 2^36 apart and lifetimes 2^29 apart: the spans multiply past 2^62, so the keys
+    # are sorted one by one; the order is the same rule (with ties in every key).
+    buffers = [Buffer(f"b{i}", (i % 3) << 30, ((i % 3) << 30) + 1 + (i % 5) * (1 << 29), ((i % 6) + 1) << 36, None)
+               for i in range(60)]
+    problem = Problem.build(buffers, 1)
+    assert _combined_key((-problem.lifetime_keys(), problem.slot_lo, -problem.size_keys)) is None
+    assert by_size(problem) == sorted_by_keys(buffers, problem)
+
+
+def test_a_combined_key_sorts_like_its_keys():
+    primary = np.array([2, 0, 2, 1, 0])
+    secondary = np.array([-5, 7, -9, 7, 3])
+    combined = _combined_key((secondary, primary))
+    assert np.argsort(combined, kind="stable").tolist() == np.lexsort((secondary, primary)).tolist()
+
+
+def test_the_free_buffers_and_fixed_offsets_as_arrays():
+    buffers = [Buffer("w", 0, 4, 64, fixed_offset=0), Buffer("x", 0, 4, 8), Buffer("y", 1, 2, 8, fixed_offset=64)]
+    problem = Problem.build(buffers, 1)
+    assert problem.has_fixed() and problem.free_index_array().tolist() == problem.free_indices() == [1]
+    assert problem.fixed_array().tolist() == [0, -1, 64]
+    free = Problem.build(buffers[1:2], 1)
+    assert not free.has_fixed() and free.free_indices() == [0] and free.fixed_array().tolist() == [-1]
