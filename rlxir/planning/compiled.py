@@ -38,8 +38,9 @@ it has two, and scans the gaps of the union of the two sorted streams for the be
 taking the next range from either by a select, not a branch. The loop asks for memory
 ahead (rlxir/planning/prefetching.py): the rows of `meta` two placements ahead, the lists
 they point to one placement ahead, so that its walks, which would otherwise wait on a
-cache miss at almost every list, find them loaded. Its steps allocate nothing and are
-compiled without Numba's reference counts (kernels.py says why).
+cache miss at almost every list, find them loaded; it reads each buffer's slots and size
+from arrays permuted into placement order, one after another. Its steps allocate nothing
+and are compiled without Numba's reference counts (kernels.py says why).
 
 `run_sweep_compiled` applies the events of rlxir/planning/sweep.py's free-gap sweep
 (used by the pass from the peak) the same way (its loop in sweep_kernels.py): the free
@@ -176,6 +177,8 @@ def place_with_arena(
     unit, bounds = address_unit(sizes, fixed, limit)
     sizes = sizes // unit
     fixed = np.where(fixed >= 0, fixed // unit, -1)
+    # Slots and sizes in placement order: the loop reads them one after another.
+    lo_at, hi_at, size_at = problem.slot_lo[sequence], slot_hi[sequence], sizes[sequence]
     pool = np.empty(max(1024, _POOL_PER_BUFFER * n), dtype=bounds)
     # Each row of `meta` locates a list in the pool: int32 while the pool's positions fit.
     meta = np.zeros((3 * base + (base >> block_level), 3), dtype=np.int32 if len(pool) < _META32_BELOW else np.int64)
@@ -198,7 +201,7 @@ def place_with_arena(
         start = first
         resume = False
         while True:
-            outcome = place_run(problem.slot_lo, slot_hi, sizes, fixed, sequence, start, stop, fixed_count, base,
+            outcome = place_run(lo_at, hi_at, size_at, fixed, sequence, start, stop, fixed_count, base,
                                 block_level, block_band, read_until, block_read_until, meta, pool, used, unit,
                                 limit, cell, offsets, state, work, resume)
             if outcome == kernels.PLACED:
