@@ -367,8 +367,9 @@ def place_run(lo_at: np.ndarray, hi_at: np.ndarray, size_at: np.ndarray, fixed: 
     """Place `sequence[first:stop]` (the fixed buffers, then the order) in the arrays of
     `work_arrays`. The buffer at position p of `sequence` covers the slots ``[lo_at[p],
     hi_at[p])`` and has size ``size_at[p]``: read in the order of the placements, not
-    scattered by buffer (a cache miss a placement each, about 7 % of the loop); `STOPPED` as soon as a buffer of the order ends at or above `limit` or
-    ``cell[0]`` (which another thread may lower: it is read at every placement).
+    scattered by buffer (a cache miss a placement each, about 7 % of the loop).
+    `STOPPED` as soon as a buffer of the order ends at or above `limit` or ``cell[0]``
+    (which another thread may lower: it is read at every placement).
     `state[0]` keeps the highest end of the order's buffers placed so far (-1 before the
     first). Sizes, fixed offsets, the offsets written and the range lists count addresses
     in `unit` bytes; `limit`, the cell and `state[0]` count bytes. Allocates nothing:
