@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rlxir.planning import Buffer
 from rlxir.planning.orderings import _combined_key, by_area, by_size, by_size_then_lifetime, peak_first
@@ -81,3 +82,16 @@ def test_the_free_buffers_and_fixed_offsets_as_arrays():
     assert problem.fixed_array().tolist() == [0, -1, 64]
     free = Problem.build(buffers[1:2], 1)
     assert not free.has_fixed() and free.free_indices() == [0] and free.fixed_array().tolist() == [-1]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0, 5, 2**63, 2**70]), st.integers(0, 3),
+                          st.sampled_from([0, 2**64, -(2**65)]), st.integers(0, 5), st.integers(1, 9),
+                          st.sampled_from([1, 2**66])), min_size=1, max_size=30))
+def test_by_size_beyond_int64_is_the_same_sort(rows):
+    # Sizes and times past int64: the keys are ranks, and the order is still the rule.
+    buffers = [Buffer(f"b{i}", base + jitter, base + jitter + span * scale, size + extra)
+               for i, (size, extra, base, jitter, span, scale) in enumerate(rows)]
+    problem = Problem.build(buffers, 1)
+    assert not problem.int64_safe or max(b.size for b in buffers) < 2**62
+    assert by_size(problem) == sorted_by_keys(buffers, problem)
