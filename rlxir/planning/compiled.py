@@ -218,7 +218,7 @@ def place_with_arena(
                 work = kernels.work_arrays(base, 2 * int(state[2]), bounds)
     if stop_cell is not None and state[0] >= stop_cell[0]:
         return None
-    fixed_top = int(np.max((fixed + sizes)[fixed_indices], initial=0)) * unit
+    fixed_top = int(np.max(fixed[fixed_indices] + sizes[fixed_indices], initial=0)) * unit
     return (offsets * unit).tolist(), max(int(state[0]), fixed_top, 0)
 
 

@@ -122,12 +122,8 @@ class Problem:
         """Whether any buffer has an imposed offset."""
         return self.fixed.count(None) != len(self.fixed)
 
-    def free_indices(self) -> list[int]:
-        """Indices of the buffers the planner chooses an offset for."""
-        return self.free_index_array().tolist()
-
     def free_index_array(self) -> np.ndarray:
-        """`free_indices` as an int64 array."""
+        """Indices of the buffers the planner chooses an offset for (int64)."""
         if not self.has_fixed():
             return np.arange(len(self.fixed), dtype=np.int64)
         return np.flatnonzero(np.fromiter((offset is None for offset in self.fixed), dtype=bool,

@@ -78,10 +78,10 @@ def test_a_combined_key_sorts_like_its_keys():
 def test_the_free_buffers_and_fixed_offsets_as_arrays():
     buffers = [Buffer("w", 0, 4, 64, fixed_offset=0), Buffer("x", 0, 4, 8), Buffer("y", 1, 2, 8, fixed_offset=64)]
     problem = Problem.build(buffers, 1)
-    assert problem.has_fixed() and problem.free_index_array().tolist() == problem.free_indices() == [1]
+    assert problem.has_fixed() and problem.free_index_array().tolist() == [1]
     assert problem.fixed_array().tolist() == [0, -1, 64]
     free = Problem.build(buffers[1:2], 1)
-    assert not free.has_fixed() and free.free_indices() == [0] and free.fixed_array().tolist() == [-1]
+    assert not free.has_fixed() and free.free_index_array().tolist() == [0] and free.fixed_array().tolist() == [-1]
 
 
 @settings(max_examples=100, deadline=None)
