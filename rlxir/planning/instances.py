@@ -99,8 +99,28 @@ def _read(path: Path, want_offsets: bool) -> tuple[list[Buffer], dict[str, int]]
             raise InstanceError(path, 1, "empty file; expected a header such as id,lower,upper,size")
         columns = _columns(path, [name.strip() for name in header], want_offsets)
         if want_offsets:
-            return _read_rows(path, rows, columns)
-        return _read_instance_rows(path, rows, columns), {}
+            buffers, offsets = _read_rows(path, rows, columns)
+        else:
+            buffers, offsets = _read_instance_rows(path, rows, columns), {}
+    names = [buffer.name for buffer in buffers]
+    if len(set(names)) != len(names):
+        _raise_repeated_id(path, text, columns["id"])
+    return buffers, offsets
+
+
+def _raise_repeated_id(path: Path, text: str, id_at: int) -> None:
+    """An `InstanceError` at the first row whose id an earlier row has (read again: only
+    a file that has one pays for the search)."""
+    first_lines: dict[str, int] = {}
+    with io.StringIO(text, newline="") as handle:
+        for line, row in enumerate(csv.reader(handle), start=1):
+            if line == 1 or not row or all(not field.strip() for field in row):
+                continue
+            name = row[id_at].strip()
+            first = first_lines.setdefault(name, line)
+            if first != line:
+                raise InstanceError(path, line, f"buffer id {name!r} appears again (first on line {first}); "
+                                                "expected a distinct id per buffer")
 
 
 def _read_rows(path: Path, rows, columns: dict[str, int]) -> tuple[list[Buffer], dict[str, int]]:

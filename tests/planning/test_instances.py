@@ -48,6 +48,8 @@ def test_solution_round_trip(tmp_path):
         ("id,lower,upper,size\na,5,5,4\n", ":2:", r"\[5, 5\) is empty"),
         ("id,lower,upper,size\na,0,1,-4\n", ":2:", "size must be >= 0"),
         ("id,lower,upper,size\n,0,1,4\n", ":2:", "empty id"),
+        ("id,lower,upper,size\na,0,1,4\n\nb,0,1,4\na,2,3,4\n", ":5:", r"'a' appears again \(first on line 2\)"),
+        ("id,lower,upper,size\na,0,1,4\na,x,3,4\n", ":3:", "lower must be an integer"),
     ],
 )
 def test_malformed_files_report_file_and_line(tmp_path, text, where, what):
@@ -56,6 +58,13 @@ def test_malformed_files_report_file_and_line(tmp_path, text, where, what):
         read_instance(path)
     assert str(error.value).startswith(f"{path}{where}")
     assert error.value.path == str(path)
+
+
+def test_a_repeated_id_in_a_solution_is_located(tmp_path):
+    path = write(tmp_path, "id,lower,upper,size,offset\na,0,1,4,0\nb,0,1,4,4\nb,1,2,4,0\n")
+    with pytest.raises(InstanceError, match=r"'b' appears again \(first on line 3\)") as error:
+        read_solution(path)
+    assert str(error.value).startswith(f"{path}:4:")
 
 
 def test_solution_needs_an_offset_column(tmp_path):
