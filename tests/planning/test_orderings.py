@@ -58,6 +58,27 @@ def test_by_size_is_the_sort_it_describes(buffers):
     assert by_size(problem) == sorted_by_keys(buffers, problem)
 
 
+def peak_first_written_out(buffers, problem, tie):
+    """`peak_first`'s order written out: the free buffers live at the peak slot by the tie
+    key, then by `by_size`'s keys and name; then the others as `by_size` orders them."""
+    live = problem.live_bytes_per_slot()
+    peak = int(np.argmax(live)) if len(live) else -1
+    tie_key = {"start": lambda b: b.start, "lifetime": lambda b: -b.lifetime, "end": lambda b: -b.end}[tie]
+    ordered = sorted_by_keys(buffers, problem)
+    stacked = [i for i in ordered if problem.slot_lo[i] <= peak < problem.slot_hi[i]]
+    return sorted(stacked, key=lambda i: tie_key(buffers[i])) + [i for i in ordered if i not in stacked]
+
+
+@settings(max_examples=150, deadline=None)
+@given(buffer_lists(max_buffers=40, with_fixed=True), st.sampled_from(["start", "lifetime", "end"]))
+def test_peak_first_is_the_sort_it_describes(buffers, tie):
+    problem = Problem.build(buffers, 1)
+    expected = peak_first_written_out(buffers, problem, tie)
+    assert peak_first(problem, tie) == expected
+    # Taken from a `by_size` order the caller has already: the same order.
+    assert peak_first(problem, tie, by_size_order=by_size(problem)) == expected
+
+
 def test_by_size_with_keys_too_wide_for_one_combined_key():
     # Sizes 2^36 apart and lifetimes 2^29 apart: the spans multiply past 2^62, so the keys
     # are sorted one by one; the order is the same rule (with ties in every key).
