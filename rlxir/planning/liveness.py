@@ -85,13 +85,14 @@ class LivenessPlanner:
                 return attrs.evolve(self._plan_beside(problem, ahead, progress),
                                     seconds=time.perf_counter() - started)
         # Abandoned (None) as soon as it cannot end below the pass from the peak.
-        offsets = place_in_order(problem, by_size(problem), progress=_placing(progress, "greedy by size"),
+        order = by_size(problem)
+        offsets = place_in_order(problem, order, progress=_placing(progress, "greedy by size"),
                                  stop_at=None if peak is None else peak.arena_bytes)
         result, retry_above = self._by_size_or_peak(problem, offsets, peak)
         if result.arena_bytes > retry_above:
             # Abandoned (None) as soon as it cannot end below the arena in hand.
-            offsets = place_in_order(problem, peak_first(problem), progress=_placing(progress, "peak-first retry"),
-                                     stop_at=result.arena_bytes)
+            offsets = place_in_order(problem, peak_first(problem, by_size_order=order),
+                                     progress=_placing(progress, "peak-first retry"), stop_at=result.arena_bytes)
             result = self._smaller(problem, result, offsets)
         return attrs.evolve(result, seconds=time.perf_counter() - started)
 
@@ -102,24 +103,31 @@ class LivenessPlanner:
         by_size_arena = NO_LIMIT
         offsets = None
         try:
-            placed = place_with_arena(problem, by_size(problem), progress=_placing(progress, "greedy by size"),
+            order = by_size(problem)
+            ahead.by_size_order.append(order)  # the retry's order starts from it
+            placed = place_with_arena(problem, order, progress=_placing(progress, "greedy by size"),
                                       stop_cell=ahead.by_size_cell)
             if placed is not None:
                 offsets, by_size_arena = placed
                 # The retry can no longer win at or above this arena: stop it there now.
                 ahead.retry_cell[0] = min(ahead.retry_cell[0], by_size_arena)
-            peak = ahead.peak_result()
+            peak_arena = ahead.peak_arena()
         except BaseException:
             ahead.stop()  # an interrupted plan leaves no work running behind it
             raise
-        if peak.arena_bytes == peak.lower_bound_bytes:
+        lower_bound = problem.lower_bound_bytes()
+        if peak_arena == lower_bound:
             ahead.stop()
-            return peak
-        if offsets is not None and by_size_arena >= peak.arena_bytes:
+            return ahead.peak_result()
+        if offsets is not None and by_size_arena >= peak_arena:
             # The peak's arena came after the by-size pass placed a buffer ending above it:
             # in sequence the pass would have stopped there.
             offsets = None
-        result, retry_above = self._by_size_or_peak(problem, offsets, peak, by_size_arena)
+        if offsets is None:
+            # The greedy arena, unknown, may have been past the margin: retry in any case.
+            result, retry_above = ahead.peak_result(), lower_bound
+        else:
+            result, retry_above = self._by_size_or_peak(problem, offsets, None, by_size_arena)
         if result.arena_bytes <= retry_above:
             ahead.stop()  # not needed: it stops at its next look at the cell
             return result
@@ -130,7 +138,8 @@ class LivenessPlanner:
                 return result
             return self._smaller(problem, result, *retried)
         # The pass from the peak was within the margin, the by-size pass did not beat it.
-        offsets = place_in_order(problem, peak_first(problem), progress=placing, stop_at=result.arena_bytes)
+        offsets = place_in_order(problem, peak_first(problem, by_size_order=order), progress=placing,
+                                 stop_at=result.arena_bytes)
         return self._smaller(problem, result, offsets)
 
     def _by_size_or_peak(self, problem: Problem, offsets: list[int] | None,
@@ -168,20 +177,29 @@ class _PassesAhead:
     lowered to the arena in hand once the by-size pass has it. Every offset is what the
     passes give in sequence: starting early changes when the answer comes, not what it
     is. Started only where the passes run compiled and the process may use two cores.
+
+    The retry's order is taken from the by-size order the caller appends to
+    `by_size_order` (this thread sorts its own where none has come when it needs one),
+    and the pass from the peak's `PlanResult`, a dictionary of every offset, is made only
+    when the caller asks for it: the thread goes from the one pass to the other with
+    its arena alone.
     """
 
     def __init__(self, problem: Problem, name: str, retry_above: float, peak: PlanResult | None):
         stop = NO_LIMIT if peak is None else peak.arena_bytes
+        self.problem = problem
+        self.name = name
         self.by_size_cell = np.array([stop], dtype=np.int64)
         self.retry_cell = np.array([stop], dtype=np.int64)
         self.retrying = False
         self.heard: list[tuple[int, int]] = []
-        self.peak: list[PlanResult] = []
+        self.by_size_order: list[list[int]] = []
+        self.peak: list[PlanResult] = [] if peak is None else [peak]
+        self.peak_plan: list[tuple[list[int], int]] = []
         self.outcome: list[tuple[list[int], int] | None] = []
         self.failure: list[BaseException] = []
         self.peak_known = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(problem, name, retry_above, peak), name="rlxir-peak",
-                                       daemon=True)
+        self.thread = threading.Thread(target=self._run, args=(retry_above,), name="rlxir-peak", daemon=True)
 
     @classmethod
     def start(cls, problem: Problem, name: str, retry_above: float,
@@ -199,30 +217,45 @@ class _PassesAhead:
         ahead.thread.start()
         return ahead
 
-    def _run(self, problem: Problem, name: str, retry_above: float, peak: PlanResult | None) -> None:
+    def _run(self, retry_above: float) -> None:
+        problem = self.problem
         try:
-            if peak is None:
-                peak = problem.result(peak_sweep_best_fit(problem), name, 0.0)
-            self.peak.append(peak)
-            at_bound = peak.arena_bytes == peak.lower_bound_bytes
-            self.by_size_cell[0] = 0 if at_bound else peak.arena_bytes
-            self.retry_cell[0] = min(self.retry_cell[0], peak.arena_bytes)
-            self.retrying = peak.arena_bytes > peak.lower_bound_bytes * retry_above
+            if self.peak:
+                arena = self.peak[0].arena_bytes
+            else:
+                offsets = peak_sweep_best_fit(problem)
+                # Int64-safe (the passes run compiled): the arena without a pass in Python.
+                arena = int(np.max(np.asarray(offsets, dtype=np.int64) + problem.size_keys, initial=0))
+                self.peak_plan.append((offsets, arena))
+            lower_bound = problem.lower_bound_bytes()
+            self.by_size_cell[0] = 0 if arena == lower_bound else arena
+            self.retry_cell[0] = min(self.retry_cell[0], arena)
+            self.retrying = arena > lower_bound * retry_above
             self.peak_known.set()
             if self.retrying:
+                order = self.by_size_order[0] if self.by_size_order else by_size(problem)
                 self.outcome.append(place_with_arena(
-                    problem, peak_first(problem), progress=lambda placed, total: self.heard.append((placed, total)),
-                    stop_cell=self.retry_cell))
+                    problem, peak_first(problem, by_size_order=order),
+                    progress=lambda placed, total: self.heard.append((placed, total)), stop_cell=self.retry_cell))
         except BaseException as error:  # re-raised in the caller's thread
             self.failure.append(error)
         finally:
             self.peak_known.set()
 
+    def peak_arena(self) -> int:
+        """The arena of the pass from the peak; waits for it."""
+        self.peak_known.wait()
+        if self.peak:
+            return self.peak[0].arena_bytes
+        if not self.peak_plan:
+            raise self.failure[0]
+        return self.peak_plan[0][1]
+
     def peak_result(self) -> PlanResult:
         """The pass from the peak's plan; waits for it."""
-        self.peak_known.wait()
+        arena = self.peak_arena()
         if not self.peak:
-            raise self.failure[0]
+            self.peak.append(self.problem.result(self.peak_plan[0][0], self.name, 0.0, arena))
         return self.peak[0]
 
     def finish_retry(self, stop_at: int,
