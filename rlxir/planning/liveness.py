@@ -194,8 +194,10 @@ class _PassesAhead:
         self.retrying = False
         self.heard: list[tuple[int, int]] = []
         self.by_size_order: list[list[int]] = []
+        # The pass from the peak: its offsets (None where its plan was given) and arena, and
+        # its `PlanResult` once asked for (or given).
         self.peak: list[PlanResult] = [] if peak is None else [peak]
-        self.peak_plan: list[tuple[list[int], int]] = []
+        self.peak_plan: list[tuple[list[int] | None, int]] = [] if peak is None else [(None, peak.arena_bytes)]
         self.outcome: list[tuple[list[int], int] | None] = []
         self.failure: list[BaseException] = []
         self.peak_known = threading.Event()
@@ -220,13 +222,10 @@ class _PassesAhead:
     def _run(self, retry_above: float) -> None:
         problem = self.problem
         try:
-            if self.peak:
-                arena = self.peak[0].arena_bytes
-            else:
+            if not self.peak_plan:
                 offsets = peak_sweep_best_fit(problem)
-                # Int64-safe (the passes run compiled): the arena without a pass in Python.
-                arena = int(np.max(np.asarray(offsets, dtype=np.int64) + problem.size_keys, initial=0))
-                self.peak_plan.append((offsets, arena))
+                self.peak_plan.append((offsets, problem.arena_bytes(offsets)))
+            arena = self.peak_plan[0][1]
             lower_bound = problem.lower_bound_bytes()
             self.by_size_cell[0] = 0 if arena == lower_bound else arena
             self.retry_cell[0] = min(self.retry_cell[0], arena)
@@ -245,8 +244,6 @@ class _PassesAhead:
     def peak_arena(self) -> int:
         """The arena of the pass from the peak; waits for it."""
         self.peak_known.wait()
-        if self.peak:
-            return self.peak[0].arena_bytes
         if not self.peak_plan:
             raise self.failure[0]
         return self.peak_plan[0][1]

@@ -136,12 +136,19 @@ class Problem:
         return np.fromiter((-1 if offset is None else offset for offset in self.fixed), dtype=np.int64,
                            count=len(self.fixed))
 
+    def arena_bytes(self, offsets: list[int]) -> int:
+        """The highest end of the buffers at `offsets` (one per buffer, input order; 0
+        without buffers): summed in NumPy where every sum fits int64, in Python ints else."""
+        if self.int64_safe:
+            return int(np.max(np.asarray(offsets, dtype=np.int64) + self.size_keys, initial=0))
+        return max(map(add, offsets, self.sizes), default=0)
+
     def result(self, offsets: list[int], planner: str, seconds: float, arena: int | None = None) -> PlanResult:
         """Package `offsets` (Python ints, one per buffer, in input order) as a `PlanResult`;
         `arena`, where the caller has it, is their highest end."""
         return PlanResult(
             offsets=dict(zip(self.names, offsets)),
-            arena_bytes=max(map(add, offsets, self.sizes), default=0) if arena is None else arena,
+            arena_bytes=self.arena_bytes(offsets) if arena is None else arena,
             lower_bound_bytes=self.lower_bound_bytes(),
             unshared_bytes=sum(self.sizes),
             alignment=self.alignment,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rlxir.planning import Buffer, lower_bound, read_instance
+from rlxir.planning.problem import Problem
 
 
 def test_empty_list():
@@ -34,3 +35,11 @@ def test_exact_beyond_int64():
     huge = 2**70
     buffers = [Buffer("a", 0, 2, huge), Buffer("b", 1, 3, huge), Buffer("c", -(2**65), 2, 3)]
     assert lower_bound(buffers) == 2 * huge + 3
+
+
+def test_the_arena_of_a_placement_is_its_highest_aligned_end_past_int64_too():
+    small = Problem.build([Buffer("a", 0, 2, 10), Buffer("b", 1, 3, 17), Buffer("z", 0, 1, 0)], 16)
+    assert small.int64_safe and small.arena_bytes([32, 0, 64]) == 64 and small.arena_bytes([0, 16, 0]) == 48
+    huge = Problem.build([Buffer("a", 0, 2, 2**70), Buffer("b", 1, 3, 8)], 1)
+    assert not huge.int64_safe and huge.arena_bytes([8, 0]) == 8 + 2**70
+    assert Problem.build([], 1).arena_bytes([]) == 0
