@@ -123,11 +123,8 @@ class LivenessPlanner:
             # The peak's arena came after the by-size pass placed a buffer ending above it:
             # in sequence the pass would have stopped there.
             offsets = None
-        if offsets is None:
-            # The greedy arena, unknown, may have been past the margin: retry in any case.
-            result, retry_above = ahead.peak_result(), lower_bound
-        else:
-            result, retry_above = self._by_size_or_peak(problem, offsets, None, by_size_arena)
+        peak = ahead.peak_result() if offsets is None else None  # a dictionary of every offset: only where needed
+        result, retry_above = self._by_size_or_peak(problem, offsets, peak, by_size_arena)
         if result.arena_bytes <= retry_above:
             ahead.stop()  # not needed: it stops at its next look at the cell
             return result
