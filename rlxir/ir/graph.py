@@ -55,7 +55,7 @@ class Graph(GraphReading):
         self._last_inserted: str | None = None
         self._fresh: dict[str, int] = {}
         self._leaves: dict[str, None] = {}
-        self._leaf_version, self._interface_rows = 0, None  # leaves stored, dropped or moved; see interface_leaves
+        self._leaf_version, self._interface_rows = 0, None  # inputs and params stored, dropped or moved; see interface_leaves
 
     # --- storage ------------------------------------------------------------------------
     # The values live in three dicts: the nodes, their successors and their predecessors
@@ -87,7 +87,8 @@ class Graph(GraphReading):
             successors[operand][name] = NO_EDGE_DATA
         if data.op in LEAF_KINDS:
             self._leaves[name] = None
-            self._leaf_version += 1
+            if data.op != "const":  # consts come and go in passes; the interface holds none
+                self._leaf_version += 1
         if self._nx is not None:
             self._changed()
 
@@ -105,10 +106,11 @@ class Graph(GraphReading):
             del self._successors[source][name]
         for target in self._successors.pop(name):
             del self._predecessors[target][name]
-        del self._nodes[name]
+        data = self._nodes.pop(name)
         if name in self._leaves:
             del self._leaves[name]
-            self._leaf_version += 1
+            if data.op != "const":
+                self._leaf_version += 1
         self._changed()
 
     def _changed(self) -> None:
@@ -161,8 +163,10 @@ class Graph(GraphReading):
         return label_between(self._label, self._prev, self._next, before, after, self._last_inserted)
 
     def _unlink(self, name: str) -> None:
-        if name in self._leaves:  # a leaf moving: the interface's order may change
-            self._leaf_version += 1
+        if name in self._leaves:  # an input or param moving: the interface's order may change
+            data = self._nodes.get(name)
+            if data is None or data.op != "const":
+                self._leaf_version += 1
         before, after = self._prev.pop(name), self._next.pop(name)
         self._next[before] = after
         self._prev[after] = before
