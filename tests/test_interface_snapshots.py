@@ -1,6 +1,6 @@
 """`Interface.of` after every pass reuses the names and order it read last time while no
-leaf was stored, dropped, renamed or moved; every change to an input or a param, through
-the graph's methods, its records or `graph.nx`, is still seen."""
+input or param was stored, dropped, renamed or moved; every change to an input or a param,
+through the graph's methods, its records or `graph.nx`, is still seen."""
 
 from __future__ import annotations
 

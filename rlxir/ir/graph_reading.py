@@ -382,7 +382,8 @@ class GraphReading:
     def interface_leaves(self) -> tuple[tuple[tuple[str, TensorType], ...], tuple[tuple[str, TensorType], ...]]:
         """(inputs, params), each ((name, type), ...) in schedule order: what the interface
         check after every pass reads. Names and order are kept from the previous call while
-        no leaf was stored, dropped, renamed or moved (the graph counts those changes); each
+        no input or param was stored, dropped, renamed or moved (the graph counts those
+        changes; consts, which passes make and erase all the time, do not count); each
         call still checks that every input and param has the same record, op and type, which
         a pass may also change directly (through `graph.nx`, or a record's fields). The reads
         are C-level iterators (`map`, `compress`, `zip`): a model's tens of thousands of
