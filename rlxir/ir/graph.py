@@ -87,8 +87,7 @@ class Graph(GraphReading):
             successors[operand][name] = NO_EDGE_DATA
         if data.op in LEAF_KINDS:
             self._leaves[name] = None
-            if data.op != "const":  # consts come and go in passes; the interface holds none
-                self._leaf_version += 1
+            self._leaf_changed(data)
         if self._nx is not None:
             self._changed()
 
@@ -109,9 +108,14 @@ class Graph(GraphReading):
         data = self._nodes.pop(name)
         if name in self._leaves:
             del self._leaves[name]
-            if data.op != "const":
-                self._leaf_version += 1
+            self._leaf_changed(data)
         self._changed()
+
+    def _leaf_changed(self, data: ValueNode | None) -> None:
+        # A leaf stored, dropped or moved: counted for `interface_leaves` unless it is a
+        # const (passes make and erase them all the time; the interface holds none).
+        if data is None or data.op != "const":
+            self._leaf_version += 1
 
     def _changed(self) -> None:
         # networkx caches conversions for its dispatch backends on the graph; changes made
@@ -164,9 +168,7 @@ class Graph(GraphReading):
 
     def _unlink(self, name: str) -> None:
         if name in self._leaves:  # an input or param moving: the interface's order may change
-            data = self._nodes.get(name)
-            if data is None or data.op != "const":
-                self._leaf_version += 1
+            self._leaf_changed(self._nodes.get(name))
         before, after = self._prev.pop(name), self._next.pop(name)
         self._next[before] = after
         self._prev[after] = before

@@ -114,7 +114,7 @@ def _raise_repeated_id(path: Path, text: str, id_at: int) -> None:
     first_lines: dict[str, int] = {}
     with io.StringIO(text, newline="") as handle:
         for line, row in enumerate(csv.reader(handle), start=1):
-            if line == 1 or not row or all(not field.strip() for field in row):
+            if line == 1 or _blank(row):
                 continue
             name = row[id_at].strip()
             first = first_lines.setdefault(name, line)
@@ -127,7 +127,7 @@ def _read_rows(path: Path, rows, columns: dict[str, int]) -> tuple[list[Buffer],
     buffers = []
     offsets = {}
     for line, row in enumerate(rows, start=2):
-        if not row or all(not field.strip() for field in row):
+        if _blank(row):
             continue
         buffer, offset = _parse_row(path, line, row, columns)
         buffers.append(buffer)
@@ -150,9 +150,14 @@ def _read_instance_rows(path: Path, rows, columns: dict[str, int]) -> list[Buffe
             buffer = None
         if buffer is not None and name:
             buffers.append(buffer)
-        elif row and any(field.strip() for field in row):
+        elif not _blank(row):
             buffers.append(_parse_row(path, line, row, columns)[0])
     return buffers
+
+
+def _blank(row: list[str]) -> bool:
+    """Whether a CSV row holds nothing but whitespace (such rows are skipped)."""
+    return all(not field.strip() for field in row)
 
 
 def _columns(path: Path, header: list[str], want_offsets: bool) -> dict[str, int]:
