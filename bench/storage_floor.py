@@ -60,28 +60,33 @@ def storage_seconds(path: str, keys: str, walks: int) -> str:
     values = [(name, graph.op(name), graph.operands(name)) for name in graph.schedule()]
     del graph
     gc.collect()
+    was_enabled = gc.isenabled()
     gc.disable()  # as rlxir's graph work runs: no collector passes inside the timings
-    position = {name: index for index, (name, _, _) in enumerate(values)}
-    key = (lambda name: name) if keys == "name" else position.__getitem__
-    start = time.process_time()
-    digraph = nx.DiGraph()
-    for name, op, operands in values:
-        node = key(name)
-        digraph.add_node(node, record=(op, operands))
-        for operand in operands:
-            digraph.add_edge(key(operand), node)
-    built = time.process_time()
-    order = [key(name) for name, _, _ in values]
-    start_walks = time.process_time()
-    nodes, predecessors, successors = digraph._node, digraph._pred, digraph._succ
-    seen = 0
-    for _ in range(walks):
-        for node in order:
-            op, _ = nodes[node]["record"]
-            seen += len(op)
-            for operand in predecessors[node]:
-                seen += len(successors[operand])
-    walked = time.process_time()
+    try:
+        position = {name: index for index, (name, _, _) in enumerate(values)}
+        key = (lambda name: name) if keys == "name" else position.__getitem__
+        start = time.process_time()
+        digraph = nx.DiGraph()
+        for name, op, operands in values:
+            node = key(name)
+            digraph.add_node(node, record=(op, operands))
+            for operand in operands:
+                digraph.add_edge(key(operand), node)
+        built = time.process_time()
+        order = [key(name) for name, _, _ in values]
+        start_walks = time.process_time()
+        nodes, predecessors, successors = digraph._node, digraph._pred, digraph._succ
+        seen = 0
+        for _ in range(walks):
+            for node in order:
+                op, _ = nodes[node]["record"]
+                seen += len(op)
+                for operand in predecessors[node]:
+                    seen += len(successors[operand])
+        walked = time.process_time()
+    finally:
+        if was_enabled:
+            gc.enable()
     return json.dumps({"values": len(values), "build_s": built - start, "walks_s": walked - start_walks,
                        "checksum": seen})
 
