@@ -302,6 +302,22 @@ def run_sweep_compiled(events: np.ndarray, problem: Problem, offsets: np.ndarray
               *gap_arrays)
 
 
+def overlap_found(problem: Problem, offsets: np.ndarray) -> bool:
+    """Whether two buffers of `problem` that share a slot overlap in address at `offsets`
+    (int64, one per buffer, each at least zero, every end below `NO_LIMIT`): each buffer
+    of a size, in order of offset, against the highest end of those before it that share a
+    slot with it (`first_overlap` of rlxir/planning/validate_kernels.py). Which buffers
+    overlap is left to `validate_plan`'s sweep to find and word. Needs an int64-safe
+    `problem`."""
+    first_overlap = _kernel(problem, "first_overlap")
+    sizes = problem.size_keys.astype(np.int64, copy=False)
+    taking = np.flatnonzero(sizes > 0)  # an empty buffer holds no address
+    order = taking[np.argsort(offsets[taking], kind="stable")]
+    base = max(2, leaf_base(problem.slot_count))
+    highest, whole = np.zeros(2 * base, dtype=np.int64), np.zeros(2 * base, dtype=np.int64)
+    return first_overlap(order, problem.slot_lo, problem.slot_hi, offsets, sizes, base, highest, whole) >= 0
+
+
 def _kernel(problem: Problem, name: str) -> Any:
     kernels = _kernels()
     if kernels is None or not problem.int64_safe:

@@ -1,8 +1,9 @@
 """The planner's compiled loops, behind rlxir/planning/compiled.py (which says what they
 compute): `place_run`, best-fit placement over the occupancy tree, with `query_reads`,
-which prepares it; and `sweep_run`, the free-gap sweep of rlxir/planning/sweep.py (in
-rlxir/planning/sweep_kernels.py, imported here). Importing this module imports Numba;
-each function is compiled on its first call and cached on disk."""
+which prepares it; `sweep_run`, the free-gap sweep of rlxir/planning/sweep.py (in
+rlxir/planning/sweep_kernels.py, imported here); and `first_overlap`, the overlap check
+of `validate_plan` (in rlxir/planning/validate_kernels.py, imported here). Importing this
+module imports Numba; each function is compiled on its first call and cached on disk."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from numba import njit
 
 from rlxir.planning.prefetching import prefetch
 from rlxir.planning.sweep_kernels import sweep_run  # noqa: F401  (compiled.py reaches every loop here)
+from rlxir.planning.validate_kernels import first_overlap  # noqa: F401  (the same)
 
 # The loops' steps work on arrays their caller owns and allocate nothing: compiled without
 # reference counting (Numba counts every array argument of every call in and out, an

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlxir.planning import Buffer, PlanError, validate, validate_plan
+from rlxir.planning.compiled import COMPILED_FROM, compiled_placement_available, overlap_found
+from rlxir.planning.problem import Problem
 
 from .strategies import buffer_lists
 
@@ -73,6 +76,15 @@ def test_missing_and_miscounted_offsets():
         validate_plan(BUFFERS, [0, 16], alignment=16, arena_bytes=32)
 
 
+def test_offsets_by_name_in_any_order_or_with_extra_names():
+    validate_plan(BUFFERS, {"c": 0, "b": 16, "a": 0}, alignment=16, arena_bytes=32)
+    validate_plan(BUFFERS, {"a": 0, "b": 16, "c": 0, "unused": 999}, alignment=16, arena_bytes=32)
+    with pytest.raises(PlanError, match="'a'.*'b'|'b'.*'a'"):
+        validate_plan(BUFFERS, {"c": 16, "b": 0, "a": 0}, alignment=16, arena_bytes=32)
+    with pytest.raises(PlanError, match="'c'.*negative offset"):
+        validate_plan(BUFFERS, {"b": 16, "c": -16, "a": 0, "d": 0}, alignment=16, arena_bytes=32)
+
+
 def test_non_integer_offset():
     with pytest.raises(PlanError, match="not an integer"):
         validate_plan(BUFFERS, [0, 16.0, 0], alignment=16, arena_bytes=32)
@@ -133,3 +145,56 @@ def chunks_of(size: int):
         yield
     finally:
         validate._CHUNK = saved
+
+
+needs_compiled = pytest.mark.skipif(not compiled_placement_available(), reason="Numba does not import here")
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(buffer_lists(max_buffers=40), st.lists(st.integers(0, 40), min_size=40, max_size=40))
+def test_the_compiled_check_agrees_with_checking_every_pair(buffers, slots):
+    """The same collisions of one or two pairs, for the compiled check large plans take."""
+    buffers = [Buffer(buffer.name, buffer.start, buffer.end, buffer.size % 48) for buffer in buffers]
+    offsets = [16 * slot for slot in slots[: len(buffers)]]
+    problem = Problem.build(buffers, 1)
+    assert overlap_found(problem, np.array(offsets, dtype=np.int64)) == _overlap_exists(buffers, offsets)
+
+
+def _large_plan(count: int) -> tuple[list[Buffer], list[int]]:
+    """`count` buffers of 16 bytes, live four steps each and two at a time at most, at 0 and
+    16 in turn: a valid plan."""
+    buffers = [Buffer(f"t{index}", 2 * index, 2 * index + 4, 16) for index in range(count)]
+    return buffers, [16 * (index % 2) for index in range(count)]
+
+
+@needs_compiled
+def test_a_large_plan_is_checked_compiled_and_an_overlap_still_named(monkeypatch):
+    buffers, offsets = _large_plan(COMPILED_FROM + 10)
+    seen = []
+    monkeypatch.setattr(validate, "overlap_found", lambda *args: seen.append(overlap_found(*args)) or seen[-1])
+    monkeypatch.setattr(validate, "VALIDATE_COLD_FROM", 0)  # as in a process that has the loops loaded
+    validate_plan(buffers, offsets, alignment=16, arena_bytes=32)
+    assert seen == [False]
+    offsets[9000] = 16  # onto t8999 (live with it over steps [18000, 18002)) and t9001 after it
+    with pytest.raises(PlanError) as error:
+        validate_plan(buffers, offsets, alignment=16, arena_bytes=32)
+    assert seen == [False, True]
+    assert str(error.value) == ("buffers 't8999' (live [17998, 18002), bytes [16, 32)) and 't9000' (live [18000, "
+                                "18004), bytes [16, 32)) are live at the same time and overlap in address")
+
+
+def test_the_first_bad_offset_is_named_whichever_check_finds_it():
+    buffers, offsets = _large_plan(100)
+    offsets[40], offsets[70] = 8, -16
+    with pytest.raises(PlanError, match="'t40'.*not a multiple of the alignment 16"):
+        validate_plan(buffers, offsets, alignment=16, arena_bytes=32)
+    offsets[40] = 48
+    with pytest.raises(PlanError, match="'t40'.*ends past the arena of 32 bytes"):
+        validate_plan(buffers, offsets, alignment=16, arena_bytes=32)
+    offsets[40] = 0
+    with pytest.raises(PlanError, match="'t70'.*negative offset"):
+        validate_plan(buffers, offsets, alignment=16, arena_bytes=32)
+    offsets[70] = 2**70  # past int64: the Python loop words it
+    with pytest.raises(PlanError, match="'t70'.*ends past the arena"):
+        validate_plan(buffers, offsets, alignment=16, arena_bytes=32)
