@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import builtins
 import enum
+from typing import TYPE_CHECKING
 
-import numpy as np
+from rlxir.numpy_on_use import numpy_on_use
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = numpy_on_use(__name__)  # NumPy imported on first use (rlxir/numpy_on_use.py)
 
 
 class DType(enum.Enum):

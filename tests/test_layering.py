@@ -4,7 +4,7 @@ Every module of rlxir/ belongs to one layer (`LAYERS`, bottom first); a module i
 only from its own package or from a layer below its own, so there is no circle anywhere in
 the package, and a reader can take the packages in order:
 
-    base (errors, types, dtypes, symbolic, gcpause)
+    base (errors, types, dtypes, symbolic, gcpause, numpy_on_use)
     ops/  planning/  targets/        side by side: none imports another
     ir/                              the language and the graph
     pass_machinery/  importers/      side by side
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rlxir"
 CLI = PACKAGE / "cli"
 
-BASE = ("rlxir.errors", "rlxir.types", "rlxir.dtypes", "rlxir.symbolic", "rlxir.gcpause")
+BASE = ("rlxir.errors", "rlxir.types", "rlxir.dtypes", "rlxir.symbolic", "rlxir.gcpause", "rlxir.numpy_on_use")
 LAYERS = {
     "base": 0,
     "rlxir.ops": 1, "rlxir.planning": 1, "rlxir.targets": 1,

@@ -29,10 +29,10 @@ the forward result's shape), so a malformed backward op is a located type error.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rlxir.errors import RlxError
+from rlxir.numpy_on_use import numpy_on_use
 from rlxir.ops import AttrSpec, OpDef, ShapeError, attach, register_op
 from rlxir.ops.core import conv2d_rule, gather_rule, pool_rule, selective_scan_rule
 from rlxir.ops.reference import check_gather_indices
@@ -40,7 +40,13 @@ from rlxir.symbolic import floordiv, format_dim
 from rlxir.targets.target import register_backward_kernel
 from rlxir.types import TensorType
 
-Arrays = Sequence[np.ndarray]
+if TYPE_CHECKING:
+    import numpy as np
+
+    Arrays = Sequence[np.ndarray]
+else:
+    np = numpy_on_use(__name__)  # NumPy imported on first use (rlxir/numpy_on_use.py)
+
 SCAN_OPERANDS = ("x", "delta", "A", "Bm", "C")
 
 

@@ -23,13 +23,18 @@ from __future__ import annotations
 
 import math
 import zlib
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rlxir.dtypes import DType
 from rlxir.ir.graph import Graph
+from rlxir.numpy_on_use import numpy_on_use
 from rlxir.ops.reference import to_dtype
 from rlxir.ops.registry import AttrSpec, register_annotation
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = numpy_on_use(__name__)  # NumPy imported on first use (rlxir/numpy_on_use.py)
 
 FLOAT_STDDEV = 0.5
 INTEGER_FILL_LIMIT = 16

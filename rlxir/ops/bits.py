@@ -14,13 +14,18 @@ element's float64 (or int64) bit pattern as a ``u64``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rlxir.dtypes import DType
+from rlxir.numpy_on_use import numpy_on_use
 from rlxir.ops.core import _register, reduce_rule
 from rlxir.ops.registry import AttrSpec, ShapeError, attach
 from rlxir.types import TensorType
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = numpy_on_use(__name__)  # NumPy imported on first use (rlxir/numpy_on_use.py)
 
 UNCASTABLE = frozenset({DType.bool, DType.bf16, DType.c64})
 """Dtypes whose bits the IR does not expose: bool has no defined pattern, bf16 is held as f32

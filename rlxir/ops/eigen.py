@@ -18,12 +18,17 @@ empty batches give empty results.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from rlxir.numpy_on_use import numpy_on_use
 from rlxir.ops.core import _register, _shape
 from rlxir.ops.registry import ShapeError, attach
 from rlxir.types import TensorType
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = numpy_on_use(__name__)  # NumPy imported on first use (rlxir/numpy_on_use.py)
 
 
 def eigvals_rule(types, attrs) -> TensorType:

@@ -20,16 +20,22 @@ Each has a NumPy reference; out-of-range indices are an `RlxError` at run time.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError
+from rlxir.numpy_on_use import numpy_on_use
 from rlxir.ops.core import _register, _shape, binary_rule, normalize_axis, unary_rule
 from rlxir.ops.registry import AttrSpec, ShapeError, attach
 from rlxir.types import TensorType
 
-Arrays = Sequence[np.ndarray]
+if TYPE_CHECKING:
+    import numpy as np
+
+    Arrays = Sequence[np.ndarray]
+else:
+    np = numpy_on_use(__name__)  # NumPy imported on first use (rlxir/numpy_on_use.py)
+
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 
 
@@ -116,7 +122,7 @@ def gather_elements_reference(inputs: Arrays, attrs: Mapping) -> np.ndarray:
     return table[_grid(index, axis)]
 
 
-_COMBINE = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+_COMBINE = {"add": "add", "mul": "multiply", "max": "maximum", "min": "minimum"}  # NumPy's ufuncs
 
 
 def scatter_elements_reference(inputs: Arrays, attrs: Mapping) -> np.ndarray:
@@ -128,7 +134,7 @@ def scatter_elements_reference(inputs: Arrays, attrs: Mapping) -> np.ndarray:
     if attrs["reduction"] == "none":
         result[where] = updates
     else:  # unbuffered, so repeated indices all count
-        _COMBINE[attrs["reduction"]].at(result, where, updates)
+        getattr(np, _COMBINE[attrs["reduction"]]).at(result, where, updates)
     return result
 
 

@@ -39,16 +39,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rlxir.dtypes import DType
 from rlxir.errors import RlxError
+from rlxir.numpy_on_use import numpy_function, numpy_on_use
 from rlxir.ops import special
 from rlxir.ops.chain import parse_chain
 from rlxir.ops.registry import attach_each, check_attributes, get_op
 
-Arrays = Sequence[np.ndarray]
+if TYPE_CHECKING:
+    import numpy as np
+
+    Arrays = Sequence[np.ndarray]
+else:
+    np = numpy_on_use(__name__)  # NumPy imported on first use (rlxir/numpy_on_use.py)
+
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 GELU_TANH_COEFFICIENT = 0.044715
 
@@ -102,18 +108,18 @@ def _unary(function):
 
 
 UNARY_FUNCTIONS = {
-    "neg": np.negative,
-    "abs": np.abs,
-    "exp": np.exp,
-    "log": np.log,
-    "sqrt": np.sqrt,
+    "neg": numpy_function("negative"),
+    "abs": numpy_function("abs"),
+    "exp": numpy_function("exp"),
+    "log": numpy_function("log"),
+    "sqrt": numpy_function("sqrt"),
     "rsqrt": lambda x: 1 / np.sqrt(x),
-    "tanh": np.tanh,
+    "tanh": numpy_function("tanh"),
     "sigmoid": sigmoid,
     "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
     "silu": lambda x: x * sigmoid(x),
-    "sin": np.sin,
-    "cos": np.cos,
+    "sin": numpy_function("sin"),
+    "cos": numpy_function("cos"),
     "erf": erf,
 }
 
@@ -149,9 +155,10 @@ def _binary(function):
 
 
 BINARY_FUNCTIONS = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": divide, "pow": power,
-    "maximum": np.maximum, "minimum": np.minimum,
-    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+    "add": numpy_function("add"), "sub": numpy_function("subtract"), "mul": numpy_function("multiply"),
+    "div": divide, "pow": power, "maximum": numpy_function("maximum"), "minimum": numpy_function("minimum"),
+    "eq": numpy_function("equal"), "ne": numpy_function("not_equal"), "lt": numpy_function("less"),
+    "le": numpy_function("less_equal"), "gt": numpy_function("greater"), "ge": numpy_function("greater_equal"),
 }
 
 
@@ -455,10 +462,10 @@ REFERENCES = {
     "gelu": gelu_reference,
     "cast": cast_reference,
     "where": where_reference,
-    "reduce_sum": _reduce(np.sum, accumulate=True),
-    "reduce_mean": _reduce(np.mean, accumulate=True),
-    "reduce_max": _reduce(np.max, accumulate=False),
-    "reduce_min": _reduce(np.min, accumulate=False),
+    "reduce_sum": _reduce(numpy_function("sum"), accumulate=True),
+    "reduce_mean": _reduce(numpy_function("mean"), accumulate=True),
+    "reduce_max": _reduce(numpy_function("max"), accumulate=False),
+    "reduce_min": _reduce(numpy_function("min"), accumulate=False),
     "softmax": softmax_reference,
     "cumsum": cumsum_reference,
     "matmul": matmul_reference,

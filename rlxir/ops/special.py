@@ -14,7 +14,14 @@ C library's by an ulp) at NumPy speed:
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+from rlxir.numpy_on_use import numpy_on_use
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = numpy_on_use(__name__)  # NumPy imported on first use (rlxir/numpy_on_use.py)
 
 ERF_ONE = 8.45062911510467529297e-01
 """erf(1) rounded to single precision, the constant term on [0.84375, 1.25)."""

@@ -23,13 +23,18 @@ A degree past `DEGREE_LIMIT` is an error at run time (the loop would take that m
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rlxir.errors import RlxError
+from rlxir.numpy_on_use import numpy_on_use
 from rlxir.ops.core import _register, binary_rule
 from rlxir.ops.registry import AttrSpec, ShapeError, attach
 from rlxir.types import TensorType
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = numpy_on_use(__name__)  # NumPy imported on first use (rlxir/numpy_on_use.py)
 
 FAMILIES = ("laguerre_l", "legendre_p")
 
