@@ -56,8 +56,8 @@ BINDINGS = {"B": 1}
 START_PROCESS = "import rlxir.cli"
 COMPILE_PROCESS = ("import sys; from rlxir.cli import main; "
                    "sys.exit(main(['compile', sys.argv[1], '--target', 'rocm', '--batch', '1', '--json']))")
-LIBRARY_PROCESS = f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); " \
-                  "from scale import library_seconds; print(library_seconds(sys.argv[1]))"
+PIPELINE_PROCESS = f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); " \
+                   "from scale import pipeline_seconds; print(pipeline_seconds(sys.argv[1]))"
 
 
 def run_process(code: str, path: str) -> tuple[float, int, int, str]:
@@ -75,7 +75,7 @@ def run_process(code: str, path: str) -> tuple[float, int, int, str]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, child.returncode, output
 
 
-def library_seconds(path: str) -> float:
+def pipeline_seconds(path: str) -> float:
     """parse + rocm pipeline + plan of the file's graph in this process, after the imports."""
     import rlxir
     from rlxir.compiler.compile import CompileOptions, plan_exec_graph, prepare_exec_graph
@@ -119,7 +119,7 @@ def measure(generator: str, size: int, seed: int, repeat: int, library: bool, st
         report = json.loads(compiles[-1][3])
         row["nodes_planned"], row["refused"] = report["nodes"], report["refused"]
         if library:
-            row["library_s"] = min(float(run_process(LIBRARY_PROCESS, handle.name)[3]) for _ in range(repeat))
+            row["library_s"] = min(float(run_process(PIPELINE_PROCESS, handle.name)[3]) for _ in range(repeat))
     finally:
         os.unlink(handle.name)
     return row

@@ -1,7 +1,7 @@
 """How the graph's storage alone grows with the node count: the floor under the compile's growth.
 
 Usage: python bench/storage_floor.py [--sizes 10000 100000] [--generators mlp cnn wide train gpt]
-                                     [--repeat 3] [--walks 10] [--seed 0] [--no-library] [--markdown]
+                                     [--repeat 3] [--walks 10] [--seed 0] [--no-pipeline] [--markdown]
 
 The design keeps a graph in a `networkx.DiGraph` whose node key is the value name, and a
 pass reads it by name. This bench measures what that storage costs per node as graphs grow,
@@ -19,26 +19,29 @@ bench/generators.py and the GPT reference). For each text, in fresh processes:
   pass that reads every value and its edges does, and no more.
 
 Each figure is the least CPU seconds of `--repeat` processes. growth / 10x is each
-figure's growth from the previous size of the same text. With the library (the default),
-bench/scale.py's "library s" (parse + rocm + plan, `library_seconds`) is measured in the
-same run, so the compile's growth stands beside the storage's.
+figure's growth from the previous size of the same text. Unless --no-pipeline, parse +
+rocm pipeline + plan in a fresh process after its imports (bench/scale.py's
+`pipeline_seconds`) is measured in the same run, so the compile's growth stands beside the
+storage's.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from parse import print_table  # noqa: E402  (bench/parse.py)
-from scale import LIBRARY_PROCESS, STATEMENT, TEXTS, run_process, size_argument  # noqa: E402
+from scale import PIPELINE_PROCESS, STATEMENT, TEXTS, run_process, size_argument  # noqa: E402
 
 KEYS = ("name", "int")
 FLOOR_PROCESS = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
@@ -49,10 +52,7 @@ FLOOR_PROCESS = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().
 def storage_seconds(path: str, keys: str, walks: int) -> str:
     """JSON of the build and walk CPU seconds of a DiGraph keyed by `keys` ("name" or "int")
     over the values of the graph in `path`, in this process."""
-    import gc
-    import time
-
-    import networkx as nx
+    import networkx as nx  # imported by the measuring process only
 
     import rlxir
 
@@ -91,7 +91,7 @@ def storage_seconds(path: str, keys: str, walks: int) -> str:
                        "checksum": seen})
 
 
-def measure(generator: str, size: int, seed: int, repeat: int, walks: int, library: bool) -> dict:
+def measure(generator: str, size: int, seed: int, repeat: int, walks: int, pipeline: bool) -> dict:
     text = TEXTS[generator](size, seed)
     row: dict = {"generator": generator, "statements": len(STATEMENT.findall(text))}
     with tempfile.NamedTemporaryFile("w", suffix=".rlx", delete=False) as handle:
@@ -105,8 +105,8 @@ def measure(generator: str, size: int, seed: int, repeat: int, walks: int, libra
             row["values"] = runs[0]["values"]
             row[f"{keys}_build_s"] = min(run["build_s"] for run in runs)
             row[f"{keys}_walks_s"] = min(run["walks_s"] for run in runs)
-        if library:
-            row["library_s"] = min(float(run_process(LIBRARY_PROCESS, handle.name)[3]) for _ in range(repeat))
+        if pipeline:
+            row["pipeline_s"] = min(float(run_process(PIPELINE_PROCESS, handle.name)[3]) for _ in range(repeat))
     finally:
         os.unlink(handle.name)
     return row
@@ -120,7 +120,7 @@ def _floor_process(path: str, keys: str, walks: int) -> str:
     return finished.stdout
 
 
-FIGURES = ("name_build_s", "name_walks_s", "int_build_s", "int_walks_s", "library_s")
+FIGURES = ("name_build_s", "name_walks_s", "int_build_s", "int_walks_s", "pipeline_s")
 
 
 def add_growth(rows: list[dict]) -> None:
@@ -140,16 +140,16 @@ def _decades(small: int, large: int) -> float:
     return math.log10(large / small)
 
 
-def print_rows(rows: list[dict], markdown: bool, library: bool) -> None:
+def print_rows(rows: list[dict], markdown: bool, pipeline: bool) -> None:
     header = ["generator", "statements", "values"]
     for keys in KEYS:
         header += [f"{keys}: build s", "growth / 10x", f"{keys}: walks s", "growth / 10x"]
-    if library:
-        header += ["library s", "growth / 10x"]
+    if pipeline:
+        header += ["parse + rocm + plan s", "growth / 10x"]
     table = []
     for row in rows:
         line = [row["generator"], f"{row['statements']:,}", f"{row['values']:,}"]
-        for figure in FIGURES if library else FIGURES[:-1]:
+        for figure in FIGURES if pipeline else FIGURES[:-1]:
             growth = row.get(figure.replace("_s", "_growth"))
             line += [f"{row[figure]:.3f}", "-" if growth is None else f"{growth:.1f}"]
         table.append(line)
@@ -163,8 +163,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="processes per figure; the least is shown")
     parser.add_argument("--walks", type=int, default=10, help="walks over every value per process")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-library", dest="library", action="store_false",
-                        help="leave out parse + rocm + plan (bench/scale.py's library s)")
+    parser.add_argument("--no-pipeline", dest="pipeline", action="store_false",
+                        help="leave out parse + rocm pipeline + plan in a fresh process")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="the rows as JSON")
     output.add_argument("--markdown", action="store_true", help="the table as Markdown")
@@ -172,14 +172,14 @@ def main() -> None:
     rows = []
     for generator in options.generators:
         for size in sorted(options.sizes):
-            rows.append(measure(generator, size, options.seed, options.repeat, options.walks, options.library))
+            rows.append(measure(generator, size, options.seed, options.repeat, options.walks, options.pipeline))
             if not options.json:
                 print(f"# {generator} {size:,} measured", file=sys.stderr, flush=True)
     add_growth(rows)
     if options.json:
         print(json.dumps(rows, indent=2))
     else:
-        print_rows(rows, options.markdown, options.library)
+        print_rows(rows, options.markdown, options.pipeline)
 
 
 if __name__ == "__main__":

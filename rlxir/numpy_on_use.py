@@ -63,7 +63,9 @@ def numpy_function(name: str) -> Callable[..., Any]:
     looked up at the call: for tables of NumPy functions built when a module is imported."""
 
     def call(*args: Any, **keywords: Any) -> Any:
-        return getattr(sys.modules["numpy"] if "numpy" in sys.modules else _STAND_IN, name)(*args, **keywords)
+        import numpy  # a lookup in sys.modules once NumPy is in
+
+        return getattr(numpy, name)(*args, **keywords)
 
     call.__name__ = name
     return call

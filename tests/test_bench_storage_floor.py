@@ -36,13 +36,13 @@ def test_both_keys_walk_every_value_and_edge_of_the_parsed_graph(tmp_path, gener
 
 def test_the_table_gives_a_growth_from_the_previous_size_of_each_text():
     done = subprocess.run([sys.executable, str(BENCH / "storage_floor.py"), "--sizes", "100", "1000", "--generators",
-                           "mlp", "gpt", "--repeat", "1", "--walks", "1", "--no-library", "--json"],
+                           "mlp", "gpt", "--repeat", "1", "--walks", "1", "--no-pipeline", "--json"],
                           capture_output=True, text=True, check=True)
     rows = json.loads(done.stdout)
     assert [row["generator"] for row in rows] == ["mlp", "mlp", "gpt", "gpt"]
     assert [row["statements"] for row in rows[:2]] == [100, 1000]  # the held-out texts are exact
     for first, second in (rows[0:2], rows[2:4]):
-        assert "name_walks_growth" not in first and "library_s" not in first
+        assert "name_walks_growth" not in first and "pipeline_s" not in first
         assert second["name_walks_growth"] == pytest.approx(
             (second["name_walks_s"] / first["name_walks_s"]) ** (1 / storage_floor._decades(first["statements"],
                                                                                            second["statements"])))

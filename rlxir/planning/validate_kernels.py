@@ -26,14 +26,15 @@ def first_overlap(order: np.ndarray, slot_lo: np.ndarray, slot_hi: np.ndarray, o
         first = slot_lo[index] + base
         last = slot_hi[index] - 1 + base
         end_below = 0
-        node = first >> 1
-        while node:
-            end_below = max(end_below, whole[node])
-            node >>= 1
-        node = last >> 1
-        while node:
-            end_below = max(end_below, whole[node])
-            node >>= 1
+        left = first >> 1
+        right = last >> 1
+        while left != right:  # the two paths up, until they meet
+            end_below = max(end_below, whole[left], whole[right])
+            left >>= 1
+            right >>= 1
+        while left:  # then their common part, once
+            end_below = max(end_below, whole[left])
+            left >>= 1
         left = first
         right = last + 1
         while left < right:
@@ -62,12 +63,14 @@ def first_overlap(order: np.ndarray, slot_lo: np.ndarray, slot_hi: np.ndarray, o
                 whole[right] = max(whole[right], end)
             left >>= 1
             right >>= 1
-        node = first >> 1
-        while node:
-            highest[node] = max(highest[node], end)
-            node >>= 1
-        node = last >> 1
-        while node:
-            highest[node] = max(highest[node], end)
-            node >>= 1
+        left = first >> 1
+        right = last >> 1
+        while left != right:
+            highest[left] = max(highest[left], end)
+            highest[right] = max(highest[right], end)
+            left >>= 1
+            right >>= 1
+        while left:
+            highest[left] = max(highest[left], end)
+            left >>= 1
     return -1
