@@ -16,8 +16,11 @@ sign), so a graph and its optimised form fill alike; `rlxir.ir.fills` states the
 from __future__ import annotations
 
 import math
+import zlib
 from collections import defaultdict
 from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
 
 import attrs
 import numpy as np
@@ -42,6 +45,25 @@ def interpret(graph: Graph, inputs: Mapping | None = None, params: Mapping | Non
     Raises `UnboundSymbolError` when a symbol the graph uses has no value, and `RlxError`
     for an unknown name, a wrong-shaped or wrong-dtype array, or an op without a reference.
     """
+    return _run(graph, inputs, params, bindings, seed, rounded_again=False)
+
+
+def interpret_rounded_again(graph: Graph, inputs: Mapping | None = None, params: Mapping | None = None,
+                            bindings: Mapping[str, int] | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+    """`interpret`, with one more rounding on every value that rounds: each float input and
+    param, and each float result of an op that computes (not one that only moves elements:
+    the `layout` and `shape` ops), moved one unit in the last place (`rounded_again`).
+
+    How far the outputs move from `interpret`'s is what rounding alone does to this graph at
+    these values, wherever it happens: in the feeds, or in a result deep inside the graph
+    (``x + residual`` that cancels to a few units in the last place, then normalised, moves
+    by its whole size). Any two implementations of the graph in this precision may differ
+    so; `rlxir.executor.check` calls a difference within ten times it precision."""
+    return _run(graph, inputs, params, bindings, seed, rounded_again=True)
+
+
+def _run(graph: Graph, inputs: Mapping | None, params: Mapping | None, bindings: Mapping[str, int] | None,
+         seed: int, rounded_again: bool) -> dict[str, np.ndarray]:
     if not isinstance(seed, int) or seed < 0:
         raise RlxError(f"the seed must be a non-negative integer, got {seed!r}")
     bound = bind_for_run(graph, bindings)
@@ -50,10 +72,48 @@ def interpret(graph: Graph, inputs: Mapping | None = None, params: Mapping | Non
     values: dict[str, np.ndarray] = {}
     with np.errstate(all="ignore"):
         for name in bound.schedule():
-            values[name] = _evaluate(bound, name, values, feeds, seed)
+            value = _evaluate(bound, name, values, feeds, seed)
+            if rounded_again and rounds(bound, name):
+                dtype = bound.type(name).dtype
+                value = to_dtype(rounded_again_array(np, value, dtype, zlib.crc32(name.encode()) + seed), dtype)
+            values[name] = value
             for finished in releases.get(name, ()):
                 del values[finished]
     return {name: values[name] for name in bound.outputs}
+
+
+# --- one rounding more ---------------------------------------------------------------------
+ULP_AT_ONE = {DType.f64: 2.0 ** -52, DType.f32: 2.0 ** -23, DType.f16: 2.0 ** -10, DType.bf16: 2.0 ** -7}
+"""The spacing of each float dtype's values just above 1 (twice its unit roundoff)."""
+MOVES_ONLY = frozenset({"layout", "shape"})
+"""Op traits whose results hold operand elements unchanged: nothing there rounds."""
+
+
+def rounds(graph: Graph, name: str) -> bool:
+    """Whether value `name` of `graph` is one a rounding makes: a float input or param, or
+    the float result of an op that computes (consts are as written)."""
+    kind = graph.kind(name)
+    if graph.type(name).dtype not in ULP_AT_ONE or kind == "const":
+        return False
+    if kind != "op":
+        return True
+    opdef = graph.opdef(name)
+    return opdef is None or not (opdef.traits & MOVES_ONLY)
+
+
+def rounded_again_array(xp: ModuleType, array: Any, dtype: DType, key: int) -> Any:
+    """`array` (of float `dtype`, on array module `xp`) with every element that is not a whole
+    number moved up or down, by a hash of its index and `key`, by a relative ``ULP_AT_ONE``:
+    one or two units in the last place, never lost to rounding back. Whole numbers stay: most
+    are exact (counts, positions, masks), and no rounding moves an exact result. The caller
+    rounds bf16 (held as float32) back to its grid."""
+    if array.size == 0:
+        return array
+    index = xp.arange(array.size, dtype=xp.uint64).reshape(array.shape)
+    hashed = (index + xp.uint64(key & 0xFFFFFFFF)) * xp.uint64(0x9E3779B97F4A7C15)
+    signs = ((hashed >> xp.uint64(40)) & xp.uint64(1)).astype(array.dtype) * 2 - 1
+    moved = array * (1 + ULP_AT_ONE[dtype] * signs)
+    return xp.where(array == xp.rint(array), array, moved)
 
 
 def bind_for_run(graph: Graph, bindings: Mapping[str, int] | None = None) -> Graph:

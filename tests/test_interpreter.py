@@ -253,3 +253,53 @@ def test_a_targets_lowered_graph_computes_what_its_source_computes(example, targ
     actual = interpret(lowered, inputs, params).values()  # outputs keep their order through rewrites
     for want, got in zip(expected, actual):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+ROUNDED = """\
+graph rounded() {
+  input %x : f32[64]
+  const %k : f32[16] = [0.1, 0.7, 1.3, 2.9, -0.4, 5.5, 3.3, 0.01, 0.25, -1.7, 0.9, 4.1, -2.2, 0.33, 1.01, -0.05]
+  const %kh : f16[16] = [0.1, 0.7, 1.3, 2.9, -0.4, 5.5, 3.3, 0.01, 0.25, -1.7, 0.9, 4.1, -2.2, 0.33, 1.01, -0.05]
+  const %kb : bf16[16] = [0.1, 0.7, 1.3, 2.9, -0.4, 5.5, 3.3, 0.01, 0.25, -1.7, 0.9, 4.1, -2.2, 0.33, 1.01, -0.05]
+  %e = exp(%k) : f32[16]
+  %g = tanh(%kh) : f16[16]
+  %c = tanh(%kb) : bf16[16]
+  %f = floor(%e) : f32[16]
+  %t = transpose(%x) {perm = [0]} : f32[64]
+  %u = transpose(%e) {perm = [0]} : f32[16]
+  output %e, %g, %c, %f, %t, %u
+}
+"""
+
+
+def _ulps_apart(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """How many representable values of their dtype lie between two arrays' elements."""
+    unsigned = {2: np.int16, 4: np.int32, 8: np.int64}[first.dtype.itemsize]
+    return np.abs(first.view(unsigned).astype(np.int64) - second.view(unsigned).astype(np.int64))
+
+
+def test_rounding_again_moves_each_computed_float_by_one_or_two_units_in_the_last_place():
+    """A value's spacing at 1 times the value is 1 to 2 of its own units in the last place, so
+    the move is never lost to rounding back (a half-unit move of a float32 is, half the time)."""
+    graph = parse(ROUNDED).main
+    exact, moved = interpret(graph), rlxir.interpreter.interpret_rounded_again(graph)
+    for name in ("e", "g", "t"):  # t: the input %x moved (inputs and params round too), then only moved about
+        fractional = exact[name] != np.round(exact[name])  # tanh(5.5) is 1.0 in f16: whole, so exact
+        apart = _ulps_apart(exact[name], moved[name])[fractional]
+        assert apart.min() >= 1 and apart.max() <= 2, name
+        assert (moved[name] > exact[name]).any() and (moved[name] < exact[name]).any()  # up and down
+    # bf16 is held as float32 on bf16's grid: the move is one or two bf16 units, still on the grid
+    bf16_units = (_ulps_apart(exact["c"], moved["c"]) >> 16)[exact["c"] != np.round(exact["c"])]
+    assert bf16_units.min() >= 1 and bf16_units.max() <= 2
+    assert not (moved["c"].view(np.uint32) & 0xFFFF).any()
+
+
+def test_rounding_again_leaves_whole_numbers_and_moved_elements_as_they_are():
+    """floor's results are whole numbers (exact: no rounding moves them); a transpose moves
+    elements without computing, so it holds its operand's already-moved values unchanged;
+    consts are as written."""
+    graph = parse(ROUNDED).main
+    exact, moved = interpret(graph), rlxir.interpreter.interpret_rounded_again(graph)
+    np.testing.assert_array_equal(moved["f"], exact["f"])
+    np.testing.assert_array_equal(moved["u"], moved["e"])
+    assert rlxir.interpreter.interpret_rounded_again(graph, seed=1)["e"].tolist() != moved["e"].tolist()

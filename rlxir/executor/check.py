@@ -25,7 +25,7 @@ import numpy as np
 from rlxir.dtypes import DType
 from rlxir.executor.runner import ArenaRun, compiled_step, run_in_arena
 from rlxir.ir.graph import Graph
-from rlxir.interpreter import interpret, random_feeds
+from rlxir.interpreter import interpret, interpret_rounded_again, random_feeds
 from rlxir.autodiff.optimizers import DEFAULT_OPTIMIZER
 
 if TYPE_CHECKING:
@@ -43,9 +43,9 @@ PRECISION_BOUND = 0.5
 """A relative error up to min(100 x rtol, this) is a precision difference; a larger one
 (or a NaN or inf the reference does not have) is a wrong value."""
 SENSITIVITY_FACTOR = 10.0
-"""A difference up to this many times the reference's own change under a one-rounding
-perturbation of its feeds is the graph's conditioning, not a defect."""
-UNIT_ROUNDOFF = {DType.f64: 2.0 ** -53, DType.f32: 2.0 ** -24, DType.f16: 2.0 ** -11, DType.bf16: 2.0 ** -8}
+"""A difference up to this many times the reference's own change under one more rounding of
+every value that rounds (`rlxir.interpreter.interpret_rounded_again`) is the graph's
+conditioning, not a defect."""
 Array = Any
 """A NumPy array, or a CuPy one where a run or a reference stayed on the GPU."""
 BLOCK = 1 << 20
@@ -66,13 +66,13 @@ class OutputCheck:
     atol: float = 0.0  # times the output's scale (its largest finite magnitude, at least 1)
     relative_error: float = 0.0  # max |actual - expected| / (|expected| + atol x scale / rtol)
     nonfinite: int = 0  # elements NaN or inf in one run and not the same in the other
-    sensitivity: float | None = None  # max |change| of the reference when its feeds move by one rounding
+    sensitivity: float | None = None  # max |change| of the reference under one more rounding of its values
 
     @property
     def ill_conditioned(self) -> bool:
-        """The reference itself moves by as much as this difference when its float feeds are
-        perturbed by one rounding of their dtype: any two implementations of the graph in
-        this precision may differ so (`SENSITIVITY_FACTOR`)."""
+        """The reference itself moves by as much as this difference when every value that
+        rounds (its float feeds and computed results) is rounded once more: any two
+        implementations of the graph in this precision may differ so (`SENSITIVITY_FACTOR`)."""
         return self.sensitivity is not None and self.max_abs_error <= SENSITIVITY_FACTOR * self.sensitivity
 
     @property
@@ -94,8 +94,8 @@ class OutputCheck:
             return f"%{self.name}: {'equal' if self.matched else f'max abs error {self.max_abs_error:.3g}'} (exact)"
         extra = f", {self.nonfinite} NaN or inf element(s) differ" if self.nonfinite else ""
         if self.ill_conditioned and not self.matched:
-            extra += (f"; ill-conditioned: the reference itself moves by {self.sensitivity:.3g} when its inputs and "
-                      f"params move by one rounding, against a max abs error of {self.max_abs_error:.3g}")
+            extra += (f"; ill-conditioned: the reference itself moves by {self.sensitivity:.3g} when its values are "
+                      f"rounded once more, against a max abs error of {self.max_abs_error:.3g}")
         return (f"%{self.name}: relative error {self.relative_error:.2g}{extra} ({self.precision} tolerance rtol "
                 f"{self.rtol:g}, atol {self.atol:g})")
 
@@ -218,8 +218,7 @@ def check_execution(graph: Graph, result: CompileResult | TrainingResult, inputs
                                   reference.outputs[name], run.outputs[compiled_name])
                    for name, compiled_name in zip(reference.graph.outputs, compiled.outputs))
     if needs_sensitivity(checks) and not run.poisoned_reads:
-        moved = interpret(reference.graph, perturbed_feeds(reference.graph, reference.inputs, seed),
-                          perturbed_feeds(reference.graph, reference.params, seed), dict(step.bindings), seed)
+        moved = interpret_rounded_again(reference.graph, reference.inputs, reference.params, dict(step.bindings), seed)
         checks = with_sensitivity(checks, reference.outputs, moved)
     return ExecutionCheck(run, reference.outputs, checks)
 
@@ -265,21 +264,6 @@ def output_precisions(graph: Graph, target: Target) -> dict[str, DType | None]:
 
 
 # --- conditioning ------------------------------------------------------------------------
-def perturbed_feeds(graph: Graph, feeds: Mapping, seed: int = 0) -> dict:
-    """Every float feed of `graph` moved by one unit roundoff of its dtype, up or down at
-    random (a fixed generator): what rounding the inputs and weights would do."""
-    generator = np.random.default_rng(seed + 1)
-    moved = {}
-    for name, array in feeds.items():
-        dtype = graph.type(name).dtype
-        if dtype not in UNIT_ROUNDOFF:
-            moved[name] = array
-            continue
-        signs = generator.choice(np.array([-1.0, 1.0], dtype=array.dtype), size=array.shape)
-        moved[name] = array * (1 + UNIT_ROUNDOFF[dtype] * signs)
-    return moved
-
-
 def needs_sensitivity(checks: Iterable[OutputCheck]) -> bool:
     """Whether some output differs beyond what rounding explains (so the reference's own
     conditioning is worth measuring)."""
@@ -288,7 +272,7 @@ def needs_sensitivity(checks: Iterable[OutputCheck]) -> bool:
 
 def with_sensitivity(checks: Iterable[OutputCheck], reference: Mapping, moved: Mapping) -> tuple[OutputCheck, ...]:
     """`checks` with each float output's sensitivity: the max change from `reference` to
-    `moved` (the reference on perturbed feeds)."""
+    `moved` (the reference with its values rounded once more)."""
     return tuple(attrs.evolve(check, sensitivity=_max_change(reference[check.name], moved[check.name]))
                  if check.precision is not None else check for check in checks)
 

@@ -28,6 +28,7 @@ A check that fits none of these is refused with the figures before the run start
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 
 import attrs
@@ -36,11 +37,12 @@ import numpy as np
 from rlxir.targets.devices import format_bytes
 from rlxir.errors import RlxError
 from rlxir.executor.check import (ExecutionCheck, compare_output, needs_sensitivity, output_precisions,
-                                  perturbed_feeds, with_sensitivity)
+                                  with_sensitivity)
 from rlxir.executor.kernels import KERNELS, run_reference
 from rlxir.executor.runner import _as_dtype, array_module, compiled_step, run_in_arena
 from rlxir.ir.graph import Graph
-from rlxir.interpreter import (_release_plan, bind_for_run, const_array, interpret, live_peak, random_feeds)
+from rlxir.interpreter import (_release_plan, bind_for_run, const_array, interpret, interpret_rounded_again, live_peak,
+                               random_feeds, rounded_again_array, rounds)
 from rlxir.symbolic import Expr
 
 SAMPLED_ROWS = 3
@@ -130,15 +132,20 @@ def _sampled_rows(reference: Graph, unbound: Graph | None, symbol: str) -> tuple
 
 
 # --- the reference on the device ---------------------------------------------------------
-def device_interpret(graph: Graph, feeds: Mapping, xp) -> dict:
+def device_interpret(graph: Graph, feeds: Mapping, xp, rounded_again: bool = False) -> dict:
     """Run the bound `graph` node by node with the executor's kernels on `xp`, each value
     freed after its last reader; feeds (host arrays) are copied to the device at their step.
-    Returns the outputs as device arrays."""
+    Returns the outputs as device arrays. `rounded_again`: each value that rounds is rounded
+    once more, as `rlxir.interpreter.interpret_rounded_again` does."""
     releases = _release_plan(graph)
     values: dict = {}
     with np.errstate(all="ignore"):
         for name in graph.schedule():
-            values[name] = _device_value(xp, graph, name, values, feeds)
+            value = _device_value(xp, graph, name, values, feeds)
+            if rounded_again and rounds(graph, name):
+                dtype = graph.type(name).dtype
+                value = _as_dtype(xp, rounded_again_array(xp, value, dtype, zlib.crc32(name.encode())), dtype)
+            values[name] = value
             for finished in releases.get(name, ()):
                 del values[finished]
     return {name: values[name] for name in graph.outputs}
@@ -199,10 +206,10 @@ def check_on_device(reference: Graph, unbound: Graph | None, bindings: Mapping, 
     checks = tuple(compare_output(name, compiled_name, reference.type(name).dtype, precisions[name], expected[name],
                                   actual[name]) for name, compiled_name in pairs)
     if needs_sensitivity(checks) and not run.poisoned_reads:
-        moved_inputs = perturbed_feeds(reference, filled_inputs, seed)
-        moved_params = perturbed_feeds(reference, filled_params, seed)
-        moved = (_interpret_rows(unbound, bindings, plan.batch_symbol, list(plan.rows), moved_inputs, moved_params)
-                 if plan.how == "rows" else device_interpret(reference, {**moved_inputs, **moved_params}, xp))
+        moved = (_interpret_rows(unbound, bindings, plan.batch_symbol, list(plan.rows), filled_inputs, filled_params,
+                                 rounded_again=True)
+                 if plan.how == "rows" else device_interpret(reference, {**filled_inputs, **filled_params}, xp,
+                                                             rounded_again=True))
         checks = with_sensitivity(checks, expected, moved)
     return ExecutionCheck(run, expected, checks, plan.scope())
 
@@ -246,11 +253,12 @@ def _rows_agree(alone: np.ndarray, within: np.ndarray) -> bool:
 
 
 def _interpret_rows(unbound: Graph, bindings: Mapping, symbol: str, rows: list[int], inputs: dict,
-                    params: dict) -> dict:
-    """The NumPy interpreter on the original graph bound to a batch of len(rows), fed those rows."""
+                    params: dict, rounded_again: bool = False) -> dict:
+    """The NumPy interpreter on the original graph bound to a batch of len(rows), fed those
+    rows (`rounded_again`: `interpret_rounded_again`)."""
     sampled = bind_for_run(unbound, {**bindings, symbol: len(rows)})
     feeds = {}
     for name, array in inputs.items():
         axis = batch_axis(unbound, name, symbol)
         feeds[name] = array if axis is None else np.take(array, rows, axis=axis)
-    return interpret(sampled, feeds, params)
+    return (interpret_rounded_again if rounded_again else interpret)(sampled, feeds, params)

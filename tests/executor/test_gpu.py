@@ -51,3 +51,25 @@ def test_a_gpu_run_is_checked_on_the_gpu(free):
     assert check.matched, check.summary()
     assert not isinstance(next(iter(check.run.outputs.values())), np.ndarray)  # the outputs stayed on the device
     assert plan.how == ("device" if free > 1 else "rows")
+
+
+def test_the_gpu_reference_rounds_again_as_the_numpy_one_does():
+    """The conditioning measure on the GPU moves the same elements the same way as on the
+    host (a hash of position and name, no generator state), within the kernels' own ulps."""
+    import cupy
+
+    from rlxir.executor.device_check import device_interpret
+    from rlxir.interpreter import interpret_rounded_again, random_feeds
+
+    graph = rlxir.parse("graph g() {\n  input %x : f32[4096]\n  input %h : f16[4096]\n  %e = exp(%x) : f32[4096]\n"
+                        "  %t = tanh(%h) : f16[4096]\n  %f = floor(%e) : f32[4096]\n  output %e, %t, %f\n}\n").main
+    inputs, _ = random_feeds(graph)
+    exact = rlxir.interpret(graph, inputs)
+    host = interpret_rounded_again(graph, inputs)
+    device = {name: cupy.asnumpy(value) for name, value in device_interpret(graph, inputs, cupy, rounded_again=True).items()}
+    for name in ("e", "t"):
+        moved = host[name] != exact[name]
+        assert moved.mean() > 0.9  # nearly every element moves (whole numbers stay)
+        np.testing.assert_allclose(device[name], host[name], rtol=4 * float(np.finfo(host[name].dtype).eps))
+        assert ((device[name] > exact[name]) == (host[name] > exact[name]))[moved].mean() > 0.99
+    np.testing.assert_array_equal(device["f"], host["f"])
