@@ -10,7 +10,7 @@ import pytest
 import rlxir
 from rlxir.executor.device_check import (DeviceCheckError, DeviceCheckPlan, check_on_device, device_interpret,
                                          plan_device_check, sample_rows)
-from rlxir.interpreter import bind_for_run, interpret, random_feeds
+from rlxir.interpreter import bind_for_run, interpret, interpret_rounded_again, random_feeds
 from rlxir.autodiff.training import compile_training, training_graph
 
 ROWS_GRAPH = """
@@ -87,6 +87,19 @@ def test_the_device_interpreter_gives_the_interpreters_outputs():
     expected = interpret(graph, inputs, params)
     got = device_interpret(graph, {**inputs, **params}, np)
     np.testing.assert_allclose(got["y"], expected["y"], rtol=1e-6)
+
+
+def test_the_device_interpreter_rounds_again_where_the_interpreter_does():
+    """The conditioning measure of a check on the device moves the same values the same way
+    as `interpret_rounded_again` (a hash of position and name, no generator state)."""
+    graph = bind_for_run(graph_of(ROWS_GRAPH), {"B": 3})
+    inputs, params = random_feeds(graph)
+    exact = interpret(graph, inputs, params)["y"]
+    host = interpret_rounded_again(graph, inputs, params)["y"]
+    device = device_interpret(graph, {**inputs, **params}, np, rounded_again=True)["y"]
+    assert (host != exact).mean() > 0.5  # the matmul's move and the softmax's own cancel in some
+    np.testing.assert_allclose(device, host, rtol=1e-6)
+    assert ((device > exact) == (host > exact))[host != exact].mean() > 0.9
 
 
 @pytest.mark.parametrize("how", ["device", "rows", "host"])
