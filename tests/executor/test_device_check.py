@@ -155,3 +155,75 @@ def test_a_training_step_is_checked_with_the_outputs_on_the_host():
     check = check_on_device(bind_for_run(shown), None, {}, result, plan, {}, {}, device="cpu")
     assert check.matched, check.summary()
     assert len(check.outputs) == len(shown.outputs)
+
+
+NEAR_TIES = """
+graph ties(B) {
+  input %a : f32[B, 256]
+  input %b : f32[B, 256]
+  const %gain : f32[] = 1e9
+  %d = sub(%a, %b) : f32[B, 256]
+  %s = mul(%d, %gain) : f32[B, 256]
+  %y = tanh(%s) : f32[B, 256]
+  output %y
+}
+"""
+STABLE = "graph g(B) {\n  input %x : f32[B, 8]\n  %y = tanh(%x) : f32[B, 8]\n  output %y\n}\n"
+
+
+def near_ties_feeds() -> dict:
+    """a, and b two units in the last place away from it, up or down."""
+    generator = np.random.default_rng(0)
+    a = generator.uniform(1, 2, (6, 256)).astype(np.float32)
+    b = a.copy()
+    for _ in range(2):
+        b = np.where(generator.random(b.shape) < 0.5, np.nextafter(b, np.float32(np.inf)),
+                     np.nextafter(b, np.float32(0)))
+    return {"a": a, "b": b}
+
+
+def flip_some_signs(value):
+    value[:, :8] *= -1  # what one more rounding of a - b does to tanh(1e9 (a - b)) here
+
+
+def add_half(value):
+    value[0, 0] += 0.5
+
+
+def check_with_planted_outputs(monkeypatch, text: str, feeds: dict, change, how: str, device: str = "cpu"):
+    """`check_on_device` of `text` at B = 6 by the check `how`, with `change` applied to each
+    output of the run in the arena (not to the reference)."""
+    import rlxir.executor.device_check as device_check
+
+    run_in_arena = device_check.run_in_arena
+
+    def planted(*args, **kwargs):
+        run = run_in_arena(*args, **kwargs)
+        for value in run.outputs.values():
+            change(value)
+        return run
+
+    monkeypatch.setattr(device_check, "run_in_arena", planted)
+    unbound = graph_of(text)
+    reference = bind_for_run(unbound, {"B": 6})
+    result = rlxir.compile(reference, "cuda")
+    plan = plan_device_check(reference, unbound, "B", 0, 1 << 30, 1 << 30)
+    plan = type(plan)(how, sample_rows(6) if how == "rows" else (), "B", plan.figures)
+    return check_on_device(reference, unbound, {"B": 6}, result, plan, feeds, {}, device=device)
+
+
+@pytest.mark.parametrize("how", ["device", "rows", "host"])
+def test_each_check_calls_a_difference_the_graph_makes_under_one_more_rounding_precision(monkeypatch, how):
+    """tanh(1e9 (a - b)) with b two units in the last place from a: signs that one more
+    rounding flips are precision, measured on whichever reference the check runs."""
+    check = check_with_planted_outputs(monkeypatch, NEAR_TIES, near_ties_feeds(), flip_some_signs, how)
+    (output,) = check.outputs
+    assert output.max_abs_error >= 1.0 and output.sensitivity >= 1.0
+    assert check.cause == "precision" and "ill-conditioned" in check.verdict
+
+
+@pytest.mark.parametrize("how", ["device", "rows", "host"])
+def test_each_check_keeps_a_wrong_value_on_a_stable_graph_a_defect(monkeypatch, how):
+    check = check_with_planted_outputs(monkeypatch, STABLE, {}, add_half, how)
+    (output,) = check.outputs
+    assert output.sensitivity < 1e-5 and check.cause == "defect"

@@ -73,3 +73,20 @@ def test_the_gpu_reference_rounds_again_as_the_numpy_one_does():
         np.testing.assert_allclose(device[name], host[name], rtol=4 * float(np.finfo(host[name].dtype).eps))
         assert ((device[name] > exact[name]) == (host[name] > exact[name]))[moved].mean() > 0.9
     np.testing.assert_array_equal(device["f"], host["f"])
+
+
+@pytest.mark.parametrize("how", ["device", "rows", "host"])
+@pytest.mark.parametrize("case", ["ill-conditioned", "stable"])
+def test_on_the_gpu_each_check_tells_conditioning_from_a_defect(monkeypatch, how, case):
+    """The checks' conditioning measure on the card: a sign flip one more rounding makes is
+    precision, a wrong value on a stable graph a defect (tests/executor/test_device_check.py
+    runs the same with NumPy)."""
+    from test_device_check import (NEAR_TIES, STABLE, add_half, check_with_planted_outputs, flip_some_signs,
+                                   near_ties_feeds)
+
+    if case == "ill-conditioned":
+        check = check_with_planted_outputs(monkeypatch, NEAR_TIES, near_ties_feeds(), flip_some_signs, how, "gpu")
+        assert check.cause == "precision" and check.outputs[0].sensitivity >= 1.0, check.verdict
+    else:
+        check = check_with_planted_outputs(monkeypatch, STABLE, {}, add_half, how, "gpu")
+        assert check.cause == "defect" and check.outputs[0].sensitivity < 1e-5, check.verdict
