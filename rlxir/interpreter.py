@@ -52,13 +52,15 @@ def interpret_rounded_again(graph: Graph, inputs: Mapping | None = None, params:
                             bindings: Mapping[str, int] | None = None, seed: int = 0) -> dict[str, np.ndarray]:
     """`interpret`, with one more rounding on every value that rounds: each float input and
     param, and each float result of an op that computes (not one that only moves elements:
-    the `layout` and `shape` ops), moved one unit in the last place (`rounded_again`).
+    the `layout` and `shape` ops), moved by one or two units in the last place
+    (`rounded_again_array`).
 
     How far the outputs move from `interpret`'s is what rounding alone does to this graph at
     these values, wherever it happens: in the feeds, or in a result deep inside the graph
     (``x + residual`` that cancels to a few units in the last place, then normalised, moves
     by its whole size). Any two implementations of the graph in this precision may differ
-    so; `rlxir.executor.check` calls a difference within ten times it precision."""
+    so; `rlxir.executor.check` calls a difference of up to ten times that movement
+    precision, not a defect."""
     return _run(graph, inputs, params, bindings, seed, rounded_again=True)
 
 
