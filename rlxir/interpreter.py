@@ -75,9 +75,8 @@ def _run(graph: Graph, inputs: Mapping | None, params: Mapping | None, bindings:
     with np.errstate(all="ignore"):
         for name in bound.schedule():
             value = _evaluate(bound, name, values, feeds, seed)
-            if rounded_again and rounds(bound, name):
-                dtype = bound.type(name).dtype
-                value = to_dtype(rounded_again_array(np, value, dtype, zlib.crc32(name.encode()) + seed), dtype)
+            if rounded_again:
+                value = to_dtype(rounded_again_value(np, bound, name, value, seed), bound.type(name).dtype)
             values[name] = value
             for finished in releases.get(name, ()):
                 del values[finished]
@@ -101,6 +100,15 @@ def rounds(graph: Graph, name: str) -> bool:
         return True
     opdef = graph.opdef(name)
     return opdef is None or not (opdef.traits & MOVES_ONLY)
+
+
+def rounded_again_value(xp: ModuleType, graph: Graph, name: str, value: Any, seed: int = 0) -> Any:
+    """Value `name`'s array `value` rounded once more where it `rounds`, keyed by its name
+    and `seed` (so a run on another array module moves the same elements the same way);
+    as it is otherwise. The caller puts the result back in the value's dtype."""
+    if not rounds(graph, name):
+        return value
+    return rounded_again_array(xp, value, graph.type(name).dtype, zlib.crc32(name.encode()) + seed)
 
 
 def rounded_again_array(xp: ModuleType, array: Any, dtype: DType, key: int) -> Any:

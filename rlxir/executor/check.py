@@ -273,11 +273,12 @@ def needs_sensitivity(checks: Iterable[OutputCheck]) -> bool:
 def with_sensitivity(checks: Iterable[OutputCheck], reference: Mapping, moved: Mapping) -> tuple[OutputCheck, ...]:
     """`checks` with each float output's sensitivity: the max change from `reference` to
     `moved` (the reference with its values rounded once more)."""
-    return tuple(attrs.evolve(check, sensitivity=_max_change(reference[check.name], moved[check.name]))
+    return tuple(attrs.evolve(check, sensitivity=max_change(reference[check.name], moved[check.name]))
                  if check.precision is not None else check for check in checks)
 
 
-def _max_change(expected: Array, moved: Array) -> float:
+def max_change(expected: Array, moved: Array) -> float:
+    """The largest |moved - expected| over the pairs finite in both, a block at a time."""
     changes = [_block_errors(want, got, 1.0)[0] for want, got in _blocks(expected, moved)]
     return max(changes, default=0.0)
 

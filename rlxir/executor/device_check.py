@@ -28,7 +28,6 @@ A check that fits none of these is refused with the figures before the run start
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping
 
 import attrs
@@ -42,7 +41,7 @@ from rlxir.executor.kernels import KERNELS, run_reference
 from rlxir.executor.runner import _as_dtype, array_module, compiled_step, run_in_arena
 from rlxir.ir.graph import Graph
 from rlxir.interpreter import (_release_plan, bind_for_run, const_array, interpret, interpret_rounded_again, live_peak,
-                               random_feeds, rounded_again_array, rounds)
+                               random_feeds, rounded_again_value)
 from rlxir.symbolic import Expr
 
 SAMPLED_ROWS = 3
@@ -142,9 +141,8 @@ def device_interpret(graph: Graph, feeds: Mapping, xp, rounded_again: bool = Fal
     with np.errstate(all="ignore"):
         for name in graph.schedule():
             value = _device_value(xp, graph, name, values, feeds)
-            if rounded_again and rounds(graph, name):
-                dtype = graph.type(name).dtype
-                value = _as_dtype(xp, rounded_again_array(xp, value, dtype, zlib.crc32(name.encode())), dtype)
+            if rounded_again:
+                value = _as_dtype(xp, rounded_again_value(xp, graph, name, value), graph.type(name).dtype)
             values[name] = value
             for finished in releases.get(name, ()):
                 del values[finished]

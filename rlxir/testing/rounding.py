@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from rlxir.executor.check import SENSITIVITY_FACTOR
+from rlxir.executor.check import SENSITIVITY_FACTOR, max_change
 from rlxir.ir.graph import Graph
 from rlxir.interpreter import interpret_rounded_again
 
@@ -27,31 +27,24 @@ def assert_close_within_rounding(graph: Graph, feeds: tuple[Mapping, Mapping], e
                                  bindings: Mapping[str, int] | None = None) -> None:
     """Each of `actual` (a rewritten graph's outputs, in output order) is within
     (`rtol`, `atol`) of `expected` (`graph`'s, on `feeds` = (inputs, params)), or within
-    `SENSITIVITY_FACTOR` times how far `graph`'s own output moves under one more rounding."""
+    `SENSITIVITY_FACTOR` times how far `graph`'s own output moves under one more rounding,
+    with NaN and inf where `expected` has them."""
     assert len(actual) == len(expected)
     moved: list[np.ndarray] | None = None
     for position, (want, got) in enumerate(zip(expected, actual)):
-        if np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True) and got.shape == want.shape:
+        assert got.shape == want.shape, f"output {position}: shape {got.shape}, the original's {want.shape}"
+        if np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
             continue
         if moved is None:
             inputs, params = feeds
             results = interpret_rounded_again(graph, inputs, params, bindings)
             moved = [results[name] for name in graph.outputs]
-        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"output {position}: NaN where the original has none")
-        error = _max_abs_difference(got, want)
-        sensitivity = _max_abs_difference(moved[position], want)
+        nonfinite = ~np.isfinite(want)
+        np.testing.assert_array_equal(got[nonfinite], want[nonfinite],
+                                      err_msg=f"output {position}: NaN or inf other than the original's")
+        assert np.isfinite(got[~nonfinite]).all(), f"output {position}: NaN or inf where the original is finite"
+        error, sensitivity = max_change(want, got), max_change(want, moved[position])
         assert error <= SENSITIVITY_FACTOR * sensitivity, (
             f"output {position} of graph {graph.name}: max abs difference {error:.3g} beyond rtol {rtol:g}, "
             f"atol {atol:g}, and beyond {SENSITIVITY_FACTOR:g} x the {sensitivity:.3g} the original moves by under "
             f"one more rounding of its values")
-
-
-def _max_abs_difference(first: np.ndarray, second: np.ndarray) -> float:
-    both = np.isfinite(first) & np.isfinite(second)
-    mismatched_infinities = ~both & ~(np.isnan(first) & np.isnan(second)) & (first != second)
-    if mismatched_infinities.any():
-        return float("inf")
-    if not both.any():
-        return 0.0
-    difference = np.abs(first[both].astype(np.float64) - second[both].astype(np.float64))
-    return float(difference.max())
