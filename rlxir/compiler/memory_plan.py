@@ -17,7 +17,7 @@ from rlxir.targets.devices import format_bytes
 from rlxir.gcpause import no_collections
 from rlxir.ir.graph import Graph
 from rlxir.compiler.lifetimes import graph_buffers
-from rlxir.planning import aligned_size, get_planner, validate_plan
+from rlxir.planning import aligned_size, get_planner, offsets_in_order, validate_plan
 
 
 @attrs.define(slots=True)
@@ -59,9 +59,9 @@ class MemoryPlan:
         """Every planned buffer (built on first use: fitting needs only the arena)."""
         buffers, info, offsets = self.placement
         return tuple(
-            PlannedBuffer(buffer.name, info[buffer.name].value, info[buffer.name].kind, offsets[buffer.name],
+            PlannedBuffer(buffer.name, info[buffer.name].value, info[buffer.name].kind, offset,
                           aligned_size(buffer.size, self.alignment), buffer.start, buffer.end, info[buffer.name].type)
-            for buffer in buffers
+            for buffer, offset in zip(buffers, offsets_in_order([b.name for b in buffers], offsets))
         )
 
     @property

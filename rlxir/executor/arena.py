@@ -21,7 +21,7 @@ import numpy as np
 from rlxir.errors import RlxError
 from rlxir.ir.graph import Graph
 from rlxir.compiler.lifetimes import view_roots
-from rlxir.planning import PlanError, validate_plan
+from rlxir.planning import PlanError, offsets_in_order, validate_plan
 from rlxir.executor.storage import storage_dtype
 
 POISON_BYTE = 0xFF
@@ -59,7 +59,8 @@ class ArenaLayout:
         placed, _, offsets = plan.placement
         sizing = plan.sizing
         roots = view_roots(graph, "bump" if plan.planner == "bump" else "lir")
-        buffers = tuple((buffer.name, offsets[buffer.name], buffer.size, buffer.start, buffer.end) for buffer in placed)
+        buffers = tuple((buffer.name, offset, buffer.size, buffer.start, buffer.end)
+                        for buffer, offset in zip(placed, offsets_in_order([b.name for b in placed], offsets)))
         extent = {name: (offset, size) for name, offset, size, _, _ in buffers}
         slots: dict[str, Slot] = {}
         for name, offset, size, _, _ in buffers:

@@ -16,7 +16,7 @@ checks a placement. Everything here works on buffer lists; building them from a 
 
 from rlxir.planning.best import DEFAULT_TIME_BUDGET, BestPlanner
 from rlxir.planning.bounds import lower_bound
-from rlxir.planning.buffers import Buffer, PlanResult, aligned_size
+from rlxir.planning.buffers import Buffer, Offsets, PlanResult, aligned_size, offsets_in_order
 from rlxir.planning.bump import BumpPlanner
 from rlxir.planning.errors import PlanError
 from rlxir.planning.instances import InstanceError, read_instance, read_solution, write_solution
@@ -32,12 +32,14 @@ __all__ = [
     "BumpPlanner",
     "InstanceError",
     "LivenessPlanner",
+    "Offsets",
     "PlanError",
     "PlanResult",
     "Planner",
     "aligned_size",
     "get_planner",
     "lower_bound",
+    "offsets_in_order",
     "read_instance",
     "read_solution",
     "validate_plan",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
+from typing import Any
 
 import attrs
 
@@ -63,11 +64,103 @@ class Buffer:
         return self.end - self.start
 
 
+class Offsets(Mapping[str, int]):
+    """A plan's offsets by buffer name, in the order the buffers were given: what a
+    planner's `PlanResult.offsets` holds. The names and the offsets are kept side by side
+    (the offsets as a list of ints or an int64 array); the dictionary that finds an
+    offset by name is made at the first lookup. Reading them in order (iterating,
+    `values`, `items`, `in_order`) needs no lookup: at 10^5-10^6 buffers, making that
+    dictionary would be most of what packaging a plan costs.
+
+    Compares equal to any mapping of the same names to the same offsets (a dict
+    included)."""
+
+    __slots__ = ("_names", "_values", "_by_name")
+
+    def __init__(self, names: Sequence[str], values: Sequence[int] | Any):
+        if len(names) != len(values):
+            raise ValueError(f"{len(values)} offsets for {len(names)} names")
+        self._names = names
+        self._values = values
+        self._by_name: dict[str, int] | None = None
+
+    def _value_list(self) -> list[int]:
+        values = self._values
+        if not isinstance(values, list):
+            # An int64 array (or another sequence): Python ints, once.
+            values = self._values = values.tolist() if hasattr(values, "tolist") else list(values)
+        return values
+
+    def _table(self) -> dict[str, int]:
+        table = self._by_name
+        if table is None:
+            table = self._by_name = dict(zip(self._names, self._value_list()))
+        return table
+
+    def __getitem__(self, name: str) -> int:
+        return self._table()[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._table()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def values(self) -> ValuesView[int]:
+        return _InOrderValues(self)
+
+    def items(self) -> ItemsView[str, int]:
+        return _InOrderItems(self)
+
+    def in_order(self, names: Sequence[str]) -> list[int] | None:
+        """The offsets of `names`, in that order, where they are this plan's names in its
+        order (compared by identity first, so the planner's own name list costs nothing);
+        None otherwise."""
+        mine = self._names
+        if names is not mine and (len(names) != len(mine) or any(map(str.__ne__, names, mine))):
+            return None
+        return list(self._value_list())
+
+    def __repr__(self) -> str:
+        return f"Offsets({dict(self.items())!r})"
+
+    def __reduce__(self) -> tuple:
+        return Offsets, (list(self._names), list(self._value_list()))
+
+
+class _InOrderValues(ValuesView):
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._mapping._value_list())
+
+
+class _InOrderItems(ItemsView):
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        return zip(self._mapping._names, self._mapping._value_list())
+
+
+def offsets_in_order(names: Sequence[str], offsets: Mapping[str, int]) -> list[int]:
+    """The offsets of `names` in that order: read side by side from an `Offsets` of
+    those names, looked up by name otherwise (KeyError for a missing name)."""
+    if isinstance(offsets, Offsets):
+        placed = offsets.in_order(names)
+        if placed is not None:
+            return placed
+    return [offsets[name] for name in names]
+
+
 @attrs.frozen(slots=True)
 class PlanResult:
     """A placement of a buffer list in one arena, with the numbers that judge it.
 
-    - `offsets`: byte offset of every buffer, by name, in the order the buffers were given.
+    - `offsets`: byte offset of every buffer, by name, in the order the buffers were given
+      (an `Offsets` from the planners; any mapping where made by hand).
     - `arena_bytes`: max over buffers of offset + aligned size (0 for no buffers).
     - `lower_bound_bytes`: peak over time of the aligned sizes live together; no plan of
       these buffers can use less (see `lower_bound`).

@@ -146,7 +146,7 @@ def place_over_compiled_tree(
     pass returns None does not depend on when the value changed.
     """
     placed = place_with_arena(problem, order, progress, stop_at, stop_cell)
-    return None if placed is None else placed[0]
+    return None if placed is None else placed[0].tolist()
 
 
 def place_with_arena(
@@ -155,9 +155,10 @@ def place_with_arena(
     progress: Callable[[int, int], None] | None = None,
     stop_at: int | None = None,
     stop_cell: list[int] | np.ndarray | None = None,
-) -> tuple[list[int], int] | None:
-    """`place_over_compiled_tree`'s offsets with their arena (the highest end, 0 where
-    none), which the loop keeps as it places: no second pass over the offsets."""
+) -> tuple[np.ndarray, int] | None:
+    """`place_over_compiled_tree`'s offsets, as an int64 array, with their arena (the
+    highest end, 0 where none), which the loop keeps as it places: no second pass over
+    the offsets."""
     kernels = _kernels()
     place_run = _kernel(problem, "place_run")
     n = len(problem)
@@ -219,7 +220,9 @@ def place_with_arena(
     if stop_cell is not None and state[0] >= stop_cell[0]:
         return None
     fixed_top = int(np.max(fixed[fixed_indices] + sizes[fixed_indices], initial=0)) * unit
-    return (offsets * unit).tolist(), max(int(state[0]), fixed_top, 0)
+    if unit != 1:
+        offsets *= unit
+    return offsets, max(int(state[0]), fixed_top, 0)
 
 
 def _grown(pool: np.ndarray) -> np.ndarray:

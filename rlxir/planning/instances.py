@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from rlxir.planning.buffers import Buffer
+from rlxir.planning.buffers import Buffer, offsets_in_order
 from rlxir.planning.errors import PlanError
 
 
@@ -48,7 +48,7 @@ def write_solution(path, buffers: Sequence[Buffer], offsets: Mapping[str, int] |
     Columns ``id,lower,upper,size,offset``; `read_solution` reads the file back.
     """
     if isinstance(offsets, Mapping):
-        ordered = [offsets[b.name] for b in buffers]
+        ordered = offsets_in_order([b.name for b in buffers], offsets)
     else:
         ordered = list(offsets)
     if not isinstance(path, (str, Path)):

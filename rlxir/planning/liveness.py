@@ -13,7 +13,7 @@ import numpy as np
 from rlxir.planning.buffers import Buffer, PlanResult, ProgressSink, placed_share
 from rlxir.planning.compiled import NO_LIMIT, place_with_arena, use_compiled
 from rlxir.planning.greedy import place_in_order
-from rlxir.planning.orderings import by_size, peak_first
+from rlxir.planning.orderings import by_size, by_size_array, peak_first, peak_first_array
 from rlxir.planning.problem import Problem
 from rlxir.planning.sweep import COLD_COMPILED_FROM, peak_sweep_best_fit
 
@@ -103,7 +103,7 @@ class LivenessPlanner:
         by_size_arena = NO_LIMIT
         offsets = None
         try:
-            order = by_size(problem)
+            order = by_size_array(problem)
             ahead.by_size_order.append(order)  # the retry's order starts from it
             placed = place_with_arena(problem, order, progress=_placing(progress, "greedy by size"),
                                       stop_cell=ahead.by_size_cell)
@@ -135,11 +135,11 @@ class LivenessPlanner:
                 return result
             return self._smaller(problem, result, *retried)
         # The pass from the peak was within the margin, the by-size pass did not beat it.
-        offsets = place_in_order(problem, peak_first(problem, by_size_order=order), progress=placing,
+        offsets = place_in_order(problem, peak_first_array(problem, by_size_order=order), progress=placing,
                                  stop_at=result.arena_bytes)
         return self._smaller(problem, result, offsets)
 
-    def _by_size_or_peak(self, problem: Problem, offsets: list[int] | None,
+    def _by_size_or_peak(self, problem: Problem, offsets: Sequence[int] | np.ndarray | None,
                          peak: PlanResult | None, arena: int | None = None) -> tuple[PlanResult, float]:
         """The plan in hand after the by-size pass (its `offsets`, None where it was
         abandoned at the peak's arena; `arena`, their highest end, where known) and the
@@ -151,7 +151,7 @@ class LivenessPlanner:
         # The greedy arena, unknown, may have been past the margin: retry in any case.
         return peak, peak.lower_bound_bytes
 
-    def _smaller(self, problem: Problem, result: PlanResult, offsets: list[int] | None,
+    def _smaller(self, problem: Problem, result: PlanResult, offsets: Sequence[int] | np.ndarray | None,
                  arena: int | None = None) -> PlanResult:
         """`result`, or the retry's plan (`offsets`, None where abandoned; `arena`, their
         highest end, where known) when strictly smaller."""
@@ -190,12 +190,12 @@ class _PassesAhead:
         self.retry_cell = np.array([stop], dtype=np.int64)
         self.retrying = False
         self.heard: list[tuple[int, int]] = []
-        self.by_size_order: list[list[int]] = []
+        self.by_size_order: list[np.ndarray] = []
         # The pass from the peak: its offsets (None where its plan was given) and arena, and
         # its `PlanResult` once asked for (or given).
         self.peak: list[PlanResult] = [] if peak is None else [peak]
         self.peak_plan: list[tuple[list[int] | None, int]] = [] if peak is None else [(None, peak.arena_bytes)]
-        self.outcome: list[tuple[list[int], int] | None] = []
+        self.outcome: list[tuple[np.ndarray, int] | None] = []
         self.failure: list[BaseException] = []
         self.peak_known = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(retry_above,), name="rlxir-peak", daemon=True)
@@ -229,9 +229,9 @@ class _PassesAhead:
             self.retrying = arena > lower_bound * retry_above
             self.peak_known.set()
             if self.retrying:
-                order = self.by_size_order[0] if self.by_size_order else by_size(problem)
+                order = self.by_size_order[0] if self.by_size_order else by_size_array(problem)
                 self.outcome.append(place_with_arena(
-                    problem, peak_first(problem, by_size_order=order),
+                    problem, peak_first_array(problem, by_size_order=order),
                     progress=lambda placed, total: self.heard.append((placed, total)), stop_cell=self.retry_cell))
         except BaseException as error:  # re-raised in the caller's thread
             self.failure.append(error)
@@ -253,7 +253,7 @@ class _PassesAhead:
         return self.peak[0]
 
     def finish_retry(self, stop_at: int,
-                     progress: Callable[[int, int], None] | None) -> tuple[list[int], int] | None:
+                     progress: Callable[[int, int], None] | None) -> tuple[np.ndarray, int] | None:
         """The retry's offsets and arena, or None if it stopped at `stop_at` or above;
         waits for it, passing its progress on."""
         self.retry_cell[0] = min(self.retry_cell[0], stop_at)

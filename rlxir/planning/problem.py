@@ -22,7 +22,7 @@ from operator import add
 import attrs
 import numpy as np
 
-from rlxir.planning.buffers import Buffer, PlanResult
+from rlxir.planning.buffers import Buffer, Offsets, PlanResult
 from rlxir.planning.errors import PlanError
 
 # Sums up to this bound cannot overflow int64, with room for one more addition.
@@ -49,6 +49,8 @@ class Problem:
     slot_lo: np.ndarray  # int64, first slot covered
     slot_hi: np.ndarray  # int64, one past the last slot covered
     slot_count: int
+    # Figures derived once and kept (the lower bound: several passes of one plan read it).
+    memo: dict = attrs.field(factory=dict, init=False, repr=False)
 
     @classmethod
     def build(cls, buffers: Sequence[Buffer], alignment: int) -> Problem:
@@ -115,12 +117,24 @@ class Problem:
 
     def lower_bound_bytes(self) -> int:
         """The most bytes live in any slot (0 without buffers): no arena is smaller."""
-        live = self.live_bytes_per_slot()
-        return int(live.max()) if len(live) else 0
+        bound = self.memo.get("lower_bound")
+        if bound is None:
+            live = self.live_bytes_per_slot()
+            bound = self.memo["lower_bound"] = int(live.max()) if len(live) else 0
+        return bound
+
+    def unshared_bytes(self) -> int:
+        """The sum of the aligned sizes: what a plan without any reuse needs."""
+        if self.int64_safe:
+            return int(self.size_keys.sum())
+        return sum(self.sizes)
 
     def has_fixed(self) -> bool:
         """Whether any buffer has an imposed offset."""
-        return self.fixed.count(None) != len(self.fixed)
+        fixed = self.memo.get("has_fixed")
+        if fixed is None:
+            fixed = self.memo["has_fixed"] = self.fixed.count(None) != len(self.fixed)
+        return fixed
 
     def free_index_array(self) -> np.ndarray:
         """Indices of the buffers the planner chooses an offset for (int64)."""
@@ -136,21 +150,23 @@ class Problem:
         return np.fromiter((-1 if offset is None else offset for offset in self.fixed), dtype=np.int64,
                            count=len(self.fixed))
 
-    def arena_bytes(self, offsets: list[int]) -> int:
+    def arena_bytes(self, offsets: Sequence[int] | np.ndarray) -> int:
         """The highest end of the buffers at `offsets` (one per buffer, input order; 0
         without buffers): summed in NumPy where every sum fits int64, in Python ints else."""
         if self.int64_safe:
             return int(np.max(np.asarray(offsets, dtype=np.int64) + self.size_keys, initial=0))
         return max(map(add, offsets, self.sizes), default=0)
 
-    def result(self, offsets: list[int], planner: str, seconds: float, arena: int | None = None) -> PlanResult:
-        """Package `offsets` (Python ints, one per buffer, in input order) as a `PlanResult`;
+    def result(self, offsets: Sequence[int] | np.ndarray, planner: str, seconds: float,
+               arena: int | None = None) -> PlanResult:
+        """Package `offsets` (one per buffer, in input order: Python ints, or an int64 array
+        where the problem is int64-safe) as a `PlanResult`, beside the names (`Offsets`);
         `arena`, where the caller has it, is their highest end."""
         return PlanResult(
-            offsets=dict(zip(self.names, offsets)),
+            offsets=Offsets(self.names, offsets),
             arena_bytes=self.arena_bytes(offsets) if arena is None else arena,
             lower_bound_bytes=self.lower_bound_bytes(),
-            unshared_bytes=sum(self.sizes),
+            unshared_bytes=self.unshared_bytes(),
             alignment=self.alignment,
             planner=planner,
             seconds=seconds,

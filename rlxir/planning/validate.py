@@ -9,7 +9,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from rlxir.planning.buffers import Buffer
+from rlxir.planning.buffers import Buffer, Offsets
 from rlxir.planning.compiled import NO_LIMIT, overlap_found, use_compiled
 from rlxir.planning.errors import PlanError
 from rlxir.planning.problem import Problem
@@ -83,9 +83,13 @@ def _check_each(problem: Problem, placed: list[int], arena_bytes: int) -> np.nda
 
 def _offsets_in_order(problem: Problem, offsets: Sequence[int] | Mapping[str, int]) -> list[int]:
     buffers = problem.buffers
-    if type(offsets) is dict and len(offsets) == len(buffers) and list(offsets) == problem.names:
-        # A planner's `PlanResult.offsets`: keyed by the names in the buffers' order already
+    if isinstance(offsets, Offsets):
+        # A planner's `PlanResult.offsets`: beside the names in the buffers' order already
         # (the names compare by identity; no lookup by name).
+        placed = offsets.in_order(problem.names)
+        if placed is not None:
+            return placed
+    if type(offsets) is dict and len(offsets) == len(buffers) and list(offsets) == problem.names:
         return list(offsets.values())
     if isinstance(offsets, Mapping):
         missing = [b.name for b in buffers if b.name not in offsets]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import pickle
+
+import numpy as np
 import pytest
 
-from rlxir.planning import Buffer, PlanResult, aligned_size
+from rlxir.planning import Buffer, Offsets, PlanResult, aligned_size, get_planner, offsets_in_order, validate_plan
 
 
 @pytest.mark.parametrize(
@@ -41,3 +45,46 @@ def test_plan_result_ratio():
     assert result.ratio == 1.5
     empty = PlanResult({}, arena_bytes=0, lower_bound_bytes=0, unshared_bytes=0, alignment=1, planner="x", seconds=0)
     assert empty.ratio == 1.0
+
+
+BUFFERS = [Buffer("w", 0, 4, 64), Buffer("a", 1, 2, 32), Buffer("b", 2, 4, 16), Buffer("c", 0, 1, 8)]
+
+
+@pytest.mark.parametrize("planner", ["bump", "liveness", "best"])
+def test_a_plans_offsets_read_like_a_dict_in_the_buffers_order(planner):
+    result = get_planner(planner).plan(BUFFERS, 8)
+    offsets = result.offsets
+    assert isinstance(offsets, Offsets)
+    as_dict = {name: offsets[name] for name in ["w", "a", "b", "c"]}
+    assert list(offsets) == ["w", "a", "b", "c"] and len(offsets) == 4
+    assert list(offsets.values()) == list(as_dict.values()) and list(offsets.items()) == list(as_dict.items())
+    assert offsets == as_dict and as_dict == offsets and offsets != {**as_dict, "w": 1}
+    assert "a" in offsets and "z" not in offsets and offsets.get("z") is None
+    assert ("a", as_dict["a"]) in offsets.items() and as_dict["a"] in offsets.values()
+    with pytest.raises(KeyError):
+        offsets["z"]
+    assert all(type(value) is int for value in offsets.values())
+    json.dumps(dict(offsets))
+    assert pickle.loads(pickle.dumps(offsets)) == offsets
+    validate_plan(BUFFERS, offsets, 8, result.arena_bytes)
+
+
+def test_offsets_from_an_int64_array_are_python_ints():
+    offsets = Offsets(["x", "y"], np.array([0, 2**40], dtype=np.int64))
+    assert offsets["y"] == 2**40 and type(offsets["y"]) is int
+    assert [type(value) for value in offsets.values()] == [int, int]
+    assert repr(offsets) == "Offsets({'x': 0, 'y': 1099511627776})"
+    with pytest.raises(ValueError, match="2 offsets for 1 names"):
+        Offsets(["x"], [0, 1])
+
+
+def test_offsets_in_order_reads_side_by_side_or_looks_up():
+    names = ["x", "y", "z"]
+    offsets = Offsets(names, [0, 8, 16])
+    assert offsets.in_order(names) == [0, 8, 16]
+    assert offsets.in_order(["x", "y", "z"]) == [0, 8, 16]  # equal names, another list
+    assert offsets.in_order(["z", "y", "x"]) is None and offsets.in_order(["x", "y"]) is None
+    assert offsets_in_order(["z", "x"], offsets) == [16, 0]
+    assert offsets_in_order(["z", "x"], {"x": 1, "z": 2}) == [2, 1]
+    with pytest.raises(KeyError):
+        offsets_in_order(["q"], offsets)

@@ -60,7 +60,9 @@ def test_compiled_placement_equals_the_naive_rule(data):
         patch.setattr(compiled, "_META32_BELOW", data.draw(st.sampled_from([8, 1 << 31])))
         grow = data.draw(st.integers(1, 16))
         patch.setattr(compiled, "_grown", lambda pool: np.concatenate([pool, np.empty(grow, dtype=pool.dtype)]))
-        offsets, arena = compiled.place_with_arena(problem, order)
+        placed, arena = compiled.place_with_arena(problem, order)
+    assert placed.dtype == np.int64
+    offsets = placed.tolist()
     assert offsets == naive_best_fit(buffers, alignment, order)
     assert offsets == over_tree(problem, order)
     # The arena the loop kept as it placed: fixed and size-0 buffers count too.
@@ -512,7 +514,7 @@ def test_an_interrupted_plan_stops_its_passes_run_ahead(monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(liveness, "by_size", interrupted)  # the by-size pass, in this thread
+    monkeypatch.setattr(liveness, "by_size_array", interrupted)  # the by-size pass, in this thread
     buffers = crowded_buffers(2500, 0, longest=1200)
     with pytest.raises(KeyboardInterrupt):
         LivenessPlanner(peak_pass_from=100).plan(buffers, 16)
