@@ -16,7 +16,10 @@ bench/generators.py and the GPT reference). For each text, in fresh processes:
   (`name`), or by each value's position in the schedule (`int`), the same graph otherwise;
 - walks s: `--walks` passes over it, each visiting every value in schedule order (as
   rlxir's passes walk a graph), reading its record and, for each operand, how many readers that operand has — what a
-  pass that reads every value and its edges does, and no more.
+  pass that reads every value and its edges does, and no more;
+- lookups s: `--walks` passes that only look every value's record up by its key, in
+  schedule order: the dictionary lookup that every read by name starts with. Per lookup,
+  it is what the hash table's probes cost once the table outgrows the caches.
 
 Each figure is the least CPU seconds of `--repeat` processes. growth / 10x is each
 figure's growth from the previous size of the same text. Unless --no-pipeline, parse +
@@ -84,11 +87,15 @@ def storage_seconds(path: str, keys: str, walks: int) -> str:
                 for operand in predecessors[node]:
                     seen += len(successors[operand])
         walked = time.process_time()
+        for _ in range(walks):
+            for node in order:
+                nodes[node]
+        looked_up = time.process_time()
     finally:
         if was_enabled:
             gc.enable()
     return json.dumps({"values": len(values), "build_s": built - start, "walks_s": walked - start_walks,
-                       "checksum": seen})
+                       "lookups_s": looked_up - walked, "checksum": seen})
 
 
 def measure(generator: str, size: int, seed: int, repeat: int, walks: int, pipeline: bool) -> dict:
@@ -105,6 +112,7 @@ def measure(generator: str, size: int, seed: int, repeat: int, walks: int, pipel
             row["values"] = runs[0]["values"]
             row[f"{keys}_build_s"] = min(run["build_s"] for run in runs)
             row[f"{keys}_walks_s"] = min(run["walks_s"] for run in runs)
+            row[f"{keys}_lookups_s"] = min(run["lookups_s"] for run in runs)
         if pipeline:
             row["pipeline_s"] = min(float(run_process(PIPELINE_PROCESS, handle.name)[3]) for _ in range(repeat))
     finally:
@@ -120,7 +128,8 @@ def _floor_process(path: str, keys: str, walks: int) -> str:
     return finished.stdout
 
 
-FIGURES = ("name_build_s", "name_walks_s", "int_build_s", "int_walks_s", "pipeline_s")
+FIGURES = ("name_build_s", "name_walks_s", "name_lookups_s", "int_build_s", "int_walks_s", "int_lookups_s",
+           "pipeline_s")
 
 
 def add_growth(rows: list[dict]) -> None:
@@ -143,7 +152,8 @@ def _decades(small: int, large: int) -> float:
 def print_rows(rows: list[dict], markdown: bool, pipeline: bool) -> None:
     header = ["generator", "statements", "values"]
     for keys in KEYS:
-        header += [f"{keys}: build s", "growth / 10x", f"{keys}: walks s", "growth / 10x"]
+        header += [f"{keys}: build s", "growth / 10x", f"{keys}: walks s", "growth / 10x", f"{keys}: lookups s",
+                   "growth / 10x"]
     if pipeline:
         header += ["parse + rocm + plan s", "growth / 10x"]
     table = []

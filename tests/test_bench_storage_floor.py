@@ -32,6 +32,7 @@ def test_both_keys_walk_every_value_and_edge_of_the_parsed_graph(tmp_path, gener
     assert gc.isenabled()  # off only while it timed
     assert by_name["values"] == by_int["values"] == len(graph.schedule())
     assert by_name["checksum"] == by_int["checksum"] == 3 * one_walk
+    assert by_name["lookups_s"] >= 0 and by_int["lookups_s"] >= 0
 
 
 def test_the_table_gives_a_growth_from_the_previous_size_of_each_text():
@@ -43,6 +44,9 @@ def test_the_table_gives_a_growth_from_the_previous_size_of_each_text():
     assert [row["statements"] for row in rows[:2]] == [100, 1000]  # the held-out texts are exact
     for first, second in (rows[0:2], rows[2:4]):
         assert "name_walks_growth" not in first and "pipeline_s" not in first
+        assert second["int_lookups_growth"] == pytest.approx(
+            (second["int_lookups_s"] / first["int_lookups_s"]) ** (1 / storage_floor._decades(first["statements"],
+                                                                                             second["statements"])))
         assert second["name_walks_growth"] == pytest.approx(
             (second["name_walks_s"] / first["name_walks_s"]) ** (1 / storage_floor._decades(first["statements"],
                                                                                            second["statements"])))
