@@ -120,7 +120,7 @@ class Offsets(Mapping[str, int]):
         order (compared by identity first, so the planner's own name list costs nothing);
         None otherwise."""
         mine = self._names
-        if names is not mine and (len(names) != len(mine) or any(map(str.__ne__, names, mine))):
+        if names is not mine and (len(names) != len(mine) or _as_list(names) != _as_list(mine)):
             return None
         return list(self._value_list())
 
@@ -129,6 +129,11 @@ class Offsets(Mapping[str, int]):
 
     def __reduce__(self) -> tuple:
         return Offsets, (list(self._names), list(self._value_list()))
+
+
+def _as_list(names: Sequence[str]) -> list[str]:
+    # Two lists compare in C, each pair of names by identity first.
+    return names if isinstance(names, list) else list(names)
 
 
 class _InOrderValues(ValuesView):
