@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlxir.planning import Buffer, PlanError, validate, validate_plan
+from rlxir.planning import Buffer, PlanError, get_planner, validate, validate_plan
 from rlxir.planning.compiled import COMPILED_FROM, compiled_placement_available, overlap_found
 from rlxir.planning.problem import Problem
 
@@ -134,6 +134,43 @@ def test_the_sweep_agrees_with_checking_every_pair(buffers, slots, chunk):
                 validate_plan(buffers, offsets, alignment=1, arena_bytes=arena)
         else:
             validate_plan(buffers, offsets, alignment=1, arena_bytes=arena)
+
+
+@settings(max_examples=300, deadline=None)
+@given(buffer_lists(max_buffers=40), st.lists(st.integers(0, 40), min_size=40, max_size=40))
+def test_with_room_for_every_buffer_side_by_side_the_answer_is_the_same(buffers, slots):
+    """An arena that holds every buffer side by side lets the check try the plan as one
+    with no shared address first: a plan that shares none passes, one that shares some
+    goes on to the sweep, which still finds exactly the collisions of live buffers."""
+    buffers = [Buffer(buffer.name, buffer.start, buffer.end, buffer.size % 48) for buffer in buffers]
+    offsets = [16 * slot for slot in slots[: len(buffers)]]
+    arena = max(sum(buffer.size for buffer in buffers),
+                max((offset + buffer.size for offset, buffer in zip(offsets, buffers)), default=0))
+    if _overlap_exists(buffers, offsets):
+        with pytest.raises(PlanError, match="overlap in address"):
+            validate_plan(buffers, offsets, alignment=1, arena_bytes=arena)
+    else:
+        validate_plan(buffers, offsets, alignment=1, arena_bytes=arena)
+
+
+def test_a_bump_plan_is_accepted_without_the_sweep_and_a_shared_address_still_named(monkeypatch):
+    buffers = [Buffer(f"t{index}", index, index + 3, 16 + index % 3) for index in range(50)]
+    result = get_planner("bump").plan(buffers, 8)
+    swept = []
+    monkeypatch.setattr(validate, "_check_disjoint_while_live",
+                        lambda *args: swept.append(True) or sweep(*args))
+    validate_plan(buffers, result.offsets, 8, result.arena_bytes)
+    assert swept == []
+    offsets = list(result.offsets.values())
+    offsets[21] = offsets[20]  # t20 and t21 are live together over steps [21, 23)
+    with pytest.raises(PlanError, match="'t20'.*'t21'.*overlap in address"):
+        validate_plan(buffers, offsets, 8, result.arena_bytes)
+    assert swept == [True]
+    offsets[21] = offsets[17]  # t17 ends at step 20, where t21 starts: the address may be reused
+    validate_plan(buffers, offsets, 8, result.arena_bytes)
+
+
+sweep = validate._check_disjoint_while_live
 
 
 @contextmanager
