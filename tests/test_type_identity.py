@@ -41,3 +41,14 @@ def test_canonical_type_keeps_equality_and_a_bounded_table(monkeypatch):
     assert len(rlxir.types._CANONICAL) <= 3  # the table is cleared when full, not grown
     again = canonical_type(TensorType(DType.f32, (1, 2)))
     assert again == first and hash(again) == hash(first)
+
+
+def test_a_dtype_is_its_own_key_in_this_process_and_after_a_pickle():
+    import pickle
+
+    members = list(DType)
+    table = {dtype: dtype.value for dtype in members}
+    assert all(table[DType(dtype.value)] == dtype.value for dtype in members)
+    assert {pickle.loads(pickle.dumps(dtype)) for dtype in members} == set(members)
+    assert len({hash(dtype) for dtype in members}) == len(members)
+    assert DType.f32 != "f32" and "f32" not in table  # a dtype is not its spelling
