@@ -34,15 +34,13 @@ def merged_provenance(graph: Graph, nodes) -> tuple:
 
 
 def replace(graph: Graph, replaced: list[str], op: str, operands, attributes: dict) -> str:
-    """Put `op` where the last of `replaced` (listed producers first) stood, make it the
-    value readers see, and erase all of `replaced`."""
+    """Rewrite the last of `replaced` (listed producers first, each read only by the next)
+    in place to `op`, keeping its name, and erase the others; returns its name."""
     last = replaced[-1]
-    fused = graph.add_op(op, operands, attributes, before=last, origin=last,
-                         provenance=merged_provenance(graph, replaced))
-    graph.replace_all_uses(last, fused)
-    for node in reversed(replaced):
+    graph.rewrite_in_place(last, op, operands, attributes, provenance=merged_provenance(graph, replaced))
+    for node in reversed(replaced[:-1]):
         graph.erase(node)
-    return fused
+    return last
 
 
 # --- bias_act: matmul -> add(bias) [-> gelu | silu] ----------------------------------------

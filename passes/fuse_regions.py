@@ -6,7 +6,8 @@ steps, inlined), every read of it comes from one region member and it is not a g
 output — so no intermediate has to exist outside the kernel — and the region stays within
 the caps (steps; distinct inputs). Regions of one step are left alone.
 
-The region replaces its root where the root stood. That is always valid: members form a
+The root is rewritten in place into the region (`Graph.rewrite_in_place`: its name, type
+and readers stay) and the other members are erased. That is always valid: members form a
 tree under the root (each has one consumer, inside the region), and every region input is
 defined before the member reading it, hence before the root.
 
@@ -139,10 +140,10 @@ def fuse_regions(graph: Graph, max_steps: int, max_inputs: int) -> int:
         members = graph.in_schedule_order(region)
         inputs, chain = region_chain(graph, members, texts)
         provenance = tuple(dict.fromkeys(item for member in members for item in nodes[member].provenance))
-        fused = graph.add_op("fused_elementwise", inputs, {"chain": chain}, before=root, origin=root,
-                             provenance=provenance)
-        graph.replace_all_uses(root, fused)
-        for member in reversed(members):
+        # The root (last in schedule order) becomes the region, under its own name; the
+        # other members were read only inside the region.
+        graph.rewrite_in_place(root, "fused_elementwise", inputs, {"chain": chain}, provenance=provenance)
+        for member in reversed(members[:-1]):
             graph.erase(member)
         made += 1
     return made

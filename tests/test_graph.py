@@ -233,3 +233,65 @@ def test_binding_in_place_refuses_what_the_copy_refuses_at_the_same_place():
         with pytest.raises(rlxir.RlxError, match="expand dim -1 is negative") as caught:
             graph.bind({"B": 2, "S": 3}, in_place=in_place)
         assert caught.value.line == 9
+
+
+FUSED = """\
+graph g(B) {
+  input %x : f32[B, 4]
+  param %w : f32[4, 4]
+  param %b : f32[4]
+  %m = matmul(%x, %w)
+  %t = add(%m, %b)
+  %g = gelu(%t)
+  %late = exp(%x)
+  %u = mul(%g, %g)
+  %v = neg(%g)
+  output %u, %g, %v
+}
+"""
+
+
+def _sorted_structure(graph) -> tuple:
+    """`_structure` with each value's readers and sources as sets (a replacement made by a
+    new value lists it last among its readers' sources; rewriting in place leaves them)."""
+    return ([(name, graph.op(name), graph.operands(name), graph.type(name), sorted(graph.edge_targets(name)),
+              sorted(graph.edge_sources(name))) for name in graph.schedule()], list(graph.outputs))
+
+
+def test_rewriting_in_place_is_replacing_by_a_new_value_that_takes_the_old_name():
+    in_place, replaced = rlxir.parse(FUSED).main, rlxir.parse(FUSED).main
+    assert in_place.rewrite_in_place("g", "fused_matmul_bias_act", ["x", "w", "b"], {"activation": "gelu"},
+                                     provenance=("m", "t", "g")) == "g"
+    new = replaced.add_op("fused_matmul_bias_act", ["x", "w", "b"], {"activation": "gelu"}, before="g", origin="g",
+                          provenance=("m", "t", "g"))
+    replaced.replace_all_uses("g", new)
+    replaced.erase("g")
+    replaced.rename(new, "g")
+    assert _sorted_structure(in_place) == _sorted_structure(replaced)
+    assert list(in_place.edge_targets("g")) == ["u", "v"] and in_place.outputs == ["u", "g", "v"]
+    assert in_place.provenance("g") == ("m", "t", "g") and in_place.location("g").line == 7
+    # the values only the old op read are left for the caller to erase; networkx sees the new edges
+    assert in_place.user_count("t") == 0 and sorted(in_place.nx.predecessors("g")) == ["b", "w", "x"]
+    for name in ("t", "m"):
+        in_place.erase(name)
+    rlxir.verify(in_place)
+
+
+@pytest.mark.parametrize("name, op, operands, attributes, error, words", [
+    ("x", "exp", ["w"], None, rlxir.GraphError, "%x is a leaf \\(input\\), not an op value"),
+    ("g", "exp", ["late"], None, rlxir.GraphError, "%late does not come before %g"),
+    ("g", "exp", ["g"], None, rlxir.GraphError, "%g does not come before %g"),
+    ("g", "exp", ["nowhere"], None, rlxir.GraphError, "operand %nowhere of exp is not defined"),
+    ("g", "exp", ["b"], None, rlxir.IRTypeError, "exp gives f32\\[4\\], not the type of %g"),
+    ("g", "no_such_op", ["x"], None, rlxir.IRTypeError, "unknown op 'no_such_op'"),
+    ("g", "exp", ["x", "x"], None, rlxir.IRTypeError, "exp takes"),
+    ("g", "softmax", ["x"], {"axis": 7}, rlxir.RlxError, "axis 7 is out of range for rank 2"),
+    ("nowhere", "exp", ["x"], None, rlxir.GraphError, "no value %nowhere"),
+])
+def test_rewriting_in_place_refuses_what_would_break_the_graph_and_changes_nothing(name, op, operands, attributes,
+                                                                                  error, words):
+    graph = rlxir.parse(FUSED).main
+    before = _records(graph)
+    with pytest.raises(error, match=words):
+        graph.rewrite_in_place(name, op, operands, attributes)
+    assert _records(graph) == before

@@ -28,7 +28,7 @@ from rlxir.ir.inference import infer_result
 from rlxir.ir.labels import SPACING, label_between
 from rlxir.ir.graph_reading import (NO_EDGE_DATA, SCHEDULE_END, GraphError, GraphReading, SharedAttrs,
                                     ValueNode)
-from rlxir.ops import LEAF_KINDS, check_attributes, get_op
+from rlxir.ops import LEAF_KINDS, OpDef, check_attributes, get_op
 from rlxir.types import TensorType
 
 if TYPE_CHECKING:
@@ -237,6 +237,21 @@ class Graph(GraphReading):
         _, full = check_attributes(opdef, attrs or {})
         return opdef.shape_rule(tuple(self.type(operand) for operand in operands), full)
 
+    def _applied(self, op: str, operands: tuple[str, ...], attrs: Mapping[str, Any] | None,
+                 loc: Location | None) -> tuple[OpDef, tuple[str, ...], dict, TensorType]:
+        """(op definition, operands, canonical attributes, result type) of ``op(operands)
+        {attrs}`` on this graph's values; raises as `add_op` documents."""
+        opdef = get_op(op)
+        if opdef is None:
+            raise IRTypeError(f"unknown op {op!r}", loc, expected="a registered op (see `rlxir ops`)")
+        nodes = self._nodes
+        for operand in operands:
+            if operand not in nodes:
+                raise GraphError(f"operand %{operand} of {op} is not defined", loc)
+        if not opdef.accepts_arity(len(operands)):
+            raise IRTypeError(f"{op} takes {opdef.arity_text()}, got {len(operands)}", loc)
+        return (opdef, operands, *infer_result(opdef, tuple([nodes[operand].type for operand in operands]), attrs))
+
     def add_op(self, op: str, operands: Iterable[str], attrs: Mapping[str, Any] | None = None, *,
                type: TensorType | None = None, name: str | None = None, before: str | None = None,
                after: str | None = None, loc: Location | None = None, provenance: tuple | None = None,
@@ -249,17 +264,7 @@ class Graph(GraphReading):
         at the end of the schedule unless `before`/`after` names an anchor.
         Raises `IRTypeError` (unknown op, arity, attributes, shapes) or `GraphError`.
         """
-        opdef = get_op(op)
-        if opdef is None:
-            raise IRTypeError(f"unknown op {op!r}", loc, expected="a registered op (see `rlxir ops`)")
-        operands = tuple(operands)
-        nodes = self._nodes
-        for operand in operands:
-            if operand not in nodes:
-                raise GraphError(f"operand %{operand} of {op} is not defined", loc)
-        if not opdef.accepts_arity(len(operands)):
-            raise IRTypeError(f"{op} takes {opdef.arity_text()}, got {len(operands)}", loc)
-        canonical, inferred = infer_result(opdef, tuple(nodes[operand].type for operand in operands), attrs)
+        opdef, operands, canonical, inferred = self._applied(op, tuple(operands), attrs, loc)
         if type is not None and type != inferred:
             raise IRTypeError(f"result type {type} differs from the inferred {inferred}", loc, expected=str(inferred))
         if origin is not None:
@@ -274,6 +279,38 @@ class Graph(GraphReading):
                               before, after)
 
     # --- rewriting ----------------------------------------------------------------------
+    def rewrite_in_place(self, name: str, op: str, operands: Iterable[str], attrs: Mapping[str, Any] | None = None,
+                         *, provenance: tuple | None = None) -> str:
+        """Make op value `name` compute ``op(operands) {attrs}`` where it stands, and return
+        `name`: its name, result type, location, place in the schedule and readers stay, so
+        nothing that reads it changes (a fusion that ends at `name` rewrites it, then erases
+        the values only it read). Every operand must come before `name` in the schedule and
+        the inferred type must equal its type; `provenance`, when given, replaces its own.
+        Raises `IRTypeError` or `GraphError` with the graph unchanged."""
+        data = self.data(name)
+        if data.op in LEAF_KINDS:
+            raise GraphError(f"%{name} is a leaf ({data.op}), not an op value: it cannot be rewritten in place", data.loc)
+        opdef, operands, canonical, inferred = self._applied(op, tuple(operands), attrs, data.loc)
+        label = self._label
+        for operand in operands:
+            if label[operand] >= label[name]:
+                raise GraphError(f"operand %{operand} does not come before %{name}, which {op} would rewrite",
+                                 data.loc)
+        if inferred != data.type:
+            raise IRTypeError(f"{op} gives {inferred}, not the type of %{name} it would rewrite", data.loc,
+                              expected=str(data.type))
+        successors = self._successors
+        for source in self._predecessors[name]:
+            del successors[source][name]
+        self._predecessors[name] = predecessors = dict.fromkeys(operands, NO_EDGE_DATA)
+        for source in predecessors:
+            successors[source][name] = NO_EDGE_DATA
+        data.op, data.operands, data.attrs = opdef.name, operands, canonical
+        if provenance is not None:
+            data.provenance = tuple(provenance)
+        self._changed()
+        return name
+
     def set_operands(self, name: str, operands: Iterable[str]) -> None:
         """Change a node's operands (edges follow). The caller re-checks types if needed."""
         data = self.data(name)
