@@ -178,11 +178,9 @@ def _merge_group(graph: Graph, x: str, products: list[str]) -> None:
     axis = graph.type(wide).rank - 1
     start = 0
     for product, weight in zip(products, weights):
+        # each matmul becomes its slice of the wide one, under its own name
         width = graph.type(weight).shape[1]
-        part = graph.add_op("slice", [wide], {"axis": axis, "start": start, "len": width}, before=product,
-                            origin=product)
-        graph.replace_all_uses(product, part)
-        graph.erase(product)
+        graph.rewrite_in_place(product, "slice", [wide], {"axis": axis, "start": start, "len": width})
         start += width
 
 
