@@ -1,4 +1,4 @@
-"""fuse: caps, the buffers shared-input matmul adds, SwiGLU's gate, pattern selection."""
+"""fuse: caps, the buffers shared-input matmul adds, SwiGLU's gate, pattern selection, fused values under their own names."""
 
 from __future__ import annotations
 
@@ -184,3 +184,33 @@ def test_weights_defined_after_the_first_matmul_move_up_with_the_params_between(
     assert schedule.index("bias0") < schedule.index(concats[0])
     assert fused.values_of_kind("param") == graph.values_of_kind("param")
     assert_same_outputs(graph, fused, {"B": 3})
+
+
+KEEPS_NAMES = """\
+graph g(B) {
+  input %x : f32[B, 8]
+  param %w : f32[8, 8]
+  param %b : f32[8]
+  %m = matmul(%x, %w)
+  %t = add(%m, %b)
+  %h = gelu(%t)
+  %e = exp(%h)
+  %n = neg(%e)
+  %s = reduce_sum(%n) {axes = [-1], keepdims = true}
+  %r = add(%n, %s)
+  output %r, %h
+}
+"""
+
+
+def test_a_fused_value_keeps_the_name_readers_and_place_of_the_value_it_computes():
+    graph = rlxir.parse(KEEPS_NAMES).main
+    fused = run_pipeline(rlxir.parse(KEEPS_NAMES).main, "fuse")
+    assert fused.schedule() == ["x", "w", "b", "h", "n", "s", "r"]
+    assert fused.op("h") == "fused_matmul_bias_act" and fused.operands("h") == ("x", "w", "b")
+    # the region exp -> neg is rooted at %n: it reads %h in place of %e, and keeps %n's readers
+    assert fused.op("n") == "fused_elementwise" and fused.operands("n") == ("h",)
+    assert fused.users("h") == ["n"] and fused.users("n") == graph.users("n") == ["s", "r"]
+    assert list(fused.outputs) == ["r", "h"]
+    assert fused.provenance("h") == ("m", "t", "h") and fused.location("h") == graph.location("h")
+    assert_same_outputs(graph, fused, bindings={"B": 3})
