@@ -281,15 +281,15 @@ class Graph(GraphReading):
     # --- rewriting ----------------------------------------------------------------------
     def rewrite_in_place(self, name: str, op: str, operands: Iterable[str], attrs: Mapping[str, Any] | None = None,
                          *, provenance: tuple | None = None) -> str:
-        """Make op value `name` compute ``op(operands) {attrs}`` where it stands, and return
-        `name`: its name, result type, location, place in the schedule and readers stay, so
-        nothing that reads it changes (a fusion that ends at `name` rewrites it, then erases
-        the values only it read). Every operand must come before `name` in the schedule and
-        the inferred type must equal its type; `provenance`, when given, replaces its own.
+        """Make op value `name` compute ``op(operands) {attrs}`` where it stands; returns `name`.
+        Its name, type, location, place and readers stay (a fusion ending at `name` rewrites
+        it, then erases the values only it read). The operands must come before `name` and
+        the inferred type must be its type; `provenance`, when given, replaces its own.
         Raises `IRTypeError` or `GraphError` with the graph unchanged."""
         data = self.data(name)
         if data.op in LEAF_KINDS:
-            raise GraphError(f"%{name} is a leaf ({data.op}), not an op value: it cannot be rewritten in place", data.loc)
+            raise GraphError(f"%{name} is a leaf ({data.op}), not an op value: it cannot be rewritten in place",
+                             data.loc)
         opdef, operands, canonical, inferred = self._applied(op, tuple(operands), attrs, data.loc)
         label = self._label
         for operand in operands:

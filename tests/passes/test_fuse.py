@@ -1,4 +1,4 @@
-"""fuse: caps, the buffers shared-input matmul adds, SwiGLU's gate, pattern selection, fused values under their own names."""
+"""fuse: caps, the buffers shared-input matmul adds, SwiGLU's gate, pattern selection, fused values' names."""
 
 from __future__ import annotations
 
