@@ -2,9 +2,11 @@
 
 Each decomposition is ``decompose(graph, name) -> str``: it inserts primitive ops computing
 fused node `name` immediately before it (each new node inherits the node's location and
-provenance, and is named ``<name>.<op>``) and returns the value that replaces it. It leaves
-`name` and its users alone: the caller rewires with ``graph.replace_all_uses(name, new)``
-and removes it with ``graph.erase(name)`` — or calls `unfuse_node`, which does all three.
+provenance, and is named ``<name>.<op>``) and returns the value that replaces it. Either it
+leaves `name` and its users alone, and the caller rewires with
+``graph.replace_all_uses(name, new)`` and removes it with ``graph.erase(name)``; or it makes
+its last op by rewriting `name` in place (`_Emitter.result`: the name, type and readers
+stay) and returns `name`, leaving nothing to rewire. `unfuse_node` handles both.
 The result never holds a fused op (gelu inside a region or a bias-activation is expanded
 too), and it computes what the op's NumPy reference computes (`rlxir.ops.reference`).
 
@@ -82,9 +84,16 @@ class _Emitter:
 
     def op(self, op: str, operands, **attrs) -> str:
         name = self.graph.fresh_name(f"{self.anchor}.{op}")
-        # Tuples, not lists: attribute values must be hashable to hit the type-inference cache.
-        attrs = {key: tuple(value) if isinstance(value, list) else value for key, value in attrs.items()}
-        return self.graph.add_op(op, operands, attrs, name=name, before=self.anchor, origin=self.anchor)
+        return self.graph.add_op(op, operands, _hashable(attrs), name=name, before=self.anchor, origin=self.anchor)
+
+    def result(self, op: str, operands, **attrs) -> str:
+        """The decomposition's last op, made by rewriting the anchor in place: its name,
+        type, place and readers stay, and the anchor is returned."""
+        return self.graph.rewrite_in_place(self.anchor, op, operands, _hashable(attrs))
+
+    def last(self, result: bool):
+        """`result` where a helper's last op is the decomposition's result, else `op`."""
+        return self.result if result else self.op
 
     def scalar(self, value, dtype: DType) -> str:
         """A scalar const of `dtype` (broadcasts against any operand), shared per graph."""
@@ -107,6 +116,11 @@ class _Emitter:
                         self.graph.location(self.anchor), expected)
 
 
+def _hashable(attrs: dict) -> dict:
+    # Tuples, not lists: attribute values must be hashable to hit the type-inference cache.
+    return {key: tuple(value) if isinstance(value, list) else value for key, value in attrs.items()}
+
+
 def shared_values(graph) -> set[str]:
     """Names of the values decompositions made to share in `graph` so far (`_Emitter.shared`):
     a caller that walks back from a decomposition's result stops there too."""
@@ -126,8 +140,9 @@ def _literal(value, dtype: DType):
 
 
 # --- building blocks (shared by several decompositions) --------------------------------
-def emit_gelu(emit: _Emitter, x: str, approximate: bool) -> str:
-    """0.5 x (1 + erf(x / sqrt 2)), or the tanh form when `approximate`."""
+def emit_gelu(emit: _Emitter, x: str, approximate: bool, result: bool = False) -> str:
+    """0.5 x (1 + erf(x / sqrt 2)), or the tanh form when `approximate`; with `result`, the
+    last op rewrites the anchor (`_Emitter.result`), as do the other helpers'."""
     dtype = emit.type(x).dtype
     if approximate:
         cube = emit.op("mul", [emit.op("mul", [x, x]), x])
@@ -136,15 +151,15 @@ def emit_gelu(emit: _Emitter, x: str, approximate: bool) -> str:
     else:
         curve = emit.op("erf", [emit.op("mul", [x, emit.scalar(1 / math.sqrt(2.0), dtype)])])
     half_x = emit.op("mul", [x, emit.scalar(0.5, dtype)])
-    return emit.op("mul", [half_x, emit.op("add", [curve, emit.scalar(1.0, dtype)])])
+    return emit.last(result)("mul", [half_x, emit.op("add", [curve, emit.scalar(1.0, dtype)])])
 
 
-def emit_softmax(emit: _Emitter, x: str, axis: int) -> str:
+def emit_softmax(emit: _Emitter, x: str, axis: int, result: bool = False) -> str:
     """exp(x - max) / sum(exp(x - max)) along `axis`, with keepdims reductions."""
     peak = emit.op("reduce_max", [x], axes=[axis], keepdims=True)
     exponent = emit.op("exp", [emit.op("sub", [x, peak])])
     total = emit.op("reduce_sum", [exponent], axes=[axis], keepdims=True)
-    return emit.op("div", [exponent, total])
+    return emit.last(result)("div", [exponent, total])
 
 
 def _trailing_axes(emit: _Emitter, x: str, axis: int) -> list[int]:
@@ -152,20 +167,21 @@ def _trailing_axes(emit: _Emitter, x: str, axis: int) -> list[int]:
     return list(range(axis % rank, rank))
 
 
-def emit_layernorm(emit: _Emitter, x: str, gamma: str, beta: str, axis: int, eps: float) -> str:
+def emit_layernorm(emit: _Emitter, x: str, gamma: str, beta: str, axis: int, eps: float,
+                   result: bool = False) -> str:
     axes = _trailing_axes(emit, x, axis)
     mean = emit.op("reduce_mean", [x], axes=axes, keepdims=True)
     centered = emit.op("sub", [x, mean])
     variance = emit.op("reduce_mean", [emit.op("mul", [centered, centered])], axes=axes, keepdims=True)
     inverse = emit.op("rsqrt", [emit.op("add", [variance, emit.scalar(eps, emit.type(x).dtype)])])
-    return emit.op("add", [emit.op("mul", [emit.op("mul", [centered, inverse]), gamma]), beta])
+    return emit.last(result)("add", [emit.op("mul", [emit.op("mul", [centered, inverse]), gamma]), beta])
 
 
-def emit_rmsnorm(emit: _Emitter, x: str, gamma: str, axis: int, eps: float) -> str:
+def emit_rmsnorm(emit: _Emitter, x: str, gamma: str, axis: int, eps: float, result: bool = False) -> str:
     axes = _trailing_axes(emit, x, axis)
     mean_square = emit.op("reduce_mean", [emit.op("mul", [x, x])], axes=axes, keepdims=True)
     inverse = emit.op("rsqrt", [emit.op("add", [mean_square, emit.scalar(eps, emit.type(x).dtype)])])
-    return emit.op("mul", [emit.op("mul", [x, inverse]), gamma])
+    return emit.last(result)("mul", [emit.op("mul", [x, inverse]), gamma])
 
 
 def emit_iota(emit: _Emitter, length) -> str:
@@ -189,28 +205,31 @@ def emit_causal_keep(emit: _Emitter, queries, keys) -> str:
 
 # --- one decomposition per fused op ----------------------------------------------------
 def decompose_gelu(graph, name: str) -> str:
-    return emit_gelu(_Emitter(graph, name), graph.operands(name)[0], graph.attr(name, "approximate"))
+    return emit_gelu(_Emitter(graph, name), graph.operands(name)[0], graph.attr(name, "approximate"), result=True)
 
 
 def decompose_softmax(graph, name: str) -> str:
-    return emit_softmax(_Emitter(graph, name), graph.operands(name)[0], graph.attr(name, "axis"))
+    return emit_softmax(_Emitter(graph, name), graph.operands(name)[0], graph.attr(name, "axis"), result=True)
 
 
 def decompose_linear(graph, name: str) -> str:
     emit = _Emitter(graph, name)
     x, w, *bias = graph.operands(name)
-    product = emit.op("matmul", [x, w])
-    return emit.op("add", [product, bias[0]]) if bias else product
+    if not bias:
+        return emit.result("matmul", [x, w])
+    return emit.result("add", [emit.op("matmul", [x, w]), bias[0]])
 
 
 def decompose_layernorm(graph, name: str) -> str:
     x, gamma, beta = graph.operands(name)
-    return emit_layernorm(_Emitter(graph, name), x, gamma, beta, graph.attr(name, "axis"), graph.attr(name, "eps"))
+    return emit_layernorm(_Emitter(graph, name), x, gamma, beta, graph.attr(name, "axis"), graph.attr(name, "eps"),
+                          result=True)
 
 
 def decompose_rmsnorm(graph, name: str) -> str:
     x, gamma = graph.operands(name)
-    return emit_rmsnorm(_Emitter(graph, name), x, gamma, graph.attr(name, "axis"), graph.attr(name, "eps"))
+    return emit_rmsnorm(_Emitter(graph, name), x, gamma, graph.attr(name, "axis"), graph.attr(name, "eps"),
+                        result=True)
 
 
 def decompose_batchnorm(graph, name: str) -> str:
@@ -225,7 +244,7 @@ def decompose_batchnorm(graph, name: str) -> str:
     per_channel = [1, x_type.shape[1]] + [1] * (x_type.rank - 2)
     factor = emit.op("reshape", [factor], shape=per_channel)
     shift = emit.op("reshape", [shift], shape=per_channel)
-    return emit.op("add", [emit.op("mul", [x, factor]), shift])
+    return emit.result("add", [emit.op("mul", [x, factor]), shift])
 
 
 def _attention_scale(emit: _Emitter, head_dim) -> float:
@@ -253,7 +272,7 @@ def decompose_attention(graph, name: str) -> str:
     if graph.attr(name, "causal"):
         keep = emit_causal_keep(emit, q_type.shape[-2], emit.type(k).shape[-2])
         scores = emit.op("where", [keep, scores, emit.scalar(-math.inf, dtype)])
-    return emit.op("matmul", [emit_softmax(emit, scores, -1), v])
+    return emit.result("matmul", [emit_softmax(emit, scores, -1), v])
 
 
 def _scan_step_inputs(emit: _Emitter, operands, step: int, batch, hidden):
@@ -291,7 +310,7 @@ def decompose_selective_scan(graph, name: str) -> str:
             state = emit.op("add", [emit.op("mul", [decay, state]), update])
         y_t = emit.op("reduce_sum", [emit.op("mul", [state, c_t])], axes=[2])
         outputs.append(emit.op("reshape", [y_t], shape=[batch, 1, hidden]))
-    return emit.op("concat", outputs, axis=1)
+    return emit.result("concat", outputs, axis=1)
 
 
 def decompose_fused_matmul_bias_act(graph, name: str) -> str:
@@ -299,25 +318,26 @@ def decompose_fused_matmul_bias_act(graph, name: str) -> str:
     emit = _Emitter(graph, name)
     x, w, bias = graph.operands(name)
     product = emit.op("matmul", [x, w])
-    biased = emit.op("add", [product, emit.op("expand", [bias], shape=list(emit.type(product).shape))])
     activation = graph.attr(name, "activation")
+    biased = emit.last(activation not in ("gelu", "silu"))(
+        "add", [product, emit.op("expand", [bias], shape=list(emit.type(product).shape))])
     if activation == "gelu":
-        return emit_gelu(emit, biased, approximate=False)
+        return emit_gelu(emit, biased, approximate=False, result=True)
     if activation == "silu":
-        return emit.op("silu", [biased])
+        return emit.result("silu", [biased])
     return biased
 
 
 def decompose_fused_residual_layernorm(graph, name: str) -> str:
     emit = _Emitter(graph, name)
     x, residual, gamma, beta = graph.operands(name)
-    return emit_layernorm(emit, emit.op("add", [x, residual]), gamma, beta, -1, graph.attr(name, "eps"))
+    return emit_layernorm(emit, emit.op("add", [x, residual]), gamma, beta, -1, graph.attr(name, "eps"), result=True)
 
 
 def decompose_fused_residual_rmsnorm(graph, name: str) -> str:
     emit = _Emitter(graph, name)
     x, residual, gamma = graph.operands(name)
-    return emit_rmsnorm(emit, emit.op("add", [x, residual]), gamma, -1, graph.attr(name, "eps"))
+    return emit_rmsnorm(emit, emit.op("add", [x, residual]), gamma, -1, graph.attr(name, "eps"), result=True)
 
 
 def decompose_fused_elementwise(graph, name: str) -> str:
@@ -338,12 +358,16 @@ def decompose_fused_elementwise(graph, name: str) -> str:
 # --- whole-node rewrites ---------------------------------------------------------------
 def unfuse_node(graph, name: str) -> str:
     """Replace fused node `name` by its decomposition: every use (outputs included) reads the
-    returned value, and `name` is erased. Raises `RlxError` when the op has no decomposition."""
+    returned value, and `name` is erased, unless the decomposition's last op rewrote `name`
+    in place (then `name` is returned, its readers untouched). Raises `RlxError` when the op
+    has no decomposition."""
     opdef = graph.opdef(name)
     if opdef is None or opdef.decompose is None:
         raise RlxError(f"%{name} = {graph.op(name)} has no decomposition", graph.location(name),
                        "a fused op with a registered decomposition")
     replacement = opdef.decompose(graph, name)
+    if replacement == name:  # its last op rewrote it in place: nothing to rewire
+        return name
     graph.replace_all_uses(name, replacement)
     graph.erase(name)
     return replacement

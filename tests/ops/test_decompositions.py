@@ -174,11 +174,21 @@ def test_new_nodes_inherit_location_and_provenance_and_go_before_the_fused_node(
     origin_loc = graph.location("y")
     graph.add_op("neg", ["y"], name="after")
     graph.set_outputs(["after"])
-    replacement = unfuse_node(graph, "y")
+    # the last op of the decomposition (the div) is %y itself, rewritten in place
+    assert unfuse_node(graph, "y") == "y" and graph.op("y") == "div"
     new_nodes = [name for name in graph.schedule() if name not in ("x", "after")]
-    assert graph.schedule()[-1] == "after" and graph.operands("after") == (replacement,)
+    assert graph.schedule()[-2:] == ["y", "after"] and graph.operands("after") == ("y",)
+    assert len(new_nodes) == 5 and not any(graph.op(name) == "softmax" for name in graph.schedule())
     assert all(graph.location(name) == origin_loc and graph.provenance(name) == ("y",) for name in new_nodes)
-    assert "y" not in graph
+
+
+def test_a_decomposition_made_of_new_values_is_rewired_and_its_node_erased():
+    # fused_elementwise's steps are all new values: the last replaces the node, which goes
+    graph = parse(one_op("", {"x": "f32[4]"}, 'fused_elementwise(%x) {chain = "exp($0); neg(%0)"}')).main
+    graph.add_op("tanh", ["y"], name="after")
+    replacement = unfuse_node(graph, "y")
+    assert replacement != "y" and "y" not in graph and graph.op(replacement) == "neg"
+    assert graph.operands("after") == (replacement,)
 
 
 def test_unfused_graphs_print_and_parse_back_equal():
