@@ -11,22 +11,25 @@ from rlxir.pass_machinery.pass_base import Pass, PassContext, register_pass
 
 def inline_region(graph: Graph, node: str) -> str:
     """Replace `fused_elementwise` node `node` by one op per chain step, in chain order,
-    right where it was; returns the last step's value (which now stands for `node`).
+    right where it was; returns `node`, which the last step rewrites in place (its name,
+    type and readers stay).
 
     Steps are inlined as written: a gelu step stays a gelu (a target that runs regions as
     primitives runs gelu natively), unlike the full decomposition `unfuse` uses. A step
     that is itself a region is inlined too.
     """
     operands = graph.operands(node)
+    steps = parse_chain(graph.attr(node, "chain"))
     results: list[str] = []
-    for step in parse_chain(graph.attr(node, "chain")):
+    for step in steps[:-1]:
         arguments = [operands[ref] if kind == "$" else results[ref] for kind, ref in step.args]
         name = graph.fresh_name(f"{node}.{step.op}")
         value = graph.add_op(step.op, arguments, dict(step.attrs), name=name, before=node, origin=node)
         results.append(inline_region(graph, value) if step.op == "fused_elementwise" else value)
-    graph.replace_all_uses(node, results[-1])
-    graph.erase(node)
-    return results[-1]
+    last = steps[-1]
+    arguments = [operands[ref] if kind == "$" else results[ref] for kind, ref in last.args]
+    graph.rewrite_in_place(node, last.op, arguments, dict(last.attrs))
+    return inline_region(graph, node) if last.op == "fused_elementwise" else node
 
 
 @register_pass
