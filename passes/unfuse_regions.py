@@ -21,15 +21,15 @@ def inline_region(graph: Graph, node: str) -> str:
     operands = graph.operands(node)
     steps = parse_chain(graph.attr(node, "chain"))
     results: list[str] = []
-    for step in steps[:-1]:
+    for position, step in enumerate(steps, 1):
         arguments = [operands[ref] if kind == "$" else results[ref] for kind, ref in step.args]
-        name = graph.fresh_name(f"{node}.{step.op}")
-        value = graph.add_op(step.op, arguments, dict(step.attrs), name=name, before=node, origin=node)
+        if position == len(steps):
+            value = graph.rewrite_in_place(node, step.op, arguments, dict(step.attrs))
+        else:
+            name = graph.fresh_name(f"{node}.{step.op}")
+            value = graph.add_op(step.op, arguments, dict(step.attrs), name=name, before=node, origin=node)
         results.append(inline_region(graph, value) if step.op == "fused_elementwise" else value)
-    last = steps[-1]
-    arguments = [operands[ref] if kind == "$" else results[ref] for kind, ref in last.args]
-    graph.rewrite_in_place(node, last.op, arguments, dict(last.attrs))
-    return inline_region(graph, node) if last.op == "fused_elementwise" else node
+    return results[-1]
 
 
 @register_pass

@@ -318,14 +318,13 @@ def decompose_fused_matmul_bias_act(graph, name: str) -> str:
     emit = _Emitter(graph, name)
     x, w, bias = graph.operands(name)
     product = emit.op("matmul", [x, w])
+    terms = [product, emit.op("expand", [bias], shape=list(emit.type(product).shape))]
     activation = graph.attr(name, "activation")
-    biased = emit.last(activation not in ("gelu", "silu"))(
-        "add", [product, emit.op("expand", [bias], shape=list(emit.type(product).shape))])
     if activation == "gelu":
-        return emit_gelu(emit, biased, approximate=False, result=True)
+        return emit_gelu(emit, emit.op("add", terms), approximate=False, result=True)
     if activation == "silu":
-        return emit.result("silu", [biased])
-    return biased
+        return emit.result("silu", [emit.op("add", terms)])
+    return emit.result("add", terms)
 
 
 def decompose_fused_residual_layernorm(graph, name: str) -> str:
